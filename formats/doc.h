@@ -1,0 +1,71 @@
+/* A JSON-like document value: what model.json, model.toml and graph.json are
+ * generated from, and what the TOML parser produces. Object keys keep their
+ * insertion order, so the same loader calls always give the same bytes. */
+#ifndef MFS_DOC_H
+#define MFS_DOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum mfs_vtype {
+    MFS_V_NULL,
+    MFS_V_BOOL,
+    MFS_V_INT,
+    MFS_V_FLOAT,
+    MFS_V_STR,
+    MFS_V_DATETIME,   /* TOML date/time; `dt` says which kind, `s` holds the text */
+    MFS_V_ARR,
+    MFS_V_OBJ,
+} mfs_vtype;
+
+typedef enum mfs_dtkind {
+    MFS_DT_OFFSET,    /* 1979-05-27T07:32:00Z */
+    MFS_DT_LOCAL,     /* 1979-05-27T07:32:00 */
+    MFS_DT_DATE,      /* 1979-05-27 */
+    MFS_DT_TIME,      /* 07:32:00 */
+} mfs_dtkind;
+
+typedef struct mfs_val mfs_val;
+
+struct mfs_val {
+    mfs_vtype type;
+    mfs_dtkind dt;
+    union {
+        bool b;
+        int64_t i;
+        double f;
+        struct { char *p; size_t len; } s;                 /* STR, DATETIME: any bytes */
+        struct { mfs_val **items; size_t n, cap; } arr;
+        struct { char **keys; size_t *klens; mfs_val **vals; size_t n, cap; } obj;
+    } u;
+};
+
+mfs_val *mfs_null(void);
+mfs_val *mfs_bool(bool b);
+mfs_val *mfs_int(int64_t i);
+mfs_val *mfs_float(double f);
+mfs_val *mfs_str(const char *s);                 /* NUL-terminated */
+mfs_val *mfs_strn(const void *s, size_t len);    /* any bytes */
+mfs_val *mfs_datetime(mfs_dtkind kind, const char *s, size_t len);
+mfs_val *mfs_arr(void);
+mfs_val *mfs_obj(void);
+
+/* Appends `v` (taking ownership) and returns it. */
+mfs_val *mfs_arr_push(mfs_val *arr, mfs_val *v);
+/* Appends key -> v (taking ownership; keys are not checked for duplicates:
+ * callers that need uniqueness look up first) and returns v. */
+mfs_val *mfs_obj_set(mfs_val *obj, const char *key, mfs_val *v);
+mfs_val *mfs_obj_setn(mfs_val *obj, const char *key, size_t klen, mfs_val *v);
+/* The value under `key`, or NULL. */
+mfs_val *mfs_obj_get(const mfs_val *obj, const char *key);
+mfs_val *mfs_obj_getn(const mfs_val *obj, const char *key, size_t klen);
+
+/* Deep copy. */
+mfs_val *mfs_val_clone(const mfs_val *v);
+/* Deep equality (object key order matters not; floats compare bitwise
+ * except that NaN equals NaN). */
+bool mfs_val_equal(const mfs_val *a, const mfs_val *b);
+void mfs_val_free(mfs_val *v);
+
+#endif

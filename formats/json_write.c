@@ -1,0 +1,136 @@
+#include "json_write.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "utf8.h"
+
+void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    mfs_sb_addc(sb, '"');
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c >= 0x80) {
+            size_t k = mfs_utf8_seq(p + i, n - i);
+            if (k == 0) {
+                mfs_sb_adds(sb, "\xef\xbf\xbd");
+                i++;
+            } else {
+                mfs_sb_add(sb, p + i, k);
+                i += k;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':  mfs_sb_adds(sb, "\\\""); break;
+        case '\\': mfs_sb_adds(sb, "\\\\"); break;
+        case '\b': mfs_sb_adds(sb, "\\b"); break;
+        case '\f': mfs_sb_adds(sb, "\\f"); break;
+        case '\n': mfs_sb_adds(sb, "\\n"); break;
+        case '\r': mfs_sb_adds(sb, "\\r"); break;
+        case '\t': mfs_sb_adds(sb, "\\t"); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                mfs_sb_addf(sb, "\\u%04x", c);
+            else
+                mfs_sb_addc(sb, (char)c);
+        }
+        i++;
+    }
+    mfs_sb_addc(sb, '"');
+}
+
+void mfs_format_double(char *out, size_t size, double f)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, size, "%.*g", prec, f);
+        double back;
+        if (sscanf(out, "%lf", &back) == 1 && back == f)
+            break;
+    }
+    if (strpbrk(out, ".eEn") == NULL) {
+        size_t len = strlen(out);
+        if (len + 3 <= size)
+            memcpy(out + len, ".0", 3);
+    }
+}
+
+static bool is_scalar(const mfs_val *v)
+{
+    return v->type != MFS_V_ARR && v->type != MFS_V_OBJ;
+}
+
+static void indent(mfs_strbuf *sb, int depth)
+{
+    mfs_sb_addc(sb, '\n');
+    for (int i = 0; i < depth; i++)
+        mfs_sb_adds(sb, "  ");
+}
+
+static void write_val(mfs_strbuf *sb, const mfs_val *v, int depth)
+{
+    switch (v->type) {
+    case MFS_V_NULL:
+        mfs_sb_adds(sb, "null");
+        break;
+    case MFS_V_BOOL:
+        mfs_sb_adds(sb, v->u.b ? "true" : "false");
+        break;
+    case MFS_V_INT:
+        mfs_sb_addf(sb, "%lld", (long long)v->u.i);
+        break;
+    case MFS_V_FLOAT:
+        if (isnan(v->u.f) || isinf(v->u.f)) {
+            mfs_sb_adds(sb, "null");
+        } else {
+            char buf[40];
+            mfs_format_double(buf, sizeof buf, v->u.f);
+            mfs_sb_adds(sb, buf);
+        }
+        break;
+    case MFS_V_STR:
+    case MFS_V_DATETIME:
+        mfs_json_string(sb, v->u.s.p, v->u.s.len);
+        break;
+    case MFS_V_ARR: {
+        bool flat = true;
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            flat = flat && is_scalar(v->u.arr.items[i]);
+        mfs_sb_addc(sb, '[');
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i)
+                mfs_sb_adds(sb, flat ? ", " : ",");
+            if (!flat)
+                indent(sb, depth + 1);
+            write_val(sb, v->u.arr.items[i], depth + 1);
+        }
+        if (!flat && v->u.arr.n)
+            indent(sb, depth);
+        mfs_sb_addc(sb, ']');
+        break;
+    }
+    case MFS_V_OBJ:
+        mfs_sb_addc(sb, '{');
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            if (i)
+                mfs_sb_addc(sb, ',');
+            indent(sb, depth + 1);
+            mfs_json_string(sb, v->u.obj.keys[i], v->u.obj.klens[i]);
+            mfs_sb_adds(sb, ": ");
+            write_val(sb, v->u.obj.vals[i], depth + 1);
+        }
+        if (v->u.obj.n)
+            indent(sb, depth);
+        mfs_sb_addc(sb, '}');
+        break;
+    }
+}
+
+void mfs_json_write(mfs_strbuf *sb, const mfs_val *v)
+{
+    write_val(sb, v, 0);
+    mfs_sb_addc(sb, '\n');
+}

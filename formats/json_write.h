@@ -1,0 +1,20 @@
+/* Writes a document as JSON: two-space indentation, arrays of scalars on one
+ * line, object keys in insertion order, a final newline. Bytes that are not
+ * valid UTF-8 become U+FFFD (JSON text must be Unicode; callers that need
+ * the exact bytes keep them elsewhere, e.g. a hex field). NaN and infinities
+ * have no JSON form and are written as null. */
+#ifndef MFS_JSON_WRITE_H
+#define MFS_JSON_WRITE_H
+
+#include "doc.h"
+#include "fs/strbuf.h"
+
+void mfs_json_write(mfs_strbuf *sb, const mfs_val *v);
+/* A JSON string literal (with quotes) for n bytes at s. */
+void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n);
+
+/* Shortest %g form that reads back to the same finite double, always with
+ * a '.' or an exponent so that it stays a float in TOML too. */
+void mfs_format_double(char *out, size_t size, double f);
+
+#endif

@@ -1,0 +1,63 @@
+/* The layout every format shares (README "The tree"): a loader describes
+ * its tensors and metadata here, and this module turns them into tree
+ * entries: tensors/NAME files with their xattrs, the tensor table, and
+ * model.json / model.toml. Formats never touch names or documents
+ * themselves, so every format follows the same contract. */
+#ifndef MFS_MODEL_H
+#define MFS_MODEL_H
+
+#include <stdint.h>
+
+#include "doc.h"
+#include "fs/err.h"
+#include "fs/tree.h"
+
+typedef struct mfs_model {
+    mfs_tree *tree;
+    char *file_name;         /* base name of the model file */
+    uint64_t file_size;
+    char *format;            /* "rten" */
+    int64_t format_version;
+    mfs_val *metadata;       /* object: formats add their metadata here */
+    mfs_val *extra;          /* object: format-level keys placed before "tensors" */
+    mfs_val *tensors;        /* array: the tensor table */
+    uint32_t tensors_dir;    /* the tensors/ directory */
+} mfs_model;
+
+typedef struct mfs_tensor {
+    const char *name;        /* exact original bytes */
+    size_t name_len;
+    const char *dtype;       /* numpy name, "bytes" for raw blobs */
+    const uint64_t *shape;
+    size_t ndim;
+    const uint8_t *data;     /* the bytes served (borrowed: must outlive the tree) */
+    uint64_t nbytes;
+    uint64_t offset;         /* absolute offset of the bytes in the model file */
+    const char *storage;     /* e.g. "inline" / "external"; NULL to leave out */
+    mfs_val *extra;          /* object of format-specific table keys, or NULL;
+                                ownership passes to the model */
+} mfs_tensor;
+
+void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size);
+void mfs_model_destroy(mfs_model *m);
+
+void mfs_model_set_format(mfs_model *m, const char *format, int64_t version);
+
+/* Adds a tensor file under `dir` (m->tensors_dir for the usual place) and
+ * its table entry. Returns the file's node. */
+uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t);
+
+/* Adds a generated JSON document file (takes ownership of `doc`). */
+void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc);
+
+/* Adds model.json and model.toml. Call once, after the last tensor. */
+void mfs_model_finish(mfs_model *m);
+
+/* The full document, as written to model.json (caller frees). */
+mfs_val *mfs_model_document(const mfs_model *m);
+
+/* The first free file name in `dir` for `name`: the encoding, then
+ * "%~2", "%~3"... (caller frees). */
+char *mfs_model_unique_name(const mfs_model *m, uint32_t dir, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,47 @@
+#include "registry.h"
+
+#include <stddef.h>
+
+#include "fs/strbuf.h"
+
+const mfs_format *const mfs_formats[] = {
+    &mfs_format_rten,
+    NULL,
+};
+
+const mfs_format *mfs_format_detect(mfs_span file)
+{
+    const mfs_format *best = NULL;
+    int best_bid = 0;
+    for (size_t i = 0; mfs_formats[i] != NULL; i++) {
+        int bid = mfs_formats[i]->probe(file);
+        if (bid > best_bid) {
+            best_bid = bid;
+            best = mfs_formats[i];
+        }
+    }
+    return best;
+}
+
+int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e)
+{
+    const mfs_format *f = mfs_format_detect(file);
+    if (f == NULL) {
+        mfs_strbuf names = { 0 };
+        for (size_t i = 0; mfs_formats[i] != NULL; i++)
+            mfs_sb_addf(&names, "%s%s", i ? ", " : "", mfs_formats[i]->name);
+        mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
+                 names.buf);
+        mfs_sb_free(&names);
+        return -1;
+    }
+    mfs_model m;
+    mfs_model_init(&m, tree, path, file.len);
+    int r = f->load(&m, file, e);
+    if (r == 0) {
+        mfs_model_finish(&m);
+        mfs_tree_finish(tree);
+    }
+    mfs_model_destroy(&m);
+    return r;
+}

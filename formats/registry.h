@@ -1,0 +1,33 @@
+/* The format drivers. Each is one static const entry: a probe that says how
+ * sure it is that the bytes are its format (the number of magic bits it
+ * verified; 0 = not mine), and a loader that describes the model through
+ * mfs_model. The registry asks every probe and the highest bid loads. */
+#ifndef MFS_REGISTRY_H
+#define MFS_REGISTRY_H
+
+#include "fs/err.h"
+#include "fs/span.h"
+#include "model.h"
+
+typedef struct mfs_format {
+    const char *name;
+    int (*probe)(mfs_span file);
+    /* Fills `m` from `file` (the whole mapped model file, base 0). On error
+     * fills `e` (MFS_E_CORRUPT with the offset) and returns -1. */
+    int (*load)(mfs_model *m, mfs_span file, mfs_err *e);
+} mfs_format;
+
+extern const mfs_format mfs_format_rten;
+
+/* NULL-terminated, in probe order. */
+extern const mfs_format *const mfs_formats[];
+
+/* The best-bidding format for `file`, or NULL. */
+const mfs_format *mfs_format_detect(mfs_span file);
+
+/* Detects, loads, and finishes the model (model.json, model.toml) into
+ * `tree`; MFS_E_UNKNOWN when nothing recognises the bytes. The tree is
+ * finished (immutable) on success. */
+int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e);
+
+#endif

@@ -1,0 +1,160 @@
+#include "toml_write.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "json_write.h"
+#include "utf8.h"
+
+static void toml_string(mfs_strbuf *sb, const char *s, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    mfs_sb_addc(sb, '"');
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c >= 0x80) {
+            size_t k = mfs_utf8_seq(p + i, n - i);
+            mfs_sb_add(sb, k ? (const char *)p + i : "\xef\xbf\xbd", k ? k : 3);
+            i += k ? k : 1;
+            continue;
+        }
+        switch (c) {
+        case '"':  mfs_sb_adds(sb, "\\\""); break;
+        case '\\': mfs_sb_adds(sb, "\\\\"); break;
+        case '\b': mfs_sb_adds(sb, "\\b"); break;
+        case '\f': mfs_sb_adds(sb, "\\f"); break;
+        case '\n': mfs_sb_adds(sb, "\\n"); break;
+        case '\r': mfs_sb_adds(sb, "\\r"); break;
+        case '\t': mfs_sb_adds(sb, "\\t"); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                mfs_sb_addf(sb, "\\u%04X", c);
+            else
+                mfs_sb_addc(sb, (char)c);
+        }
+        i++;
+    }
+    mfs_sb_addc(sb, '"');
+}
+
+static void toml_key(mfs_strbuf *sb, const char *k, size_t n)
+{
+    bool bare = n > 0;
+    for (size_t i = 0; i < n && bare; i++) {
+        char c = k[i];
+        bare = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-';
+    }
+    if (bare)
+        mfs_sb_add(sb, k, n);
+    else
+        toml_string(sb, k, n);
+}
+
+static bool is_table_array(const mfs_val *v)
+{
+    if (v->type != MFS_V_ARR || v->u.arr.n == 0)
+        return false;
+    for (size_t i = 0; i < v->u.arr.n; i++)
+        if (v->u.arr.items[i]->type != MFS_V_OBJ)
+            return false;
+    return true;
+}
+
+static void inline_val(mfs_strbuf *sb, const mfs_val *v)
+{
+    switch (v->type) {
+    case MFS_V_NULL:
+        mfs_sb_adds(sb, "{}");
+        break;
+    case MFS_V_BOOL:
+        mfs_sb_adds(sb, v->u.b ? "true" : "false");
+        break;
+    case MFS_V_INT:
+        mfs_sb_addf(sb, "%lld", (long long)v->u.i);
+        break;
+    case MFS_V_FLOAT:
+        if (isnan(v->u.f)) {
+            mfs_sb_adds(sb, "nan");
+        } else if (isinf(v->u.f)) {
+            mfs_sb_adds(sb, v->u.f < 0 ? "-inf" : "inf");
+        } else {
+            char buf[40];
+            mfs_format_double(buf, sizeof buf, v->u.f);
+            mfs_sb_adds(sb, buf);
+        }
+        break;
+    case MFS_V_STR:
+        toml_string(sb, v->u.s.p, v->u.s.len);
+        break;
+    case MFS_V_DATETIME:
+        mfs_sb_add(sb, v->u.s.p, v->u.s.len);
+        break;
+    case MFS_V_ARR:
+        mfs_sb_addc(sb, '[');
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i)
+                mfs_sb_adds(sb, ", ");
+            inline_val(sb, v->u.arr.items[i]);
+        }
+        mfs_sb_addc(sb, ']');
+        break;
+    case MFS_V_OBJ: {
+        mfs_sb_addc(sb, '{');
+        bool first = true;
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            if (v->u.obj.vals[i]->type == MFS_V_NULL)
+                continue;
+            mfs_sb_adds(sb, first ? " " : ", ");
+            first = false;
+            toml_key(sb, v->u.obj.keys[i], v->u.obj.klens[i]);
+            mfs_sb_adds(sb, " = ");
+            inline_val(sb, v->u.obj.vals[i]);
+        }
+        mfs_sb_adds(sb, first ? "}" : " }");
+        break;
+    }
+    }
+}
+
+/* `path` is the dotted, already-quoted header of `obj` ("" at the top). */
+static void write_table(mfs_strbuf *sb, const mfs_val *obj, const char *path, size_t plen)
+{
+    for (size_t i = 0; i < obj->u.obj.n; i++) {
+        const mfs_val *v = obj->u.obj.vals[i];
+        if (v->type == MFS_V_NULL || v->type == MFS_V_OBJ || is_table_array(v))
+            continue;
+        toml_key(sb, obj->u.obj.keys[i], obj->u.obj.klens[i]);
+        mfs_sb_adds(sb, " = ");
+        inline_val(sb, v);
+        mfs_sb_addc(sb, '\n');
+    }
+    for (size_t i = 0; i < obj->u.obj.n; i++) {
+        const mfs_val *v = obj->u.obj.vals[i];
+        bool table = v->type == MFS_V_OBJ;
+        if (!table && !is_table_array(v))
+            continue;
+        mfs_strbuf sub = { 0 };
+        if (plen) {
+            mfs_sb_add(&sub, path, plen);
+            mfs_sb_addc(&sub, '.');
+        }
+        toml_key(&sub, obj->u.obj.keys[i], obj->u.obj.klens[i]);
+        size_t n = table ? 1 : v->u.arr.n;
+        for (size_t j = 0; j < n; j++) {
+            const mfs_val *t = table ? v : v->u.arr.items[j];
+            mfs_sb_adds(sb, table ? "\n[" : "\n[[");
+            mfs_sb_add(sb, sub.buf, sub.len);
+            mfs_sb_adds(sb, table ? "]\n" : "]]\n");
+            write_table(sb, t, sub.buf, sub.len);
+        }
+        mfs_sb_free(&sub);
+    }
+}
+
+void mfs_toml_write(mfs_strbuf *sb, const mfs_val *obj)
+{
+    if (obj->type == MFS_V_OBJ)
+        write_table(sb, obj, "", 0);
+}

@@ -1,0 +1,15 @@
+/* UTF-8 validation for text taken from model files. */
+#ifndef MFS_UTF8_H
+#define MFS_UTF8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length (1..4) of the valid UTF-8 sequence at p (n bytes available),
+ * or 0 when it is not valid (overlong, surrogate, > U+10FFFF, truncated). */
+size_t mfs_utf8_seq(const uint8_t *p, size_t n);
+
+bool mfs_utf8_valid(const void *p, size_t n);
+
+#endif

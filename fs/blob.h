@@ -1,0 +1,37 @@
+/* The model file, mapped read-only for the life of the mount.
+ * Tensor files are slices of this mapping, so reads never copy. */
+#ifndef MFS_BLOB_H
+#define MFS_BLOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "err.h"
+#include "span.h"
+
+typedef struct mfs_blob {
+    int fd;
+    const uint8_t *data;    /* NULL when size is 0 */
+    uint64_t size;
+    char *path;             /* as given by the user */
+    struct timespec mtime;
+} mfs_blob;
+
+/* Opens and maps `path`. On failure fills `e` (MFS_E_IO) and returns -1. */
+int mfs_blob_open(mfs_blob *b, const char *path, mfs_err *e);
+void mfs_blob_close(mfs_blob *b);
+
+static inline mfs_span mfs_blob_span(const mfs_blob *b)
+{
+    mfs_span s = { b->data, b->size, 0 };
+    return s;
+}
+
+/* False once the file on disk no longer has the size and mtime it had when
+ * it was mapped: its pages may be gone, so the mount answers EIO rather
+ * than fault on them. One fstat, no allocation. */
+bool mfs_blob_unchanged(const mfs_blob *b);
+
+#endif

@@ -1,0 +1,42 @@
+/* Errors found while opening or parsing a model: a code, the byte offset
+ * where the problem is (when there is one) and a short description.
+ * Every parser reports through this so that messages have one shape:
+ *   FILE: byte OFFSET: PROBLEM */
+#ifndef MFS_ERR_H
+#define MFS_ERR_H
+
+#include <stdint.h>
+
+typedef enum mfs_code {
+    MFS_OK = 0,
+    MFS_E_USAGE,      /* bad command line */
+    MFS_E_IO,         /* cannot open, stat or map the file */
+    MFS_E_UNKNOWN,    /* no format recognises the file */
+    MFS_E_CORRUPT,    /* a recognised format, but the bytes are invalid */
+    MFS_E_NOMEM,
+    MFS_E_MOUNT,      /* FUSE could not mount */
+} mfs_code;
+
+#define MFS_NO_OFFSET (-1)
+
+typedef struct mfs_err {
+    mfs_code code;
+    int64_t offset;   /* byte offset in the model file, or MFS_NO_OFFSET */
+    char msg[512];
+} mfs_err;
+
+/* Records the first error only (later ones are consequences) and returns -1
+ * so that callers can write `return mfs_fail(...)`. */
+int mfs_fail(mfs_err *e, mfs_code code, int64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Shorthand for the common case: a corrupt byte range. */
+#define MFS_CORRUPT(e, off, ...) mfs_fail((e), MFS_E_CORRUPT, (int64_t)(off), __VA_ARGS__)
+
+/* The process exit code documented in README.md for an error code. */
+int mfs_exit_code(mfs_code code);
+
+/* Prints "PROG: FILE: byte N: MSG" (offset part only when known) to stderr. */
+void mfs_err_print(const char *prog, const char *file, const mfs_err *e);
+
+#endif

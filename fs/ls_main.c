@@ -1,0 +1,142 @@
+/* modelfs-ls: the same tree as the mount, with no FUSE.
+ *   modelfs-ls MODEL          every path, its kind and size
+ *   modelfs-ls MODEL PATH     that file's bytes on stdout
+ *   modelfs-ls -x MODEL PATH  that node's xattrs, "name=value" lines
+ * It is the oracle the mount tests compare against. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/registry.h"
+#include "fs/blob.h"
+#include "fs/tree.h"
+
+static const char *prog = "modelfs-ls";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [-x] MODEL [PATH]\n"
+            "List the tree modelfs would mount for MODEL, or write one file of it.\n"
+            "\n"
+            "  MODEL        a model file (rten)\n"
+            "  PATH         a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
+            "               its bytes are written to stdout exactly as the mount serves them\n"
+            "  -x           with PATH: print the node's extended attributes instead\n"
+            "  -h, --help   this text\n"
+            "  -V, --version\n"
+            "\n"
+            "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
+            "4 unrecognised format, 5 corrupt model, 7 no such PATH.\n",
+            prog);
+}
+
+static void list(const mfs_tree *t, uint32_t dir)
+{
+    const mfs_node *d = mfs_tree_node(t, dir);
+    for (uint32_t i = 0; i < d->child_count; i++) {
+        uint32_t c = t->children[d->child_first + i];
+        const mfs_node *n = mfs_tree_node(t, c);
+        char *path = mfs_tree_path(t, c);
+        if (n->kind == MFS_NODE_DIR) {
+            printf("d %12s %s/\n", "-", path);
+            list(t, c);
+        } else {
+            printf("f %12llu %s\n", (unsigned long long)n->size, path);
+        }
+        free(path);
+    }
+}
+
+static uint32_t resolve(const mfs_tree *t, const char *path)
+{
+    uint32_t cur = MFS_ROOT;
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return MFS_NONE;
+    for (char *save = NULL, *c = strtok_r(copy, "/", &save); c != NULL && cur != MFS_NONE;
+         c = strtok_r(NULL, "/", &save))
+        cur = mfs_tree_lookup(t, cur, c);
+    free(copy);
+    return cur;
+}
+
+static int dump(const mfs_tree *t, uint32_t node, int xattrs)
+{
+    const mfs_node *n = mfs_tree_node(t, node);
+    if (xattrs) {
+        for (uint32_t i = 0; i < n->xattr_count; i++) {
+            const mfs_xattr *x = &t->xattrs[n->xattr_first + i];
+            printf("%s=", x->name);
+            fwrite(x->value, 1, x->len, stdout);
+            putchar('\n');
+        }
+        return 0;
+    }
+    if (n->kind != MFS_NODE_FILE) {
+        fprintf(stderr, "%s: is a directory\n", prog);
+        return 7;
+    }
+    if (n->size && fwrite(n->data, 1, n->size, stdout) != n->size) {
+        perror(prog);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int xattrs = 0, argi = 1;
+    for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
+        const char *a = argv[argi];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("modelfs-ls %s\n", MODELFS_VERSION);
+            return 0;
+        } else if (!strcmp(a, "-x")) {
+            xattrs = 1;
+        } else if (!strcmp(a, "--")) {
+            argi++;
+            break;
+        } else {
+            fprintf(stderr, "%s: unknown option '%s' (try --help)\n", prog, a);
+            return 2;
+        }
+    }
+    int rest = argc - argi;
+    if (rest < 1 || rest > 2 || (xattrs && rest != 2)) {
+        usage(stderr);
+        return 2;
+    }
+    const char *model = argv[argi];
+    mfs_err e = { 0 };
+    mfs_blob blob;
+    if (mfs_blob_open(&blob, model, &e) != 0) {
+        mfs_err_print(prog, model, &e);
+        return mfs_exit_code(e.code);
+    }
+    mfs_tree tree;
+    mfs_tree_init(&tree);
+    int rc = 0;
+    if (mfs_load_model(&tree, model, mfs_blob_span(&blob), &e) != 0) {
+        mfs_err_print(prog, model, &e);
+        rc = mfs_exit_code(e.code);
+    } else if (rest == 1) {
+        list(&tree, MFS_ROOT);
+    } else {
+        uint32_t node = resolve(&tree, argv[argi + 1]);
+        if (node == MFS_NONE) {
+            fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[argi + 1]);
+            rc = 7;
+        } else {
+            rc = dump(&tree, node, xattrs);
+        }
+    }
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = 1;
+    mfs_tree_destroy(&tree);
+    mfs_blob_close(&blob);
+    return rc;
+}

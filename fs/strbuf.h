@@ -1,0 +1,22 @@
+/* A growable byte string for generated documents. */
+#ifndef MFS_STRBUF_H
+#define MFS_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct mfs_strbuf {
+    char *buf;      /* always NUL-terminated once anything was added */
+    size_t len;
+    size_t cap;
+} mfs_strbuf;
+
+void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n);
+void mfs_sb_adds(mfs_strbuf *sb, const char *s);
+void mfs_sb_addc(mfs_strbuf *sb, char c);
+void mfs_sb_addf(mfs_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands the buffer to the caller (never NULL) and empties `sb`. */
+char *mfs_sb_take(mfs_strbuf *sb, size_t *len);
+void mfs_sb_free(mfs_strbuf *sb);
+
+#endif

@@ -1,0 +1,237 @@
+#include "tree.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+static uint64_t hash_key(uint32_t parent, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;  /* FNV-1a */
+    for (int i = 0; i < 4; i++) {
+        h ^= (parent >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* Slot holding (parent, name), or the empty slot where it would go. */
+static uint32_t *hash_slot(const mfs_tree *t, uint32_t parent, const char *name)
+{
+    uint32_t mask = t->hash_cap - 1;
+    uint32_t i = (uint32_t)hash_key(parent, name) & mask;
+    for (;;) {
+        uint32_t *slot = &t->hash[i];
+        if (*slot == MFS_NONE)
+            return slot;
+        const mfs_node *n = &t->nodes[*slot];
+        if (n->parent == parent && strcmp(n->name, name) == 0)
+            return slot;
+        i = (i + 1) & mask;
+    }
+}
+
+static void hash_grow(mfs_tree *t)
+{
+    uint32_t old_cap = t->hash_cap;
+    uint32_t *old = t->hash;
+    t->hash_cap = old_cap ? old_cap * 2 : 64;
+    t->hash = mfs_xmalloc(sizeof *t->hash * t->hash_cap);
+    memset(t->hash, 0xff, sizeof *t->hash * t->hash_cap);
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i] != MFS_NONE)
+            *hash_slot(t, t->nodes[old[i]].parent, t->nodes[old[i]].name) = old[i];
+    free(old);
+}
+
+void mfs_tree_init(mfs_tree *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nodes = mfs_xcalloc(16, sizeof *t->nodes);
+    t->cap = 16;
+    t->count = 1;
+    t->nodes[0].name = mfs_xstrdup("");
+    t->nodes[0].parent = MFS_ROOT;
+    t->nodes[0].kind = MFS_NODE_DIR;
+    hash_grow(t);
+}
+
+void mfs_tree_destroy(mfs_tree *t)
+{
+    for (uint32_t i = 0; i < t->count; i++)
+        free(t->nodes[i].name);
+    for (uint32_t i = 0; i < t->xattr_count; i++) {
+        free(t->xattrs[i].name);
+        free(t->xattrs[i].value);
+    }
+    for (size_t i = 0; i < t->owned_count; i++)
+        free(t->owned[i]);
+    free(t->nodes);
+    free(t->children);
+    free(t->xattrs);
+    free(t->hash);
+    free(t->owned);
+    memset(t, 0, sizeof *t);
+}
+
+bool mfs_tree_valid_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > MFS_NAME_MAX || strchr(name, '/') != NULL)
+        return false;
+    return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name)
+{
+    if (parent >= t->count)
+        return MFS_NONE;
+    return *hash_slot(t, parent, name);
+}
+
+uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind kind,
+                      const uint8_t *data, uint64_t size)
+{
+    if (t->finished || parent >= t->count || t->nodes[parent].kind != MFS_NODE_DIR ||
+        !mfs_tree_valid_name(name) || t->count == MFS_NONE - 1)
+        return MFS_NONE;
+    uint32_t *slot = hash_slot(t, parent, name);
+    if (*slot != MFS_NONE)
+        return MFS_NONE;
+    if (t->count == t->cap) {
+        t->cap *= 2;
+        t->nodes = mfs_xreallocarray(t->nodes, t->cap, sizeof *t->nodes);
+    }
+    uint32_t idx = t->count++;
+    mfs_node *n = &t->nodes[idx];
+    memset(n, 0, sizeof *n);
+    n->name = mfs_xstrdup(name);
+    n->parent = parent;
+    n->kind = (uint8_t)kind;
+    n->data = data;
+    n->size = kind == MFS_NODE_FILE ? size : 0;
+    *slot = idx;
+    /* Keep the table at most half full so probes stay short. */
+    if ((uint64_t)t->count * 2 > t->hash_cap)
+        hash_grow(t);
+    return idx;
+}
+
+uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
+{
+    uint32_t cur = parent;
+    const char *p = path;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        char *comp = mfs_xstrndup(p, n);
+        uint32_t next = mfs_tree_lookup(t, cur, comp);
+        if (next == MFS_NONE)
+            next = mfs_tree_add(t, cur, comp, MFS_NODE_DIR, NULL, 0);
+        free(comp);
+        if (next == MFS_NONE || t->nodes[next].kind != MFS_NODE_DIR)
+            return MFS_NONE;
+        cur = next;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return cur;
+}
+
+void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
+                        size_t len)
+{
+    if (t->xattr_count == t->xattr_cap) {
+        t->xattr_cap = t->xattr_cap ? t->xattr_cap * 2 : 64;
+        t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_cap, sizeof *t->xattrs);
+    }
+    mfs_xattr *x = &t->xattrs[t->xattr_count++];
+    x->node = node;
+    x->name = mfs_xstrdup(name);
+    x->value = mfs_xmalloc(len);
+    memcpy(x->value, value, len);
+    x->len = len;
+}
+
+void *mfs_tree_own(mfs_tree *t, void *p)
+{
+    if (t->owned_count == t->owned_cap) {
+        t->owned_cap = t->owned_cap ? t->owned_cap * 2 : 16;
+        t->owned = mfs_xreallocarray(t->owned, t->owned_cap, sizeof *t->owned);
+    }
+    t->owned[t->owned_count++] = p;
+    return p;
+}
+
+static const mfs_tree *sort_tree;  /* qsort has no context argument in C11 */
+
+static int cmp_child(const void *a, const void *b)
+{
+    const mfs_node *x = &sort_tree->nodes[*(const uint32_t *)a];
+    const mfs_node *y = &sort_tree->nodes[*(const uint32_t *)b];
+    if (x->parent != y->parent)
+        return x->parent < y->parent ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_xattr(const void *a, const void *b)
+{
+    const mfs_xattr *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+void mfs_tree_finish(mfs_tree *t)
+{
+    if (t->finished)
+        return;
+    /* Every node but the root, grouped by parent and sorted by name: each
+     * directory's children end up contiguous. */
+    uint32_t n = t->count - 1;
+    t->children = mfs_xcalloc(n ? n : 1, sizeof *t->children);
+    for (uint32_t i = 0; i < n; i++)
+        t->children[i] = i + 1;
+    sort_tree = t;
+    qsort(t->children, n, sizeof *t->children, cmp_child);
+    sort_tree = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        mfs_node *p = &t->nodes[t->nodes[t->children[i]].parent];
+        if (p->child_count++ == 0)
+            p->child_first = i;
+    }
+    qsort(t->xattrs, t->xattr_count, sizeof *t->xattrs, cmp_xattr);
+    for (uint32_t i = 0; i < t->xattr_count; i++) {
+        mfs_node *p = &t->nodes[t->xattrs[i].node];
+        if (p->xattr_count++ == 0)
+            p->xattr_first = i;
+    }
+    t->finished = true;
+}
+
+char *mfs_tree_path(const mfs_tree *t, uint32_t node)
+{
+    size_t len = 0, depth = 0;
+    for (uint32_t i = node; i != MFS_ROOT && i < t->count; i = t->nodes[i].parent) {
+        len += strlen(t->nodes[i].name);
+        depth++;
+    }
+    if (depth > 1)
+        len += depth - 1;  /* separators */
+    char *r = mfs_xmalloc(len + 1);
+    r[len] = '\0';
+    size_t end = len;
+    for (uint32_t i = node; i != MFS_ROOT && i < t->count; i = t->nodes[i].parent) {
+        size_t n = strlen(t->nodes[i].name);
+        end -= n;
+        memcpy(r + end, t->nodes[i].name, n);
+        if (end > 0)
+            r[--end] = '/';
+    }
+    return r;
+}

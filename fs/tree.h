@@ -1,0 +1,93 @@
+/* The immutable directory tree that a mount serves.
+ *
+ * A loader builds it once (mfs_tree_add / mfs_tree_mkdirs / xattrs), then
+ * mfs_tree_finish sorts every directory; after that nothing changes, so the
+ * FUSE side reads it from any thread with no lock. A node's index is its
+ * identity: the FUSE inode number is index + 1 (the root, index 0, is
+ * inode 1), and the same loader calls give the same indexes every time.
+ *
+ * File contents are borrowed (a slice of the mapped model file) or owned by
+ * the tree (generated documents, handed over with mfs_tree_own). */
+#ifndef MFS_TREE_H
+#define MFS_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MFS_NONE UINT32_MAX
+#define MFS_ROOT 0u
+#define MFS_NAME_MAX 255
+
+typedef enum mfs_kind { MFS_NODE_DIR, MFS_NODE_FILE } mfs_kind;
+
+typedef struct mfs_xattr {
+    uint32_t node;
+    char *name;             /* "user.modelfs.dtype" */
+    char *value;            /* not NUL-terminated in general */
+    size_t len;
+} mfs_xattr;
+
+typedef struct mfs_node {
+    char *name;             /* one path component; "" for the root */
+    uint32_t parent;
+    uint8_t kind;
+    const uint8_t *data;    /* file bytes (borrowed or owned by the tree) */
+    uint64_t size;
+    uint32_t child_first;   /* into mfs_tree.children, after finish */
+    uint32_t child_count;
+    uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
+    uint32_t xattr_count;
+} mfs_node;
+
+typedef struct mfs_tree {
+    mfs_node *nodes;
+    uint32_t count, cap;
+    uint32_t *children;     /* per directory, sorted by name (bytewise) */
+    mfs_xattr *xattrs;
+    uint32_t xattr_count, xattr_cap;
+    uint32_t *hash;         /* (parent, name) -> node index; open addressing */
+    uint32_t hash_cap;
+    void **owned;
+    size_t owned_count, owned_cap;
+    bool finished;
+} mfs_tree;
+
+void mfs_tree_init(mfs_tree *t);
+void mfs_tree_destroy(mfs_tree *t);
+
+/* True when `name` can be a path component here: 1..255 bytes, no '/' or
+ * NUL, not "." or "..". */
+bool mfs_tree_valid_name(const char *name);
+
+/* Adds a child; returns its index, or MFS_NONE when the name is invalid,
+ * already taken, or the parent is not a directory. */
+uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind kind,
+                      const uint8_t *data, uint64_t size);
+
+/* Finds or creates the directory at "a/b/c" below `parent` (components must
+ * be valid names). MFS_NONE when a file is in the way. */
+uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path);
+
+/* The child called `name` of `parent`, or MFS_NONE. */
+uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
+
+/* Copies name and value. */
+void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
+                        size_t len);
+
+/* The tree frees `p` (from malloc) when it is destroyed. */
+void *mfs_tree_own(mfs_tree *t, void *p);
+
+/* Sorts directories and xattrs; call once, after the last add. */
+void mfs_tree_finish(mfs_tree *t);
+
+/* "a/b/c" relative to the root (malloc'd; "" for the root). */
+char *mfs_tree_path(const mfs_tree *t, uint32_t node);
+
+static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
+{
+    return i < t->count ? &t->nodes[i] : NULL;
+}
+
+#endif

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs every Debian package that the build, the tests, the fuzzers and the demo need.
+# Idempotent: does nothing (and needs no network) when everything is already there.
+set -eu
+
+PKGS="build-essential cmake pkg-config
+      libfuse3-dev fuse3
+      libzip-dev libzstd-dev libssl-dev
+      clang
+      flatbuffers-compiler jq
+      python3 python3-numpy python3-flatbuffers"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+else
+    SUDO=
+fi
+echo "install-deps: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
