@@ -11,6 +11,7 @@ static const struct { const char *name; size_t size; } dtypes[] = {
     { "float8_e5m2fnuz", 1 }, { "complex32", 4 },
     { "qint8", 1 },    { "quint8", 1 },    { "qint32", 4 },   { "quint4x2", 1 },
     { "quint2x4", 1 }, { "bits8", 1 },     { "bits16", 2 },
+    { "bits1x8", 1 },  { "bits2x4", 1 },   { "bits4x2", 1 },
 };
 
 size_t mfs_dtype_size(const char *name)

@@ -6,6 +6,8 @@
 
 const mfs_format *const mfs_formats[] = {
     &mfs_format_rten,
+    &mfs_format_ptd,
+    &mfs_format_tensorbuffers,
     NULL,
 };
 

@@ -18,6 +18,8 @@ typedef struct mfs_format {
 } mfs_format;
 
 extern const mfs_format mfs_format_rten;
+extern const mfs_format mfs_format_ptd;
+extern const mfs_format mfs_format_tensorbuffers;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];

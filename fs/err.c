@@ -3,16 +3,36 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* Copies `in` to `out` with control characters escaped (\n, \x01...), so a
+ * message stays one line whatever names the model file holds. */
+static void escape_controls(char *out, size_t size, const char *in)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < size; p++) {
+        if (*p == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else if (*p < 0x20 || *p == 0x7f) {
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", *p);
+        } else {
+            out[o++] = (char)*p;
+        }
+    }
+    out[o] = '\0';
+}
+
 int mfs_fail(mfs_err *e, mfs_code code, int64_t offset, const char *fmt, ...)
 {
     if (e == NULL || e->code != MFS_OK)
         return -1;
     e->code = code;
     e->offset = offset;
+    char raw[sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    escape_controls(e->msg, sizeof e->msg, raw);
     return -1;
 }
 
@@ -32,8 +52,10 @@ int mfs_exit_code(mfs_code code)
 
 void mfs_err_print(const char *prog, const char *file, const mfs_err *e)
 {
+    char name[1024];
+    escape_controls(name, sizeof name, file);
     if (e->offset >= 0)
-        fprintf(stderr, "%s: %s: byte %lld: %s\n", prog, file, (long long)e->offset, e->msg);
+        fprintf(stderr, "%s: %s: byte %lld: %s\n", prog, name, (long long)e->offset, e->msg);
     else
-        fprintf(stderr, "%s: %s: %s\n", prog, file, e->msg);
+        fprintf(stderr, "%s: %s: %s\n", prog, name, e->msg);
 }

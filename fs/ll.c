@@ -1,0 +1,386 @@
+#include "ll.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+/* The tree never changes while mounted, so the kernel may cache entries
+ * and attributes for as long as it likes. */
+#define MFS_TIMEOUT 86400.0
+
+static const mfs_fs *fs_of(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
+
+/* Inode 1 is the root (index 0); MFS_NONE for numbers we never gave out. */
+static uint32_t index_of(const mfs_fs *fs, fuse_ino_t ino)
+{
+    if (ino == 0 || ino > fs->tree->count)
+        return MFS_NONE;
+    return (uint32_t)(ino - 1);
+}
+
+static void fill_stat(const mfs_fs *fs, uint32_t idx, struct stat *st)
+{
+    const mfs_node *n = mfs_tree_node(fs->tree, idx);
+    memset(st, 0, sizeof *st);
+    st->st_ino = (ino_t)idx + 1;
+    st->st_uid = fs->uid;
+    st->st_gid = fs->gid;
+    st->st_atim = st->st_mtim = st->st_ctim = fs->mtime;
+    st->st_blksize = MFS_MAX_READ;
+    if (n->kind == MFS_NODE_DIR) {
+        st->st_mode = S_IFDIR | 0555;
+        st->st_nlink = 2 + n->subdirs;
+    } else {
+        st->st_mode = S_IFREG | 0444;
+        st->st_nlink = 1;
+        st->st_size = (off_t)n->size;
+        st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+    }
+}
+
+static void fill_entry(const mfs_fs *fs, uint32_t idx, struct fuse_entry_param *e)
+{
+    memset(e, 0, sizeof *e);
+    e->ino = (fuse_ino_t)idx + 1;
+    e->generation = 1;
+    e->attr_timeout = MFS_TIMEOUT;
+    e->entry_timeout = MFS_TIMEOUT;
+    fill_stat(fs, idx, &e->attr);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    conn->max_read = MFS_MAX_READ;
+    conn->max_readahead = MFS_MAX_READ;
+    /* Always use readdirplus: `ls -l` then needs no lookup per entry. */
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    if (conn->capable & FUSE_CAP_READDIRPLUS)
+        conn->want |= FUSE_CAP_READDIRPLUS;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    const mfs_fs *fs = fs_of(req);
+    uint32_t p = index_of(fs, parent);
+    uint32_t c = p == MFS_NONE ? MFS_NONE : mfs_tree_lookup(fs->tree, p, name);
+    if (c == MFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    struct fuse_entry_param e;
+    fill_entry(fs, c, &e);
+    fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)fi;
+    const mfs_fs *fs = fs_of(req);
+    uint32_t idx = index_of(fs, ino);
+    if (idx == MFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    struct stat st;
+    fill_stat(fs, idx, &st);
+    fuse_reply_attr(req, &st, MFS_TIMEOUT);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    const mfs_fs *fs = fs_of(req);
+    uint32_t idx = index_of(fs, ino);
+    if (idx == MFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    if (mfs_tree_node(fs->tree, idx)->kind == MFS_NODE_DIR) {
+        fuse_reply_err(req, EISDIR);
+        return;
+    }
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    /* The bytes never change while mounted: keep the page cache across
+     * opens. */
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+}
+
+static bool borrowed(const mfs_fs *fs, const mfs_node *n)
+{
+    const uint8_t *lo = fs->blob->data;
+    return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
+}
+
+/* The hot path: one bounds check and one reply that points into the
+ * mapping. No lock, no allocation, no copy here. */
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    (void)fi;
+    const mfs_fs *fs = fs_of(req);
+    uint32_t idx = index_of(fs, ino);
+    const mfs_node *n = idx == MFS_NONE ? NULL : mfs_tree_node(fs->tree, idx);
+    if (n == NULL || n->kind != MFS_NODE_FILE) {
+        fuse_reply_err(req, n == NULL ? ENOENT : EISDIR);
+        return;
+    }
+    if (off < 0 || (uint64_t)off >= n->size) {
+        fuse_reply_buf(req, NULL, 0);
+        return;
+    }
+    uint64_t left = n->size - (uint64_t)off;
+    size_t len = left < size ? (size_t)left : size;
+    /* A model file that shrank or changed under us: its pages may be gone,
+     * and the kernel would fail the reply. Say EIO instead. */
+    if (borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) {
+        fuse_reply_err(req, EIO);
+        return;
+    }
+    fuse_reply_buf(req, (const char *)n->data + off, len);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+    const mfs_fs *fs = fs_of(req);
+    uint32_t idx = index_of(fs, ino);
+    const mfs_node *d = idx == MFS_NONE ? NULL : mfs_tree_node(fs->tree, idx);
+    if (d == NULL || d->kind != MFS_NODE_DIR) {
+        fuse_reply_err(req, d == NULL ? ENOENT : ENOTDIR);
+        return;
+    }
+    char *buf = malloc(size);
+    if (buf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    /* Offsets: 0 ".", 1 "..", 2 + i the i-th child in name order. */
+    size_t used = 0;
+    for (uint64_t pos = off < 0 ? 0 : (uint64_t)off; pos < 2ull + d->child_count; pos++) {
+        uint32_t target;
+        const char *name;
+        if (pos == 0) {
+            target = idx;
+            name = ".";
+        } else if (pos == 1) {
+            target = d->parent;
+            name = "..";
+        } else {
+            target = fs->tree->children[d->child_first + (pos - 2)];
+            name = mfs_tree_node(fs->tree, target)->name;
+        }
+        size_t n;
+        if (plus) {
+            struct fuse_entry_param e;
+            fill_entry(fs, target, &e);
+            n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)pos + 1);
+        } else {
+            struct stat st;
+            fill_stat(fs, target, &st);
+            n = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)pos + 1);
+        }
+        if (n > size - used)
+            break;
+        used += n;
+    }
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    (void)fi;
+    do_readdir(req, ino, size, off, true);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    const mfs_fs *fs = fs_of(req);
+    uint32_t idx = index_of(fs, ino);
+    if (idx == MFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    const mfs_node *n = mfs_tree_node(fs->tree, idx);
+    for (uint32_t i = 0; i < n->xattr_count; i++) {
+        const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
+        if (strcmp(x->name, name) != 0)
+            continue;
+        if (size == 0)
+            fuse_reply_xattr(req, x->len);
+        else if (size < x->len)
+            fuse_reply_err(req, ERANGE);
+        else
+            fuse_reply_buf(req, x->value, x->len);
+        return;
+    }
+    fuse_reply_err(req, ENODATA);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    const mfs_fs *fs = fs_of(req);
+    uint32_t idx = index_of(fs, ino);
+    if (idx == MFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    const mfs_node *n = mfs_tree_node(fs->tree, idx);
+    size_t total = 0;
+    for (uint32_t i = 0; i < n->xattr_count; i++)
+        total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
+    if (size == 0) {
+        fuse_reply_xattr(req, total);
+        return;
+    }
+    if (size < total) {
+        fuse_reply_err(req, ERANGE);
+        return;
+    }
+    char *buf = malloc(total ? total : 1);
+    if (buf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    size_t at = 0;
+    for (uint32_t i = 0; i < n->xattr_count; i++) {
+        const char *xn = fs->tree->xattrs[n->xattr_first + i].name;
+        size_t len = strlen(xn) + 1;
+        memcpy(buf + at, xn, len);
+        at += len;
+    }
+    fuse_reply_buf(req, buf, total);
+    free(buf);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    (void)ino;
+    const mfs_fs *fs = fs_of(req);
+    struct statvfs sv;
+    memset(&sv, 0, sizeof sv);
+    sv.f_bsize = MFS_MAX_READ;
+    sv.f_frsize = 4096;
+    sv.f_blocks = (fsblkcnt_t)((fs->blob->size + 4095) / 4096);
+    sv.f_files = fs->tree->count;
+    sv.f_namemax = MFS_NAME_MAX;
+    sv.f_flag = ST_RDONLY;
+    fuse_reply_statfs(req, &sv);
+}
+
+/* Everything that would change the tree. The mount is also "ro", so the
+ * kernel usually answers EROFS before asking us. */
+static void reply_erofs(fuse_req_t req) { fuse_reply_err(req, EROFS); }
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+    (void)ino, (void)attr, (void)to_set, (void)fi;
+    reply_erofs(req);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+    (void)parent, (void)name, (void)mode, (void)rdev;
+    reply_erofs(req);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    (void)parent, (void)name, (void)mode;
+    reply_erofs(req);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    (void)parent, (void)name;
+    reply_erofs(req);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    (void)link, (void)parent, (void)name;
+    reply_erofs(req);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+    (void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+    reply_erofs(req);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+    (void)ino, (void)newparent, (void)newname;
+    reply_erofs(req);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    (void)ino, (void)buf, (void)size, (void)off, (void)fi;
+    reply_erofs(req);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+    (void)ino, (void)name, (void)value, (void)size, (void)flags;
+    reply_erofs(req);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    (void)ino, (void)name;
+    reply_erofs(req);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+    (void)parent, (void)name, (void)mode, (void)fi;
+    reply_erofs(req);
+}
+
+const struct fuse_lowlevel_ops mfs_ll_ops = {
+    .init = op_init,
+    .lookup = op_lookup,
+    .getattr = op_getattr,
+    .open = op_open,
+    .read = op_read,
+    .readdir = op_readdir,
+    .readdirplus = op_readdirplus,
+    .getxattr = op_getxattr,
+    .listxattr = op_listxattr,
+    .statfs = op_statfs,
+    .setattr = op_setattr,
+    .mknod = op_mknod,
+    .mkdir = op_mkdir,
+    .unlink = op_unlink,
+    .rmdir = op_unlink,
+    .symlink = op_symlink,
+    .rename = op_rename,
+    .link = op_link,
+    .write = op_write,
+    .setxattr = op_setxattr,
+    .removexattr = op_removexattr,
+    .create = op_create,
+};

@@ -198,14 +198,19 @@ void mfs_tree_finish(mfs_tree *t)
     for (uint32_t i = 0; i < n; i++)
         t->children[i] = i + 1;
     sort_tree = t;
-    qsort(t->children, n, sizeof *t->children, cmp_child);
+    if (n > 0)
+        qsort(t->children, n, sizeof *t->children, cmp_child);
     sort_tree = NULL;
     for (uint32_t i = 0; i < n; i++) {
-        mfs_node *p = &t->nodes[t->nodes[t->children[i]].parent];
+        const mfs_node *child = &t->nodes[t->children[i]];
+        mfs_node *p = &t->nodes[child->parent];
         if (p->child_count++ == 0)
             p->child_first = i;
+        if (child->kind == MFS_NODE_DIR)
+            p->subdirs++;
     }
-    qsort(t->xattrs, t->xattr_count, sizeof *t->xattrs, cmp_xattr);
+    if (t->xattr_count > 0)  /* qsort's pointer must not be NULL, even for 0 */
+        qsort(t->xattrs, t->xattr_count, sizeof *t->xattrs, cmp_xattr);
     for (uint32_t i = 0; i < t->xattr_count; i++) {
         mfs_node *p = &t->nodes[t->xattrs[i].node];
         if (p->xattr_count++ == 0)

@@ -38,6 +38,7 @@ typedef struct mfs_node {
     uint32_t child_count;
     uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
     uint32_t xattr_count;
+    uint32_t subdirs;       /* child directories, for st_nlink; after finish */
 } mfs_node;
 
 typedef struct mfs_tree {

@@ -7,7 +7,7 @@ PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev libssl-dev
       clang
-      flatbuffers-compiler jq
+      flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers"
 
 missing=""

@@ -1,0 +1,37 @@
+/* A strict JSON (RFC 8259) reader producing mfs_val documents, plus two
+ * UTF-8 helpers it shares with the TOML reader (they belong in utf8.h).
+ *
+ * Strict means: one value with only whitespace around it, no comments, no
+ * trailing commas, no BOM, no leading zeros or '+', valid UTF-8 everywhere,
+ * no raw control characters in strings, \uXXXX surrogates properly paired,
+ * no duplicate object keys, and nesting capped at MFS_JSON_MAX_DEPTH.
+ *
+ * Numbers without fraction or exponent that fit in int64 become MFS_V_INT;
+ * all others become MFS_V_FLOAT (a finite number too large for a double is
+ * an error). */
+#ifndef MFS_JSON_PARSE_H
+#define MFS_JSON_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../fs/strbuf.h"
+#include "doc.h"
+
+#define MFS_JSON_MAX_DEPTH 512
+
+/* Parses one JSON text. Returns a new value, or NULL with *err_offset (byte
+ * offset into `text`) and msg (NUL-terminated) describing the first error.
+ * `err_offset` and `msg` may be NULL (msgsize is then ignored). */
+mfs_val *mfs_json_parse(const char *text, size_t len, size_t *err_offset, char *msg,
+                        size_t msgsize);
+
+/* Offset of the first byte of s[0..len) that does not start a valid UTF-8
+ * sequence (per mfs_utf8_seq), or `len` when the whole text is valid. */
+size_t mfs_utf8_first_invalid(const char *s, size_t len);
+
+/* Appends the UTF-8 encoding of the Unicode scalar value `cp` (the caller has
+ * checked that it is <= 0x10FFFF and not a surrogate). */
+void mfs_utf8_put(mfs_strbuf *sb, uint32_t cp);
+
+#endif

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Generates the project's own test models into OUTDIR/<format>/ (each with
+# its .expect.json). Used by ctest, the benchmarks and the demo.
+set -eu
+out=${1:?usage: gen_models.sh OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+py=/usr/bin/python3
+mkdir -p "$out/rten"
+"$py" "$here/gen_rten.py" "$out/rten"
+for g in ptd tb; do
+    if [ -f "$here/gen_$g.py" ]; then
+        mkdir -p "$out/$g"
+        "$py" "$here/gen_$g.py" "$out/$g"
+    fi
+done
+echo "gen_models: models written to $out"

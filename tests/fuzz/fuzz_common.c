@@ -1,0 +1,42 @@
+#include "fuzz_common.h"
+
+#include <stdlib.h>
+
+#include "fs/tree.h"
+
+static volatile uint8_t sink;
+
+static void touch(const uint8_t *p, uint64_t n)
+{
+    uint8_t acc = 0;
+    for (uint64_t i = 0; i < n; i++)
+        acc ^= p[i];
+    sink ^= acc;
+}
+
+int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
+{
+    mfs_span file = { data, size, 0 };
+    (void)f->probe(file);
+    mfs_tree tree;
+    mfs_tree_init(&tree);
+    mfs_model m;
+    mfs_model_init(&m, &tree, "fuzz", size);
+    mfs_err e = { 0 };
+    if (f->load(&m, file, &e) == 0) {
+        mfs_model_finish(&m);
+        mfs_tree_finish(&tree);
+        for (uint32_t i = 0; i < tree.count; i++) {
+            const mfs_node *n = mfs_tree_node(&tree, i);
+            if (n->kind == MFS_NODE_FILE)
+                touch(n->data, n->size);
+        }
+        for (uint32_t i = 0; i < tree.xattr_count; i++)
+            touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
+    } else if (e.code == MFS_OK || e.msg[0] == '\0') {
+        abort();  /* a failure must always say why */
+    }
+    mfs_model_destroy(&m);
+    mfs_tree_destroy(&tree);
+    return 0;
+}

@@ -1,0 +1,14 @@
+/* What every parser fuzz target does with one input: load it with one
+ * driver, and if that succeeds, touch every byte of every file and xattr
+ * so that a slice pointing outside the input is caught by ASan. */
+#ifndef MFS_FUZZ_COMMON_H
+#define MFS_FUZZ_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/registry.h"
+
+int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size);
+
+#endif

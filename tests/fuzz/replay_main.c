@@ -1,0 +1,139 @@
+/* Runs a fuzz target without libFuzzer, so corpora and mutations replay in
+ * ordinary test runs (and under ASan/UBSan):
+ *   replay [--mutate N] FILE|DIR...
+ * Every file is run as is; with --mutate, also truncated at every offset
+ * (every 1/512th of the file past 4 KiB) and with N seeded random byte
+ * flips, each input copied into a buffer of exactly its size. */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static unsigned long runs;
+
+static void run_exact(const uint8_t *data, size_t size)
+{
+    /* A heap copy of exactly `size` bytes: reading one past is an ASan error. */
+    uint8_t *copy = malloc(size ? size : 1);
+    if (copy == NULL)
+        exit(1);
+    memcpy(copy, data, size);
+    LLVMFuzzerTestOneInput(copy, size);
+    free(copy);
+    runs++;
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;  /* xorshift64: reproducible, no libc state */
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static void mutate(const uint8_t *data, size_t size, unsigned flips)
+{
+    size_t step = size <= 4096 ? 1 : size / 512;
+    for (size_t cut = 0; cut < size; cut += step)
+        run_exact(data, cut);
+    if (size == 0)
+        return;
+    uint8_t *buf = malloc(size);
+    if (buf == NULL)
+        exit(1);
+    for (unsigned i = 0; i < flips; i++) {
+        memcpy(buf, data, size);
+        unsigned n = 1 + (unsigned)(rng() % 8);
+        for (unsigned k = 0; k < n; k++) {
+            size_t at = (size_t)(rng() % size);
+            /* Half the time hit the first 64 bytes, where headers are. */
+            if (rng() & 1)
+                at %= size < 64 ? size : 64;
+            buf[at] ^= (uint8_t)(1u + rng() % 255);
+        }
+        run_exact(buf, size);
+    }
+    free(buf);
+}
+
+static int run_file(const char *path, unsigned flips)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        perror(path);
+        return 1;
+    }
+    uint8_t *data = NULL;
+    size_t size = 0, cap = 0;
+    for (;;) {
+        if (size == cap) {
+            cap = cap ? cap * 2 : 65536;
+            data = realloc(data, cap);
+            if (data == NULL)
+                exit(1);
+        }
+        size_t n = fread(data + size, 1, cap - size, f);
+        if (n == 0)
+            break;
+        size += n;
+    }
+    fclose(f);
+    rng_state = 0x9e3779b97f4a7c15ull ^ size;
+    run_exact(data, size);
+    if (flips)
+        mutate(data, size, flips);
+    free(data);
+    return 0;
+}
+
+static int run_path(const char *path, unsigned flips)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        perror(path);
+        return 1;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return run_file(path, flips);
+    struct dirent **names;
+    int n = scandir(path, &names, NULL, alphasort);
+    if (n < 0) {
+        perror(path);
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.') {
+            char sub[4096];
+            snprintf(sub, sizeof sub, "%s/%s", path, names[i]->d_name);
+            rc |= run_path(sub, flips);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned flips = 0;
+    int i = 1, rc = 0;
+    if (i + 1 < argc && strcmp(argv[i], "--mutate") == 0) {
+        flips = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        i += 2;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "usage: %s [--mutate N] FILE|DIR...\n", argv[0]);
+        return 2;
+    }
+    for (; i < argc; i++)
+        rc |= run_path(argv[i], flips);
+    printf("%s: %lu inputs replayed, none crashed\n", argv[0], runs);
+    return rc;
+}

@@ -1,0 +1,140 @@
+"""Shared helpers for modelfs's mount tests (Debian's /usr/bin/python3).
+
+A test script counts checks with Checker and ends with the line
+"N passed, M failed[, K skipped]"; it exits 1 on any failure and 77 (ctest's
+skip code) when it could run nothing."""
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+class Checker:
+    def __init__(self, name):
+        self.name = name
+        self.passed = self.failed = self.skipped = 0
+
+    def check(self, ok, what):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: %s" % what, flush=True)
+        return ok
+
+    def equal(self, got, want, what):
+        return self.check(got == want, "%s: got %r, want %r" % (what, got, want))
+
+    def skip(self, why):
+        self.skipped += 1
+        print("SKIP: %s" % why, flush=True)
+
+    def finish(self):
+        line = "%d passed, %d failed" % (self.passed, self.failed)
+        if self.skipped:
+            line += ", %d skipped" % self.skipped
+        print("%s: %s" % (self.name, line), flush=True)
+        if self.failed:
+            return 1
+        return SKIP if self.passed == 0 else 0
+
+
+def can_mount():
+    """Real mounts need /dev/fuse and fusermount3 (or root)."""
+    return os.path.exists("/dev/fuse") and (os.geteuid() == 0 or
+                                            os.path.exists("/usr/bin/fusermount3"))
+
+
+def sanitizer_env(logdir):
+    env = dict(os.environ)
+    # The daemon's stderr is /dev/null once it is up: sanitizer reports go to
+    # files, which check_sanitizer_logs reads.
+    env["ASAN_OPTIONS"] = "log_path=%s/asan:detect_leaks=1:abort_on_error=0" % logdir
+    env["UBSAN_OPTIONS"] = "log_path=%s/ubsan:print_stacktrace=1:halt_on_error=1" % logdir
+    return env
+
+
+def sanitizer_reports(logdir):
+    out = []
+    for f in sorted(os.listdir(logdir)):
+        if f.startswith(("asan", "ubsan")):
+            with open(os.path.join(logdir, f), errors="replace") as fh:
+                out.append(fh.read())
+    return out
+
+
+def unmount(mnt):
+    for _ in range(50):
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        if r.returncode == 0:
+            return True
+        time.sleep(0.1)
+    subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+    return False
+
+
+@contextlib.contextmanager
+def mounted(modelfs, model, env=None, extra=()):
+    """Mounts `model` (daemon mode, as a user would) and yields the mount
+    point; raises RuntimeError with modelfs's stderr if it fails."""
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    r = subprocess.run([modelfs, *extra, model, mnt], capture_output=True, text=True, env=env,
+                       timeout=120)
+    if r.returncode != 0:
+        os.rmdir(mnt)
+        raise RuntimeError("modelfs exited %d: %s" % (r.returncode, r.stderr.strip()))
+    try:
+        yield mnt
+    finally:
+        unmount(mnt)
+        # The daemon exits after the unmount; give it time to flush sanitizer logs.
+        for _ in range(50):
+            if not os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        os.rmdir(mnt)
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def walk_tree(root):
+    """{relative path: size or None for directories}, as `modelfs-ls` lists."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs:
+            out[os.path.relpath(os.path.join(d, n), root)] = None
+        for n in files:
+            p = os.path.join(d, n)
+            out[os.path.relpath(p, root)] = os.stat(p).st_size
+    return out
+
+
+def ls_tree(modelfs_ls, model, env=None):
+    """Parses `modelfs-ls MODEL`: "f SIZE PATH" / "d - PATH/" lines."""
+    r = subprocess.run([modelfs_ls, model], capture_output=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError("modelfs-ls exited %d: %s" % (r.returncode, r.stderr.decode(errors="replace")))
+    out = {}
+    for line in r.stdout.decode("utf-8", "surrogateescape").splitlines():
+        kind, size, path = line.split(None, 2)
+        out[path.rstrip("/")] = None if kind == "d" else int(size)
+    return out
+
+
+def fail_main(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(1)

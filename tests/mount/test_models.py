@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Mounts every model with an .expect.json in the given directories and
+compares the mounted tree with the expectation and with modelfs-ls.
+
+usage: test_models.py BUILD_DIR DIR... (a DIR that does not exist is skipped, visibly)
+"""
+import collections
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mfstest  # noqa: E402
+
+EROFS = 30
+
+
+def tensor_key(t):
+    return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []))
+
+
+def check_model(c, build, model, expect, env):
+    name = os.path.basename(model)
+    modelfs = os.path.join(build, "modelfs")
+    modelfs_ls = os.path.join(build, "modelfs-ls")
+    try:
+        ls = mfstest.ls_tree(modelfs_ls, model, env)
+    except RuntimeError as e:
+        c.check(False, "%s: %s" % (name, e))
+        return
+    try:
+        ctx = mfstest.mounted(modelfs, model, env)
+        mnt = ctx.__enter__()
+    except RuntimeError as e:
+        c.check(False, "%s: mount: %s" % (name, e))
+        return
+    try:
+        check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env)
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
+    # The mounted tree is exactly what modelfs-ls lists, byte for byte.
+    tree = mfstest.walk_tree(mnt)
+    c.equal(sorted(tree.items(), key=str), sorted(ls.items(), key=str), "%s: tree vs modelfs-ls" % name)
+    for path, size in sorted(ls.items()):
+        if size is None or path.startswith("tensors/"):
+            continue
+        want = subprocess.run([modelfs_ls, model, path], capture_output=True, env=env).stdout
+        with open(os.path.join(mnt, path), "rb") as f:
+            c.equal(f.read() == want, True, "%s: %s bytes vs modelfs-ls" % (name, path))
+
+    with open(os.path.join(mnt, "model.json"), "rb") as f:
+        doc = json.loads(f.read())
+    with open(os.path.join(mnt, "model.toml"), "rb") as f:
+        tdoc = tomllib.load(f)
+    c.equal(tdoc, doc, "%s: model.toml parses (tomllib) to the same document as model.json" % name)
+
+    c.equal(doc["format"], expect["format"], "%s: format" % name)
+    if "format_version" in expect:
+        c.equal(doc["format_version"], expect["format_version"], "%s: format_version" % name)
+    c.equal(doc["file"], {"name": name, "size": expect["file_size"]}, "%s: file" % name)
+    want_meta = dict(expect.get("metadata", {}))
+    if "schema_version" in expect:
+        want_meta["schema_version"] = expect["schema_version"]
+    if expect["format"] == "rten":
+        c.equal(doc["metadata"], want_meta, "%s: metadata" % name)
+    c.equal(doc["tensor_count"], expect["tensor_count"], "%s: tensor_count" % name)
+    c.equal(len(doc["tensors"]), expect["tensor_count"], "%s: table length" % name)
+
+    # Match by name (+ graph path for rten), in file order for duplicates.
+    got = collections.defaultdict(list)
+    for t in doc["tensors"]:
+        got[tensor_key(t)].append(t)
+    paths = set()
+    for want in expect["tensors"]:
+        key = tensor_key(want)
+        if not c.check(got.get(key), "%s: tensor %r missing from model.json" % (name, key)):
+            continue
+        t = got[key].pop(0)
+        what = "%s: tensor %r" % (name, want["name"])
+        want_dtype = want["dtype"] if want["dtype"] is not None else "bytes"
+        c.equal(t["dtype"], want_dtype, what + " dtype")
+        c.equal(t["shape"], want["shape"], what + " shape")
+        c.equal(t["nbytes"], want["nbytes"], what + " nbytes")
+        if "storage" in want:
+            c.equal(t.get("storage"), want["storage"], what + " storage")
+        c.check(t["path"] not in paths, what + " path %r used twice" % t["path"])
+        paths.add(t["path"])
+        p = os.path.join(mnt, t["path"])
+        if not c.check(os.path.isfile(p), what + " file %s" % t["path"]):
+            continue
+        c.equal(os.stat(p).st_size, want["nbytes"], what + " file size")
+        c.equal(mfstest.sha256_file(p), want["sha256"], what + " sha256 through the mount")
+        c.equal(os.getxattr(p, "user.modelfs.name"), want["name"].encode("utf-8", "surrogateescape"),
+                what + " xattr name")
+        c.equal(os.getxattr(p, "user.modelfs.dtype").decode(), want_dtype, what + " xattr dtype")
+        c.equal(json.loads(os.getxattr(p, "user.modelfs.shape")), want["shape"], what + " xattr shape")
+        c.equal(int(os.getxattr(p, "user.modelfs.offset")), t["offset"], what + " xattr offset")
+        if want["nbytes"] > 0:
+            with open(model, "rb") as f:
+                f.seek(t["offset"])
+                raw = f.read(want["nbytes"])
+            c.equal(hashlib.sha256(raw).hexdigest(), want["sha256"], what + " offset points at its bytes")
+        gp = want.get("graph_path")
+        if gp:
+            c.equal(t.get("graph"), gp, what + " graph")
+
+    # Read-only: every kind of change is refused with EROFS.
+    probe = os.path.join(mnt, "model.json")
+    for what, fn in [
+        ("create", lambda: open(os.path.join(mnt, "new"), "w")),
+        ("open for writing", lambda: open(probe, "r+b")),
+        ("unlink", lambda: os.unlink(probe)),
+        ("rename", lambda: os.rename(probe, os.path.join(mnt, "x"))),
+        ("chmod", lambda: os.chmod(probe, 0o644)),
+        ("mkdir", lambda: os.mkdir(os.path.join(mnt, "d"))),
+        ("setxattr", lambda: os.setxattr(probe, "user.x", b"1")),
+    ]:
+        try:
+            fn()
+            c.check(False, "%s: %s succeeded on a read-only mount" % (name, what))
+        except OSError as e:
+            c.equal(e.errno, EROFS, "%s: %s errno" % (name, what))
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    c = mfstest.Checker("mount tests")
+    if not mfstest.can_mount():
+        c.skip("no /dev/fuse: cannot mount here")
+        return c.finish()
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    for d in argv[2:]:
+        if not os.path.isdir(d):
+            c.skip("%s is absent: its models are not checked" % d)
+            continue
+        for f in sorted(os.listdir(d)):
+            if not f.endswith(".expect.json"):
+                continue
+            model = os.path.join(d, f[:-len(".expect.json")])
+            with open(os.path.join(d, f)) as fh:
+                expect = json.load(fh)
+            if expect.get("format") not in ("rten",) or not os.path.isfile(model):
+                continue
+            before = c.failed
+            check_model(c, argv[1], model, expect, env)
+            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+    for r in mfstest.sanitizer_reports(logdir):
+        c.check(False, "sanitizer report:\n" + r)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

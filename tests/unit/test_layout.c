@@ -1,0 +1,167 @@
+/* Naming rule, tree, and the JSON/TOML writers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/doc.h"
+#include "formats/json_write.h"
+#include "formats/model.h"
+#include "formats/names.h"
+#include "formats/toml_write.h"
+#include "fs/tree.h"
+#include "unit.h"
+
+static int enc_is(const char *name, size_t len, const char *want)
+{
+    char *got = mfs_name_encode(name, len);
+    int ok = strcmp(got, want) == 0;
+    if (!ok)
+        fprintf(stderr, "encode: got %s want %s\n", got, want);
+    free(got);
+    return ok;
+}
+
+static void test_names(void)
+{
+    CHECK(enc_is("conv1.weight", 12, "conv1.weight"));
+    CHECK(enc_is("a/b", 3, "a%2Fb"));
+    CHECK(enc_is("100%", 4, "100%25"));
+    CHECK(enc_is(".x", 2, "%2Ex"));
+    CHECK(enc_is("..", 2, "%2E."));
+    CHECK(enc_is("a.b", 3, "a.b"));
+    CHECK(enc_is("", 0, "%empty"));
+    CHECK(enc_is("t\x01\x7f\n", 4, "t%01%7F%0A"));
+    CHECK(enc_is("a\0b", 3, "a%00b"));
+    CHECK(enc_is("名前", strlen("名前"), "名前"));
+
+    char long_name[600];
+    memset(long_name, 'x', sizeof long_name);
+    char *a = mfs_name_encode(long_name, 600);
+    long_name[599] = 'y';
+    char *b = mfs_name_encode(long_name, 600);
+    CHECK(strlen(a) <= 255 && strlen(b) <= 255 && strcmp(a, b) != 0);
+    CHECK(strstr(a, "%~") != NULL && mfs_tree_valid_name(a));
+    free(a);
+    free(b);
+
+    /* Long multi-byte names are never cut inside a character. */
+    char wide[400];
+    for (int i = 0; i < 200; i++)
+        memcpy(wide + 2 * i, "\xc3\xa9", 2);
+    char *w = mfs_name_encode(wide, 400);
+    char *cut = strstr(w, "%~");
+    CHECK(cut != NULL && (cut - w) % 2 == 0);
+    free(w);
+}
+
+static void test_unique(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    mfs_model m;
+    mfs_model_init(&m, &t, "/x/model.bin", 0);
+    static const uint8_t bytes[4] = { 1, 2, 3, 4 };
+    uint64_t shape[1] = { 4 };
+    mfs_tensor ten = { .name = "dup", .name_len = 3, .dtype = "uint8", .shape = shape, .ndim = 1,
+                       .data = bytes, .nbytes = 4, .offset = 8 };
+    uint32_t n1 = mfs_model_add_tensor(&m, m.tensors_dir, &ten);
+    uint32_t n2 = mfs_model_add_tensor(&m, m.tensors_dir, &ten);
+    ten.name = "dup%~2";
+    ten.name_len = 6;
+    uint32_t n3 = mfs_model_add_tensor(&m, m.tensors_dir, &ten);
+    CHECK(strcmp(t.nodes[n1].name, "dup") == 0);
+    CHECK(strcmp(t.nodes[n2].name, "dup%~2") == 0);
+    CHECK(strcmp(t.nodes[n3].name, "dup%25~2") == 0);
+    mfs_model_finish(&m);
+    mfs_tree_finish(&t);
+    uint32_t root_json = mfs_tree_lookup(&t, MFS_ROOT, "model.json");
+    CHECK(root_json != MFS_NONE && t.nodes[root_json].size > 0);
+    const mfs_node *dir = mfs_tree_node(&t, m.tensors_dir);
+    CHECK(dir->child_count == 3);
+    /* Children sorted bytewise: "dup" < "dup%25~2" < "dup%~2". */
+    CHECK(t.children[dir->child_first] == n1 && t.children[dir->child_first + 1] == n3);
+    CHECK(t.nodes[n1].xattr_count == 4);
+    char *p = mfs_tree_path(&t, n2);
+    CHECK(strcmp(p, "tensors/dup%~2") == 0);
+    free(p);
+    char *rp = mfs_tree_path(&t, MFS_ROOT);
+    CHECK(strcmp(rp, "") == 0);
+    free(rp);
+    mfs_model_destroy(&m);
+    mfs_tree_destroy(&t);
+}
+
+static void test_tree_rules(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    CHECK(mfs_tree_add(&t, MFS_ROOT, "", MFS_NODE_FILE, NULL, 0) == MFS_NONE);
+    CHECK(mfs_tree_add(&t, MFS_ROOT, ".", MFS_NODE_FILE, NULL, 0) == MFS_NONE);
+    CHECK(mfs_tree_add(&t, MFS_ROOT, "..", MFS_NODE_FILE, NULL, 0) == MFS_NONE);
+    CHECK(mfs_tree_add(&t, MFS_ROOT, "a/b", MFS_NODE_FILE, NULL, 0) == MFS_NONE);
+    uint32_t f = mfs_tree_add(&t, MFS_ROOT, "f", MFS_NODE_FILE, NULL, 0);
+    CHECK(f != MFS_NONE);
+    CHECK(mfs_tree_add(&t, MFS_ROOT, "f", MFS_NODE_FILE, NULL, 0) == MFS_NONE);
+    CHECK(mfs_tree_add(&t, f, "child", MFS_NODE_FILE, NULL, 0) == MFS_NONE);
+    CHECK(mfs_tree_mkdirs(&t, MFS_ROOT, "f/x") == MFS_NONE);
+    uint32_t d = mfs_tree_mkdirs(&t, MFS_ROOT, "a/b/c");
+    CHECK(d != MFS_NONE && mfs_tree_mkdirs(&t, MFS_ROOT, "a/b/c") == d);
+    /* Many entries: the hash table grows and every name is still found. */
+    char name[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        mfs_tree_add(&t, d, name, MFS_NODE_FILE, NULL, 0);
+    }
+    int found = 0;
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        found += mfs_tree_lookup(&t, d, name) != MFS_NONE;
+    }
+    CHECK(found == 5000);
+    mfs_tree_finish(&t);
+    CHECK(mfs_tree_node(&t, MFS_ROOT)->subdirs == 1);
+    mfs_tree_destroy(&t);
+}
+
+static int written_is(mfs_val *v, int toml, const char *want)
+{
+    mfs_strbuf sb = { 0 };
+    if (toml)
+        mfs_toml_write(&sb, v);
+    else
+        mfs_json_write(&sb, v);
+    int ok = sb.buf != NULL && strcmp(sb.buf, want) == 0;
+    if (!ok)
+        fprintf(stderr, "got:\n%s\nwant:\n%s\n", sb.buf ? sb.buf : "(null)", want);
+    mfs_sb_free(&sb);
+    mfs_val_free(v);
+    return ok;
+}
+
+static void test_writers(void)
+{
+    mfs_val *o = mfs_obj();
+    mfs_obj_set(o, "s", mfs_strn("a\"b\\c\n\x01\xff", 8));
+    mfs_obj_set(o, "n", mfs_null());
+    mfs_obj_set(o, "f", mfs_float(1.0));
+    CHECK(written_is(o, 0, "{\n  \"s\": \"a\\\"b\\\\c\\n\\u0001\xef\xbf\xbd\",\n  \"n\": null,\n  \"f\": 1.0\n}\n"));
+
+    o = mfs_obj();
+    mfs_obj_set(o, "s", mfs_strn("a\"b\x7f", 4));
+    mfs_obj_set(o, "n", mfs_null());
+    mfs_obj_set(o, "a b", mfs_int(-3));
+    mfs_val *arr = mfs_obj_set(o, "t", mfs_arr());
+    mfs_obj_set(mfs_arr_push(arr, mfs_obj()), "x", mfs_int(1));
+    mfs_obj_set(mfs_arr_push(arr, mfs_obj()), "x", mfs_float(0.5));
+    mfs_obj_set(mfs_obj_set(o, "sub", mfs_obj()), "k", mfs_arr());
+    CHECK(written_is(o, 1,
+                     "s = \"a\\\"b\\u007F\"\n\"a b\" = -3\n\n[[t]]\nx = 1\n\n[[t]]\nx = 0.5\n\n[sub]\nk = []\n"));
+}
+
+int main(void)
+{
+    test_names();
+    test_unique();
+    test_tree_rules();
+    test_writers();
+    return unit_finish("test_layout");
+}
