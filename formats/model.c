@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,30 +165,46 @@ void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *d
     add_generated(m, dir, name, &sb);
 }
 
-mfs_val *mfs_model_document(const mfs_model *m)
+/* The document of model.json / model.toml. It borrows the model's values
+ * (no deep copy: the tensor table of a large model is most of the memory);
+ * detach_document gives them back before the document is freed. */
+static mfs_val *borrow_document(const mfs_model *m, mfs_val *file)
 {
     mfs_val *d = mfs_obj();
     mfs_obj_set(d, "format", mfs_str(m->format));
     mfs_obj_set(d, "format_version", mfs_int(m->format_version));
-    mfs_val *file = mfs_obj_set(d, "file", mfs_obj());
-    mfs_obj_set(file, "name", mfs_str(m->file_name));
-    mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
-    mfs_obj_set(d, "metadata", mfs_val_clone(m->metadata));
+    mfs_obj_set(d, "file", file);
+    mfs_obj_set(d, "metadata", m->metadata);
     for (size_t i = 0; i < m->extra->u.obj.n; i++)
-        mfs_obj_setn(d, m->extra->u.obj.keys[i], m->extra->u.obj.klens[i],
-                     mfs_val_clone(m->extra->u.obj.vals[i]));
+        mfs_obj_setn(d, m->extra->u.obj.keys[i], m->extra->u.obj.klens[i], m->extra->u.obj.vals[i]);
     mfs_obj_set(d, "tensor_count", mfs_int((int64_t)m->tensors->u.arr.n));
-    mfs_obj_set(d, "tensors", mfs_val_clone(m->tensors));
+    mfs_obj_set(d, "tensors", m->tensors);
     return d;
+}
+
+static void detach_document(const mfs_model *m, mfs_val *d)
+{
+    for (size_t i = 0; i < d->u.obj.n; i++) {
+        mfs_val *v = d->u.obj.vals[i];
+        bool borrowed = v == m->metadata || v == m->tensors;
+        for (size_t k = 0; k < m->extra->u.obj.n && !borrowed; k++)
+            borrowed = v == m->extra->u.obj.vals[k];
+        if (borrowed)
+            d->u.obj.vals[i] = mfs_null();
+    }
+    mfs_val_free(d);
 }
 
 void mfs_model_finish(mfs_model *m)
 {
-    mfs_val *doc = mfs_model_document(m);
+    mfs_val *file = mfs_obj();
+    mfs_obj_set(file, "name", mfs_str(m->file_name));
+    mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
+    mfs_val *doc = borrow_document(m, file);
     mfs_strbuf json = { 0 }, toml = { 0 };
     mfs_json_write(&json, doc);
     mfs_toml_write(&toml, doc);
-    mfs_val_free(doc);
+    detach_document(m, doc);
     add_generated(m, MFS_ROOT, "model.json", &json);
     add_generated(m, MFS_ROOT, "model.toml", &toml);
 }

@@ -53,9 +53,6 @@ void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *d
 /* Adds model.json and model.toml. Call once, after the last tensor. */
 void mfs_model_finish(mfs_model *m);
 
-/* The full document, as written to model.json (caller frees). */
-mfs_val *mfs_model_document(const mfs_model *m);
-
 /* The first free file name in `dir` for `name`: the encoding, then
  * "%~2", "%~3"... (caller frees). */
 char *mfs_model_unique_name(const mfs_model *m, uint32_t dir, const char *name, size_t len);

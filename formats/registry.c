@@ -1,5 +1,6 @@
 #include "registry.h"
 
+#include <malloc.h>
 #include <stddef.h>
 
 #include "fs/strbuf.h"
@@ -45,5 +46,8 @@ int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e)
         mfs_tree_finish(tree);
     }
     mfs_model_destroy(&m);
+    /* Building the documents churned through far more heap than the tree
+     * keeps; a long-lived daemon should not hold on to it. */
+    malloc_trim(0);
     return r;
 }

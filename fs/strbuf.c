@@ -57,7 +57,8 @@ void mfs_sb_addf(mfs_strbuf *sb, const char *fmt, ...)
 char *mfs_sb_take(mfs_strbuf *sb, size_t *len)
 {
     reserve(sb, 0);
-    char *r = sb->buf;
+    /* Kept for the life of a mount: give back the doubling slack. */
+    char *r = sb->len + 1 < sb->cap ? mfs_xrealloc(sb->buf, sb->len + 1) : sb->buf;
     if (len)
         *len = sb->len;
     sb->buf = NULL;

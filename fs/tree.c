@@ -64,10 +64,8 @@ void mfs_tree_destroy(mfs_tree *t)
 {
     for (uint32_t i = 0; i < t->count; i++)
         free(t->nodes[i].name);
-    for (uint32_t i = 0; i < t->xattr_count; i++) {
-        free(t->xattrs[i].name);
+    for (uint32_t i = 0; i < t->xattr_count; i++)
         free(t->xattrs[i].value);
-    }
     for (size_t i = 0; i < t->owned_count; i++)
         free(t->owned[i]);
     free(t->nodes);
@@ -152,7 +150,7 @@ void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void
     }
     mfs_xattr *x = &t->xattrs[t->xattr_count++];
     x->node = node;
-    x->name = mfs_xstrdup(name);
+    x->name = name;
     x->value = mfs_xmalloc(len);
     memcpy(x->value, value, len);
     x->len = len;

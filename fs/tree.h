@@ -23,7 +23,7 @@ typedef enum mfs_kind { MFS_NODE_DIR, MFS_NODE_FILE } mfs_kind;
 
 typedef struct mfs_xattr {
     uint32_t node;
-    char *name;             /* "user.modelfs.dtype" */
+    const char *name;       /* "user.modelfs.dtype": a static string */
     char *value;            /* not NUL-terminated in general */
     size_t len;
 } mfs_xattr;
@@ -73,7 +73,8 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path);
 /* The child called `name` of `parent`, or MFS_NONE. */
 uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
 
-/* Copies name and value. */
+/* Copies the value; `name` must be a string that outlives the tree (a
+ * literal): every tensor has the same few names. */
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
                         size_t len);
 

@@ -92,6 +92,16 @@ def main(argv):
     c.equal(r.returncode, 0, "fusermount3 -u")
     c.check(not os.path.ismount(mnt), "unmounted by fusermount3 -u")
 
+    # Through mount(8) and mount.fuse3, as fstab would ("PROG#SOURCE" form,
+    # so no install is needed); root only.
+    if os.geteuid() == 0 and shutil.which("mount"):
+        r = run(["mount", "-t", "fuse", "%s#%s" % (os.path.abspath(modelfs), model), mnt, "-o", "ro"], env)
+        c.equal(r.returncode, 0, "mount -t fuse: " + r.stderr)
+        c.check(os.path.isfile(os.path.join(mnt, "model.json")), "mounted through mount.fuse3")
+        c.check(mfstest.unmount(mnt), "unmount after mount -t fuse")
+    else:
+        c.skip("mount -t fuse needs root")
+
     # Foreground: SIGTERM and SIGINT unmount cleanly and exit 0.
     for sig in (signal.SIGTERM, signal.SIGINT):
         p = subprocess.Popen([modelfs, "-f", model, mnt], env=env, stderr=subprocess.PIPE)
