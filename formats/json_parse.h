@@ -1,5 +1,4 @@
-/* A strict JSON (RFC 8259) reader producing mfs_val documents, plus two
- * UTF-8 helpers it shares with the TOML reader (they belong in utf8.h).
+/* A strict JSON (RFC 8259) reader producing mfs_val documents,.
  *
  * Strict means: one value with only whitespace around it, no comments, no
  * trailing commas, no BOM, no leading zeros or '+', valid UTF-8 everywhere,
@@ -25,13 +24,5 @@
  * `err_offset` and `msg` may be NULL (msgsize is then ignored). */
 mfs_val *mfs_json_parse(const char *text, size_t len, size_t *err_offset, char *msg,
                         size_t msgsize);
-
-/* Offset of the first byte of s[0..len) that does not start a valid UTF-8
- * sequence (per mfs_utf8_seq), or `len` when the whole text is valid. */
-size_t mfs_utf8_first_invalid(const char *s, size_t len);
-
-/* Appends the UTF-8 encoding of the Unicode scalar value `cp` (the caller has
- * checked that it is <= 0x10FFFF and not a surrogate). */
-void mfs_utf8_put(mfs_strbuf *sb, uint32_t cp);
 
 #endif

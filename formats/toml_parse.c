@@ -10,7 +10,7 @@
 
 #include "../fs/strbuf.h"
 #include "../fs/xalloc.h"
-#include "json_parse.h"
+#include "utf8.h"
 
 /* How a table or array came into being, which decides what the rest of the
  * document may still do to it. Anything not recorded is K_VALUE. */
@@ -39,7 +39,8 @@ typedef struct parser {
     const char *err_at;   /* set by the first error only */
     char msg[256];
     int depth;            /* nesting level of what is being parsed */
-    mfs_val *root, *cur;  /* the document; the table keys now go into */
+    mfs_val *root;        /* the document */
+    mfs_val *cur;         /* the table that key = value lines now go into */
     kind_ent *kinds;
     size_t kinds_cap, kinds_n;
     child_ent *kids;
@@ -88,7 +89,10 @@ static void show_char(const parser *ps, const char *p, char *out, size_t outsz)
     } else if (c > 0x20 && c < 0x7F) {
         snprintf(out, outsz, "'%c'", c);
     } else if (c < 0x80) {
-        snprintf(out, outsz, c == ' ' ? "a space" : "control character U+%04X", c);
+        if (c == ' ')
+            snprintf(out, outsz, "a space");
+        else
+            snprintf(out, outsz, "control character U+%04X", c);
     } else {
         /* the text is valid UTF-8 here */
         int n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;

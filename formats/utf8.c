@@ -1,5 +1,7 @@
 #include "utf8.h"
 
+#include "fs/strbuf.h"
+
 size_t mfs_utf8_seq(const uint8_t *p, size_t n)
 {
     if (n == 0)
@@ -27,13 +29,45 @@ size_t mfs_utf8_seq(const uint8_t *p, size_t n)
 
 bool mfs_utf8_valid(const void *p, size_t n)
 {
-    const uint8_t *s = p;
+    return mfs_utf8_first_invalid(p, n) == n;
+}
+
+size_t mfs_utf8_first_invalid(const char *s, size_t len)
+{
+    const uint8_t *u = (const uint8_t *)s;
     size_t i = 0;
-    while (i < n) {
-        size_t k = mfs_utf8_seq(s + i, n - i);
+    while (i < len) {
+        size_t k = u[i] < 0x80 ? 1 : mfs_utf8_seq(u + i, len - i);
         if (k == 0)
-            return false;
+            return i;
         i += k;
     }
-    return true;
+    return len;
 }
+
+void mfs_utf8_put(mfs_strbuf *sb, uint32_t cp)
+{
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (char)(0xC0 | (cp >> 6));
+        b[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | (cp >> 12));
+        b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        b[0] = (char)(0xF0 | (cp >> 18));
+        b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    mfs_sb_add(sb, b, n);
+}
+

@@ -12,4 +12,13 @@ size_t mfs_utf8_seq(const uint8_t *p, size_t n);
 
 bool mfs_utf8_valid(const void *p, size_t n);
 
+/* Offset of the first byte of s[0..len) that does not start a valid UTF-8
+ * sequence, or `len` when the whole text is valid. */
+size_t mfs_utf8_first_invalid(const char *s, size_t len);
+
+struct mfs_strbuf;
+/* Appends the UTF-8 encoding of the Unicode scalar value `cp` (the caller has
+ * checked that it is <= 0x10FFFF and not a surrogate). */
+void mfs_utf8_put(struct mfs_strbuf *sb, uint32_t cp);
+
 #endif

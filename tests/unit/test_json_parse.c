@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/json_parse.h"
+#include "formats/utf8.h"
 
 static int failures;
 

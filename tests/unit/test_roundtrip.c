@@ -1,0 +1,84 @@
+/* Our writers' output reads back, through our own parsers, as the same
+ * document: JSON exactly, TOML with null members left out (TOML has none). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/doc.h"
+#include "formats/json_parse.h"
+#include "formats/json_write.h"
+#include "formats/toml_parse.h"
+#include "formats/toml_write.h"
+#include "unit.h"
+
+static mfs_val *sample(bool with_nulls)
+{
+    mfs_val *d = mfs_obj();
+    mfs_obj_set(d, "format", mfs_str("rten"));
+    mfs_obj_set(d, "weird key \"q\" \\ é", mfs_str("tab\there \x01 \x7f quote\" back\\ 名前"));
+    mfs_obj_set(d, "big", mfs_int(INT64_MAX));
+    mfs_obj_set(d, "neg", mfs_int(INT64_MIN));
+    mfs_obj_set(d, "half", mfs_float(0.5));
+    mfs_obj_set(d, "tiny", mfs_float(1e-300));
+    mfs_obj_set(d, "yes", mfs_bool(true));
+    if (with_nulls)
+        mfs_obj_set(d, "nothing", mfs_null());
+    mfs_obj_set(d, "empty", mfs_arr());
+    mfs_obj_set(d, "empty_table", mfs_obj());
+    mfs_val *mixed = mfs_obj_set(d, "mixed", mfs_arr());
+    mfs_arr_push(mixed, mfs_int(1));
+    mfs_arr_push(mixed, mfs_str("two"));
+    mfs_arr_push(mfs_arr_push(mixed, mfs_arr()), mfs_float(3.25));
+    mfs_obj_set(mfs_arr_push(mixed, mfs_obj()), "inline", mfs_bool(false));
+    mfs_val *sub = mfs_obj_set(d, "sub", mfs_obj());
+    mfs_obj_set(mfs_obj_set(sub, "deeper", mfs_obj()), "k", mfs_str(""));
+    mfs_val *tensors = mfs_obj_set(d, "tensors", mfs_arr());
+    for (int i = 0; i < 3; i++) {
+        mfs_val *t = mfs_arr_push(tensors, mfs_obj());
+        mfs_obj_set(t, "name", mfs_str(i == 1 ? "" : "a/b"));
+        mfs_val *shape = mfs_obj_set(t, "shape", mfs_arr());
+        for (int k = 0; k < i; k++)
+            mfs_arr_push(shape, mfs_int(k + 2));
+        if (i == 2)
+            mfs_obj_set(mfs_obj_set(t, "extra", mfs_obj()), "graph", mfs_arr());
+    }
+    return d;
+}
+
+static void test_json(void)
+{
+    mfs_val *d = sample(true);
+    mfs_strbuf sb = { 0 };
+    mfs_json_write(&sb, d);
+    char msg[128];
+    mfs_val *back = mfs_json_parse(sb.buf, sb.len, NULL, msg, sizeof msg);
+    CHECK(back != NULL);
+    CHECK(back != NULL && mfs_val_equal(d, back));
+    mfs_val_free(back);
+    mfs_val_free(d);
+    mfs_sb_free(&sb);
+}
+
+static void test_toml(void)
+{
+    mfs_val *d = sample(true);
+    mfs_strbuf sb = { 0 };
+    mfs_toml_write(&sb, d);
+    char msg[128];
+    int line = 0, col = 0;
+    mfs_val *back = mfs_toml_parse(sb.buf, sb.len, &line, &col, msg, sizeof msg);
+    if (back == NULL)
+        fprintf(stderr, "toml: %d:%d: %s\n%s", line, col, msg, sb.buf);
+    mfs_val *want = sample(false);
+    CHECK(back != NULL && mfs_val_equal(want, back));
+    mfs_val_free(back);
+    mfs_val_free(want);
+    mfs_val_free(d);
+    mfs_sb_free(&sb);
+}
+
+int main(void)
+{
+    test_json();
+    test_toml();
+    return unit_finish("test_roundtrip");
+}
