@@ -10,7 +10,9 @@
 #include "fs/strbuf.h"
 
 void mfs_json_write(mfs_strbuf *sb, const mfs_val *v);
-/* A JSON string literal (with quotes) for n bytes at s. */
+/* A quoted string for n bytes at s, valid both as a JSON string and as a
+ * TOML basic string: the escapes \" \\ \b \f \n \r \t and \u00XX (other
+ * control characters and DEL) mean the same in both. */
 void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n);
 
 /* Shortest %g form that reads back to the same finite double, always with

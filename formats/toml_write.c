@@ -4,39 +4,6 @@
 #include <string.h>
 
 #include "json_write.h"
-#include "utf8.h"
-
-static void toml_string(mfs_strbuf *sb, const char *s, size_t n)
-{
-    const uint8_t *p = (const uint8_t *)s;
-    mfs_sb_addc(sb, '"');
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c >= 0x80) {
-            size_t k = mfs_utf8_seq(p + i, n - i);
-            mfs_sb_add(sb, k ? (const char *)p + i : "\xef\xbf\xbd", k ? k : 3);
-            i += k ? k : 1;
-            continue;
-        }
-        switch (c) {
-        case '"':  mfs_sb_adds(sb, "\\\""); break;
-        case '\\': mfs_sb_adds(sb, "\\\\"); break;
-        case '\b': mfs_sb_adds(sb, "\\b"); break;
-        case '\f': mfs_sb_adds(sb, "\\f"); break;
-        case '\n': mfs_sb_adds(sb, "\\n"); break;
-        case '\r': mfs_sb_adds(sb, "\\r"); break;
-        case '\t': mfs_sb_adds(sb, "\\t"); break;
-        default:
-            if (c < 0x20 || c == 0x7f)
-                mfs_sb_addf(sb, "\\u%04X", c);
-            else
-                mfs_sb_addc(sb, (char)c);
-        }
-        i++;
-    }
-    mfs_sb_addc(sb, '"');
-}
 
 static void toml_key(mfs_strbuf *sb, const char *k, size_t n)
 {
@@ -49,7 +16,7 @@ static void toml_key(mfs_strbuf *sb, const char *k, size_t n)
     if (bare)
         mfs_sb_add(sb, k, n);
     else
-        toml_string(sb, k, n);
+        mfs_json_string(sb, k, n);
 }
 
 static bool is_table_array(const mfs_val *v)
@@ -86,7 +53,7 @@ static void inline_val(mfs_strbuf *sb, const mfs_val *v)
         }
         break;
     case MFS_V_STR:
-        toml_string(sb, v->u.s.p, v->u.s.len);
+        mfs_json_string(sb, v->u.s.p, v->u.s.len);
         break;
     case MFS_V_DATETIME:
         mfs_sb_add(sb, v->u.s.p, v->u.s.len);

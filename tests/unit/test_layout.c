@@ -154,7 +154,7 @@ static void test_writers(void)
     mfs_obj_set(mfs_arr_push(arr, mfs_obj()), "x", mfs_float(0.5));
     mfs_obj_set(mfs_obj_set(o, "sub", mfs_obj()), "k", mfs_arr());
     CHECK(written_is(o, 1,
-                     "s = \"a\\\"b\\u007F\"\n\"a b\" = -3\n\n[[t]]\nx = 1\n\n[[t]]\nx = 0.5\n\n[sub]\nk = []\n"));
+                     "s = \"a\\\"b\\u007f\"\n\"a b\" = -3\n\n[[t]]\nx = 1\n\n[[t]]\nx = 0.5\n\n[sub]\nk = []\n"));
 }
 
 int main(void)
