@@ -218,6 +218,14 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         fuse_reply_err(req, ENOENT);
         return;
     }
+    /* Only the user namespace exists here. Saying so (ENOTSUP rather than
+     * ENODATA) for security.* and system.* lets tools such as `ls -l` stop
+     * asking for SELinux labels and ACLs after the first file, instead of
+     * costing two round trips per file. */
+    if (strncmp(name, "user.", 5) != 0) {
+        fuse_reply_err(req, ENOTSUP);
+        return;
+    }
     const mfs_node *n = mfs_tree_node(fs->tree, idx);
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
