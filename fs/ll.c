@@ -24,6 +24,20 @@ static uint32_t index_of(const mfs_fs *fs, fuse_ino_t ino)
     return (uint32_t)(ino - 1);
 }
 
+/* The node behind `ino`, or NULL after replying ENOENT. */
+static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, uint32_t *idx)
+{
+    const mfs_fs *fs = fs_of(req);
+    uint32_t i = index_of(fs, ino);
+    if (i == MFS_NONE) {
+        fuse_reply_err(req, ENOENT);
+        return NULL;
+    }
+    if (idx)
+        *idx = i;
+    return mfs_tree_node(fs->tree, i);
+}
+
 static void fill_stat(const mfs_fs *fs, uint32_t idx, struct stat *st)
 {
     const mfs_node *n = mfs_tree_node(fs->tree, idx);
@@ -82,26 +96,20 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)fi;
-    const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    if (idx == MFS_NONE) {
-        fuse_reply_err(req, ENOENT);
+    uint32_t idx;
+    if (node_or_enoent(req, ino, &idx) == NULL)
         return;
-    }
     struct stat st;
-    fill_stat(fs, idx, &st);
+    fill_stat(fs_of(req), idx, &st);
     fuse_reply_attr(req, &st, MFS_TIMEOUT);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    if (idx == MFS_NONE) {
-        fuse_reply_err(req, ENOENT);
+    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    if (n == NULL)
         return;
-    }
-    if (mfs_tree_node(fs->tree, idx)->kind == MFS_NODE_DIR) {
+    if (n->kind == MFS_NODE_DIR) {
         fuse_reply_err(req, EISDIR);
         return;
     }
@@ -128,10 +136,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
     (void)fi;
     const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    const mfs_node *n = idx == MFS_NONE ? NULL : mfs_tree_node(fs->tree, idx);
-    if (n == NULL || n->kind != MFS_NODE_FILE) {
-        fuse_reply_err(req, n == NULL ? ENOENT : EISDIR);
+    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    if (n == NULL)
+        return;
+    if (n->kind != MFS_NODE_FILE) {
+        fuse_reply_err(req, EISDIR);
         return;
     }
     if (off < 0 || (uint64_t)off >= n->size) {
@@ -152,10 +161,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
     const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    const mfs_node *d = idx == MFS_NONE ? NULL : mfs_tree_node(fs->tree, idx);
-    if (d == NULL || d->kind != MFS_NODE_DIR) {
-        fuse_reply_err(req, d == NULL ? ENOENT : ENOTDIR);
+    uint32_t idx;
+    const mfs_node *d = node_or_enoent(req, ino, &idx);
+    if (d == NULL)
+        return;
+    if (d->kind != MFS_NODE_DIR) {
+        fuse_reply_err(req, ENOTDIR);
         return;
     }
     char *buf = malloc(size);
@@ -213,11 +224,9 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    if (idx == MFS_NONE) {
-        fuse_reply_err(req, ENOENT);
+    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    if (n == NULL)
         return;
-    }
     /* Only the user namespace exists here. Saying so (ENOTSUP rather than
      * ENODATA) for security.* and system.* lets tools such as `ls -l` stop
      * asking for SELinux labels and ACLs after the first file, instead of
@@ -226,7 +235,6 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         fuse_reply_err(req, ENOTSUP);
         return;
     }
-    const mfs_node *n = mfs_tree_node(fs->tree, idx);
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
         if (strcmp(x->name, name) != 0)
@@ -245,12 +253,9 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
     const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    if (idx == MFS_NONE) {
-        fuse_reply_err(req, ENOENT);
+    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    if (n == NULL)
         return;
-    }
-    const mfs_node *n = mfs_tree_node(fs->tree, idx);
     size_t total = 0;
     for (uint32_t i = 0; i < n->xattr_count; i++)
         total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
