@@ -41,13 +41,13 @@ static const char *const metadata_keys[] = {
     "code_repository", "model_repository", "run_id", "run_url",
 };
 
-/* ConstantDataType (ushort) and ConstantData union types: 0-based / 1-based. */
-static const char *const const_dtypes[] = { "int32", "float32", "int8", "uint8" };
-static const char *const value_dtypes[] = { "int32", "float32", "int8", "uint8" };
+/* ConstantDataType (ConstantNode.dtype) and DataType (ValueNode.dtype)
+ * number the same four types in the same order. */
+static const char *const dtype_names[] = { "int32", "float32", "int8", "uint8" };
+#define N_DTYPES (sizeof dtype_names / sizeof dtype_names[0])
 
 typedef struct rten_ctx {
     mfs_model *m;
-    mfs_span file;
     mfs_span tensor_data;       /* V2 only; len 0 for V1 */
     bool v2;
     uint64_t budget;            /* nodes we may still visit (shared subgraphs) */
@@ -78,11 +78,6 @@ static int probe(mfs_span f)
     return 0;
 }
 
-static mfs_val *fb_string_val(const char *s, uint32_t len)
-{
-    return mfs_strn(s, len);
-}
-
 static int read_metadata(rten_ctx *c, const mfs_fbt *model)
 {
     int32_t schema_version;
@@ -100,7 +95,7 @@ static int read_metadata(rten_ctx *c, const mfs_fbt *model)
             if (mfs_fb_str(&md, i, &s, &len, &here, c->e) != 0)
                 return -1;
             if (here)
-                mfs_obj_set(c->m->metadata, metadata_keys[i], fb_string_val(s, len));
+                mfs_obj_set(c->m->metadata, metadata_keys[i], mfs_strn(s, len));
         }
     }
     mfs_obj_set(c->m->metadata, "schema_version", mfs_int(schema_version));
@@ -200,10 +195,10 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
 
     const char *dtype = NULL;
     if (has_dtype) {
-        if (dtype_code >= sizeof const_dtypes / sizeof const_dtypes[0])
+        if (dtype_code >= N_DTYPES)
             return MFS_CORRUPT(c->e, mfs_fbt_offset(cn), "constant '%.*s' has unknown dtype %u",
                                (int)name_len, name, dtype_code);
-        dtype = const_dtypes[dtype_code];
+        dtype = dtype_names[dtype_code];
     } else if (has_data) {
         if (data_type > 4)
             return MFS_CORRUPT(c->e, mfs_fbt_offset(cn), "constant '%.*s' has unknown data type %u",
@@ -289,7 +284,7 @@ static int describe_value(rten_ctx *c, const mfs_fbt *vn, mfs_val *gnode)
     if (mfs_fb_u8(vn, VALUE_DTYPE, 0, &dt, &has_dt, c->e) != 0)
         return -1;
     if (has_dt)
-        mfs_obj_set(gnode, "dtype", dt < 4 ? mfs_str(value_dtypes[dt]) : mfs_int(dt));
+        mfs_obj_set(gnode, "dtype", dt < N_DTYPES ? mfs_str(dtype_names[dt]) : mfs_int(dt));
     mfs_fbv dims;
     if (mfs_fb_vec(vn, VALUE_SHAPE, 4, &dims, &present, c->e) != 0)
         return -1;
@@ -442,7 +437,7 @@ static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32
 
 static int load(mfs_model *m, mfs_span file, mfs_err *e)
 {
-    rten_ctx c = { .m = m, .file = file, .e = e, .budget = file.len / 4 + 1 };
+    rten_ctx c = { .m = m, .e = e, .budget = file.len / 4 + 1 };
     mfs_span model = file;
     int version = 1;
     if (mfs_span_has(file, 0, 4) && memcmp(file.p, "RTEN", 4) == 0) {
