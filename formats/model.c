@@ -16,6 +16,15 @@
  * the bytes can rely on. */
 #define MFS_ALIGN_CAP 4096u
 
+/* Where the "%~k" search for (dir, encoded name) goes on from, so that N
+ * tensors with one name cost N steps, not N^2/2. Open addressing, kept at
+ * most half full. */
+struct mfs_dup {
+    char *base;
+    uint32_t dir;
+    unsigned next;
+};
+
 void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size)
 {
     memset(m, 0, sizeof *m);
@@ -32,6 +41,9 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
 
 void mfs_model_destroy(mfs_model *m)
 {
+    for (size_t i = 0; i < m->dup_cap; i++)
+        free(m->dups[i].base);
+    free(m->dups);
     free(m->file_name);
     free(m->format);
     mfs_val_free(m->metadata);
@@ -47,30 +59,70 @@ void mfs_model_set_format(mfs_model *m, const char *format, int64_t version)
     m->format_version = version;
 }
 
-char *mfs_model_unique_name(const mfs_model *m, uint32_t dir, const char *name, size_t len)
+static uint64_t dup_hash(uint32_t dir, const char *base)
 {
-    char *enc = mfs_name_encode(name, len);
-    for (unsigned k = 2; mfs_tree_lookup(m->tree, dir, enc) != MFS_NONE; k++) {
-        /* Rebuild from the base each time: "x%~3", not "x%~2%~3". The base
-         * is at most 255 bytes; keep room for the suffix. */
-        char *base = mfs_name_encode(name, len);
-        size_t blen = strlen(base);
-        if (blen > MFS_NAME_MAX - 16)
-            blen = MFS_NAME_MAX - 16;
-        /* Do not cut inside a %XX triple. */
-        if (blen >= 1 && base[blen - 1] == '%')
-            blen -= 1;
-        else if (blen >= 2 && base[blen - 2] == '%')
-            blen -= 2;
-        /* Nor inside a UTF-8 sequence. */
-        while (blen > 0 && ((unsigned char)base[blen] & 0xc0) == 0x80)
-            blen--;
-        free(enc);
-        enc = mfs_xmalloc(blen + 16);
-        snprintf(enc, blen + 16, "%.*s%%~%u", (int)blen, base, k);
-        free(base);
+    uint64_t h = 0xcbf29ce484222325ull ^ dir;
+    for (const unsigned char *p = (const unsigned char *)base; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+static struct mfs_dup *dup_slot(struct mfs_dup *tab, size_t cap, uint32_t dir, const char *base)
+{
+    size_t i = (size_t)dup_hash(dir, base) & (cap - 1);
+    while (tab[i].base != NULL && (tab[i].dir != dir || strcmp(tab[i].base, base) != 0))
+        i = (i + 1) & (cap - 1);
+    return &tab[i];
+}
+
+static struct mfs_dup *dup_entry(mfs_model *m, uint32_t dir, const char *base)
+{
+    if ((m->dup_count + 1) * 2 > m->dup_cap) {
+        size_t cap = m->dup_cap ? m->dup_cap * 2 : 64;
+        struct mfs_dup *tab = mfs_xcalloc(cap, sizeof *tab);
+        for (size_t i = 0; i < m->dup_cap; i++)
+            if (m->dups[i].base != NULL)
+                *dup_slot(tab, cap, m->dups[i].dir, m->dups[i].base) = m->dups[i];
+        free(m->dups);
+        m->dups = tab;
+        m->dup_cap = cap;
     }
-    return enc;
+    struct mfs_dup *d = dup_slot(m->dups, m->dup_cap, dir, base);
+    if (d->base == NULL) {
+        d->base = mfs_xstrdup(base);
+        d->dir = dir;
+        d->next = 2;
+        m->dup_count++;
+    }
+    return d;
+}
+
+char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
+{
+    char *base = mfs_name_encode(name, len);
+    if (mfs_tree_lookup(m->tree, dir, base) == MFS_NONE)
+        return base;
+    /* "base%~k": the base is at most 255 bytes; keep room for the suffix,
+     * cutting neither a %XX triple nor a UTF-8 sequence. */
+    size_t blen = strlen(base);
+    if (blen > MFS_NAME_MAX - 16)
+        blen = MFS_NAME_MAX - 16;
+    if (blen >= 1 && base[blen - 1] == '%')
+        blen -= 1;
+    else if (blen >= 2 && base[blen - 2] == '%')
+        blen -= 2;
+    while (blen > 0 && ((unsigned char)base[blen] & 0xc0) == 0x80)
+        blen--;
+    struct mfs_dup *d = dup_entry(m, dir, base);
+    char *cand = mfs_xmalloc(blen + 16);
+    for (;; d->next++) {
+        snprintf(cand, blen + 16, "%.*s%%~%u", (int)blen, base, d->next);
+        if (mfs_tree_lookup(m->tree, dir, cand) == MFS_NONE)
+            break;
+    }
+    d->next++;
+    free(base);
+    return cand;
 }
 
 static mfs_val *shape_val(const uint64_t *shape, size_t ndim)

@@ -22,6 +22,8 @@ typedef struct mfs_model {
     mfs_val *extra;          /* object: format-level keys placed before "tensors" */
     mfs_val *tensors;        /* array: the tensor table */
     uint32_t tensors_dir;    /* the tensors/ directory */
+    struct mfs_dup *dups;    /* duplicate-name counters (model.c) */
+    size_t dup_count, dup_cap;
 } mfs_model;
 
 typedef struct mfs_tensor {
@@ -55,6 +57,6 @@ void mfs_model_finish(mfs_model *m);
 
 /* The first free file name in `dir` for `name`: the encoding, then
  * "%~2", "%~3"... (caller frees). */
-char *mfs_model_unique_name(const mfs_model *m, uint32_t dir, const char *name, size_t len);
+char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len);
 
 #endif

@@ -83,6 +83,7 @@ typedef struct ptd_ctx {
     uint64_t seg_base, seg_size;
     ptd_seg *segs;
     uint32_t nseg;
+    uint64_t budget;            /* bytes of names and list items we may still copy */
     mfs_err *e;
 } ptd_ctx;
 
@@ -344,51 +345,82 @@ typedef struct ptd_entry {
     uint64_t seg_offset;
 } ptd_entry;
 
+/* Entries may share one key string or layout vector (flatbuffers allow
+ * any aliasing), which would make the copies we keep grow with the square of
+ * the file size. A writer stores each entry's own, so what we copy stays
+ * below a few times the flatbuffer's size: past that the file is refused. */
+static int spend(ptd_ctx *c, const ptd_entry *en, uint64_t where)
+{
+    uint64_t cost = en->name_len + 8ull * (en->layout.sizes.count + en->layout.dim_order.count);
+    if (cost > c->budget)
+        return MFS_CORRUPT(c->e, where, "named data entries share their keys or layouts more often than "
+                                        "a .ptd file can (aliased flatbuffer data)");
+    c->budget -= cost;
+    return 0;
+}
+
+/* The bytes an entry is served as. */
+typedef struct ptd_bytes {
+    uint64_t off, nbytes;
+} ptd_bytes;
+
+/* A 0.6 tensor is the layout's bytes at seg_offset inside its segment;
+ * with an unusable layout, the rest of the segment is served. */
+static void locate_v06(const ptd_entry *en, const ptd_seg *s, ptd_view *v, ptd_bytes *b)
+{
+    uint64_t inner = en->seg_offset <= s->size ? en->seg_offset : s->size;
+    uint64_t rest = s->size - inner;
+    if (en->seg_offset > s->size)
+        snprintf(v->problem, PROBLEM_MAX, "offset %llu is past the end of its segment (%llu bytes)",
+                 (unsigned long long)en->seg_offset, (unsigned long long)s->size);
+    else if (v->problem[0] == '\0' && v->nbytes > rest)
+        snprintf(v->problem, PROBLEM_MAX,
+                 "the layout's %llu bytes at offset %llu run past the end of its segment (%llu bytes)",
+                 (unsigned long long)v->nbytes, (unsigned long long)en->seg_offset,
+                 (unsigned long long)s->size);
+    b->off = s->off + inner;
+    b->nbytes = v->problem[0] == '\0' ? v->nbytes : rest;
+}
+
+/* Finds the entry's bytes; v->problem says why they are not the tensor its
+ * layout describes. */
+static void locate(const ptd_ctx *c, const ptd_entry *en, ptd_view *v, ptd_bytes *b)
+{
+    if (en->layout.present)
+        check_layout(&en->layout, v);
+    if (en->seg_index >= c->nseg) {
+        snprintf(v->problem, PROBLEM_MAX, "segment_index %u is out of range (%u segments)",
+                 en->seg_index, c->nseg);
+        b->off = c->seg_base;
+        b->nbytes = 0;
+        return;
+    }
+    const ptd_seg *s = &c->segs[en->seg_index];
+    if (en->v06_tensor) {
+        locate_v06(en, s, v, b);
+    } else {
+        b->off = s->off;
+        b->nbytes = s->size;
+        if (v->problem[0] == '\0' && en->layout.present && v->nbytes != s->size)
+            snprintf(v->problem, PROBLEM_MAX, "the layout describes %llu bytes but the segment holds %llu",
+                     (unsigned long long)v->nbytes, (unsigned long long)s->size);
+    }
+    if (v->problem[0] == '\0' && s->problem)
+        snprintf(v->problem, PROBLEM_MAX, "%s", s->problem);
+}
+
 static void add_entry(ptd_ctx *c, const ptd_entry *en)
 {
     ptd_view v = { .dtype = NULL };
-    const uint8_t *data = NULL;
-    uint64_t off = c->seg_base, nbytes = 0;
-    const ptd_seg *s = en->seg_index < c->nseg ? &c->segs[en->seg_index] : NULL;
-
-    if (en->layout.present)
-        check_layout(&en->layout, &v);
-    if (s == NULL) {
-        snprintf(v.problem, PROBLEM_MAX, "segment_index %u is out of range (%u segments)",
-                 en->seg_index, c->nseg);
-    } else {
-        off = s->off;
-        nbytes = s->size;
-        data = c->file.p + (s->size ? s->off : 0);
-        if (en->v06_tensor) {
-            /* The tensor is v.nbytes at seg_offset inside the segment; with
-             * an unusable layout, serve the rest of the segment. */
-            uint64_t rest = en->seg_offset <= s->size ? s->size - en->seg_offset : 0;
-            if (en->seg_offset > s->size)
-                snprintf(v.problem, PROBLEM_MAX, "offset %llu is past the end of its segment (%llu bytes)",
-                         (unsigned long long)en->seg_offset, (unsigned long long)s->size);
-            else if (v.problem[0] == '\0' && v.nbytes > rest)
-                snprintf(v.problem, PROBLEM_MAX, "the layout's %llu bytes at offset %llu run past the end of its segment (%llu bytes)",
-                         (unsigned long long)v.nbytes, (unsigned long long)en->seg_offset,
-                         (unsigned long long)s->size);
-            off += en->seg_offset <= s->size ? en->seg_offset : s->size;
-            data = rest ? c->file.p + off : NULL;
-            nbytes = v.problem[0] == '\0' ? v.nbytes : rest;
-        } else if (v.problem[0] == '\0' && en->layout.present && v.nbytes != s->size) {
-            snprintf(v.problem, PROBLEM_MAX, "the layout describes %llu bytes but the segment holds %llu",
-                     (unsigned long long)v.nbytes, (unsigned long long)s->size);
-        }
-        if (v.problem[0] == '\0' && s->problem)
-            snprintf(v.problem, PROBLEM_MAX, "%s", s->problem);
-    }
-    if (nbytes == 0)
-        data = NULL;
+    ptd_bytes b;
+    locate(c, en, &v, &b);
+    uint32_t users = en->seg_index < c->nseg ? c->segs[en->seg_index].users : 0;
 
     mfs_val *x = mfs_obj();
     mfs_obj_set(x, "segment_index", mfs_int(en->seg_index));
     if (en->v06_tensor)
         mfs_obj_set(x, "offset_in_segment", u64_val(en->seg_offset));
-    mfs_obj_set(x, "segment_users", mfs_int(s ? s->users : 0));
+    mfs_obj_set(x, "segment_users", mfs_int(users));
     mfs_obj_set(x, "has_tensor_layout", mfs_bool(en->layout.present));
     if (en->layout.present)
         layout_extra(&en->layout, &v, x);
@@ -396,12 +428,14 @@ static void add_entry(ptd_ctx *c, const ptd_entry *en)
         mfs_obj_set(x, "problem", mfs_str(v.problem));
 
     bool as_tensor = en->layout.present && v.problem[0] == '\0';
-    uint64_t blob_shape[1] = { nbytes };
+    uint64_t blob_shape[1] = { b.nbytes };
     mfs_tensor t = {
         .name = en->name, .name_len = en->name_len,
         .dtype = as_tensor ? v.dtype : "bytes",
         .shape = as_tensor ? v.shape : blob_shape, .ndim = as_tensor ? v.ndim : 1,
-        .data = data, .nbytes = nbytes, .offset = off, .storage = "external", .extra = x,
+        /* Segments were checked against the file (empty ones need not be). */
+        .data = b.nbytes ? c->file.p + b.off : NULL, .nbytes = b.nbytes, .offset = b.off,
+        .storage = "external", .extra = x,
     };
     mfs_model_add_tensor(c->m, c->m->tensors_dir, &t);
 }
@@ -450,7 +484,9 @@ static int walk_entries(ptd_ctx *c, const mfs_fbt *root, unsigned field, entry_r
             return -1;
         if (pass == 0 && en.seg_index < c->nseg)
             c->segs[en.seg_index].users++;
-        else if (pass == 1)
+        if (pass == 0 && spend(c, &en, mfs_fbt_offset(&t)) != 0)
+            return -1;
+        if (pass == 1)
             add_entry(c, &en);
     }
     return 0;
@@ -518,7 +554,8 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     mfs_model_set_format(m, "ptd", version);
     header_metadata(m, file, &h, version);
 
-    ptd_ctx c = { .m = m, .file = file, .seg_base = h.seg_base, .seg_size = h.seg_size, .e = e };
+    ptd_ctx c = { .m = m, .file = file, .seg_base = h.seg_base, .seg_size = h.seg_size,
+                  .budget = 4 * (h.fb_offset + h.fb_size) + (1u << 20), .e = e };
     int r = load_entries(&c, &root);
     free(c.segs);
     return r;

@@ -3,7 +3,7 @@
 #include <malloc.h>
 #include <stddef.h>
 
-#include "fs/strbuf.h"
+#include <stdio.h>
 
 const mfs_format *const mfs_formats[] = {
     &mfs_format_rten,
@@ -11,6 +11,18 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_tensorbuffers,
     NULL,
 };
+
+const char *mfs_format_names(void)
+{
+    static char names[256];
+    if (names[0] == '\0') {
+        size_t at = 0;
+        for (size_t i = 0; mfs_formats[i] != NULL && at < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "",
+                                   mfs_formats[i]->name);
+    }
+    return names;
+}
 
 const mfs_format *mfs_format_detect(mfs_span file)
 {
@@ -29,15 +41,9 @@ const mfs_format *mfs_format_detect(mfs_span file)
 int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e)
 {
     const mfs_format *f = mfs_format_detect(file);
-    if (f == NULL) {
-        mfs_strbuf names = { 0 };
-        for (size_t i = 0; mfs_formats[i] != NULL; i++)
-            mfs_sb_addf(&names, "%s%s", i ? ", " : "", mfs_formats[i]->name);
-        mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
-                 names.buf);
-        mfs_sb_free(&names);
-        return -1;
-    }
+    if (f == NULL)
+        return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
+                        mfs_format_names());
     mfs_model m;
     mfs_model_init(&m, tree, path, file.len);
     int r = f->load(&m, file, e);

@@ -24,6 +24,9 @@ extern const mfs_format mfs_format_tensorbuffers;
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];
 
+/* "rten, ptd, tensorbuffers": the names of every format, for messages. */
+const char *mfs_format_names(void);
+
 /* The best-bidding format for `file`, or NULL. */
 const mfs_format *mfs_format_detect(mfs_span file);
 

@@ -52,6 +52,7 @@ typedef struct tb_ctx {
     mfs_model *m;
     mfs_span file;
     uint64_t data_end;          /* the flatbuffer's start: tensor data is in [4, data_end) */
+    uint64_t budget;            /* bytes of names and list items we may still copy */
     mfs_err *e;
 } tb_ctx;
 
@@ -86,10 +87,25 @@ static mfs_val *opt_str(const mfs_fbt *t, unsigned id, mfs_err *e, int *r)
     return *r == 0 && present ? mfs_strn(s, len) : mfs_null();
 }
 
+/* Tensors and operations may share one name string or vector (flatbuffers
+ * allow any aliasing), which would make the copies we keep grow with the
+ * square of the file size. A writer stores each one's own, so what we copy
+ * stays below a few times the metadata's size: past that the file is
+ * refused. */
+static int spend(tb_ctx *c, uint64_t cost, uint64_t where)
+{
+    if (cost > c->budget)
+        return MFS_CORRUPT(c->e, where, "tensors or operations share their names or lists more often "
+                                        "than a TensorBuffers file can (aliased flatbuffer data)");
+    c->budget -= cost;
+    return 0;
+}
+
 /* ---- operations -------------------------------------------------------- */
 
-static int read_operation(const mfs_fbt *op, mfs_val *out, mfs_err *e)
+static int read_operation(tb_ctx *c, const mfs_fbt *op, mfs_val *out)
 {
+    mfs_err *e = c->e;
     uint64_t id, output;
     uint8_t code;
     mfs_fbv in;
@@ -97,7 +113,8 @@ static int read_operation(const mfs_fbt *op, mfs_val *out, mfs_err *e)
     if (mfs_fb_u64(op, OP_ID, 0, &id, NULL, e) != 0 ||
         mfs_fb_u8(op, OP_OPERATION, 0, &code, NULL, e) != 0 ||
         mfs_fb_u64(op, OP_OUTPUT, 0, &output, NULL, e) != 0 ||
-        mfs_fb_vec(op, OP_INPUT_OPERATIONS, 8, &in, &has_in, e) != 0)
+        mfs_fb_vec(op, OP_INPUT_OPERATIONS, 8, &in, &has_in, e) != 0 ||
+        spend(c, has_in ? 8ull * in.count : 0, mfs_fbt_offset(op)) != 0)
         return -1;
     mfs_obj_set(out, "id", u64_val(id));
     /* Operation is a signed byte in the schema. */
@@ -125,7 +142,7 @@ static int read_operations(tb_ctx *c, const mfs_fbt *root)
     for (uint32_t i = 0; present && i < v.count; i++) {
         mfs_fbt op;
         if (mfs_fbv_table(&v, i, &op, c->e) != 0 ||
-            read_operation(&op, mfs_arr_push(ops, mfs_obj()), c->e) != 0)
+            read_operation(c, &op, mfs_arr_push(ops, mfs_obj())) != 0)
             return -1;
     }
     return 0;
@@ -194,54 +211,66 @@ static void decl_extra(int8_t type, const mfs_fbv *shape, bool has_shape, mfs_va
     }
 }
 
-static int add_tensor(tb_ctx *c, const mfs_fbt *t, uint32_t index, uint64_t *id)
-{
-    const char *name = "";
-    uint32_t name_len = 0, off, size;
-    uint8_t type;
+/* One TensorMetadata as stored. */
+typedef struct tb_tensor {
+    uint64_t id;
+    const char *name;           /* an absent name reads as "" */
+    uint32_t name_len, off, size;
+    int8_t type;
     mfs_fbv shape;
     bool has_shape;
-    if (mfs_fb_u64(t, T_ID, 0, id, NULL, c->e) != 0 ||
-        mfs_fb_str(t, T_NAME, &name, &name_len, NULL, c->e) != 0 ||
-        mfs_fb_vec(t, T_SHAPE, 4, &shape, &has_shape, c->e) != 0 ||
-        mfs_fb_u8(t, T_DATA_TYPE, 0, &type, NULL, c->e) != 0 ||
-        mfs_fb_u32(t, T_DATA_OFFSET, 0, &off, NULL, c->e) != 0 ||
-        mfs_fb_u32(t, T_DATA_SIZE, 0, &size, NULL, c->e) != 0)
-        return -1;
-    if (!mfs_span_has(c->file, off, size))
-        return MFS_CORRUPT(c->e, mfs_fbt_offset(t),
-                           "tensor %u ('%.*s'): data [%u, +%u) runs past the end of the file (%llu bytes)",
-                           index, (int)(name_len > 64 ? 64 : name_len), name, off, size,
-                           (unsigned long long)c->file.len);
+} tb_tensor;
 
+static int read_tensor(tb_ctx *c, const mfs_fbt *t, uint32_t index, tb_tensor *tt)
+{
+    uint8_t type;
+    memset(tt, 0, sizeof *tt);
+    tt->name = "";
+    if (mfs_fb_u64(t, T_ID, 0, &tt->id, NULL, c->e) != 0 ||
+        mfs_fb_str(t, T_NAME, &tt->name, &tt->name_len, NULL, c->e) != 0 ||
+        mfs_fb_vec(t, T_SHAPE, 4, &tt->shape, &tt->has_shape, c->e) != 0 ||
+        mfs_fb_u8(t, T_DATA_TYPE, 0, &type, NULL, c->e) != 0 ||
+        mfs_fb_u32(t, T_DATA_OFFSET, 0, &tt->off, NULL, c->e) != 0 ||
+        mfs_fb_u32(t, T_DATA_SIZE, 0, &tt->size, NULL, c->e) != 0 ||
+        spend(c, tt->name_len + (tt->has_shape ? 8ull * tt->shape.count : 0), mfs_fbt_offset(t)) != 0)
+        return -1;
+    tt->type = (int8_t)type;    /* DataType is a signed byte */
+    if (!mfs_span_has(c->file, tt->off, tt->size))
+        return MFS_CORRUPT(c->e, mfs_fbt_offset(t),
+                           "tensor %u: data [%u, +%u) runs past the end of the file (%llu bytes)",
+                           index, tt->off, tt->size, (unsigned long long)c->file.len);
+    return 0;
+}
+
+static void add_tensor(tb_ctx *c, const tb_tensor *tt)
+{
     tb_view v = { .dtype = NULL };
-    int8_t st = (int8_t)type;
-    check_decl(st, &shape, has_shape, size, &v);
+    check_decl(tt->type, &tt->shape, tt->has_shape, tt->size, &v);
     /* The writer puts all data in [4, metadata); elsewhere the bytes are
      * the magic or the metadata itself. Served, but flagged. */
-    if (v.problem[0] == '\0' && size > 0 && (off < 4 || (uint64_t)off + size > c->data_end))
-        snprintf(v.problem, PROBLEM_MAX, "data [%u, +%u) is outside the data area [4, %llu)", off, size,
-                 (unsigned long long)c->data_end);
+    if (v.problem[0] == '\0' && tt->size > 0 &&
+        (tt->off < 4 || (uint64_t)tt->off + tt->size > c->data_end))
+        snprintf(v.problem, PROBLEM_MAX, "data [%u, +%u) is outside the data area [4, %llu)", tt->off,
+                 tt->size, (unsigned long long)c->data_end);
 
     mfs_val *x = mfs_obj();
-    mfs_obj_set(x, "id", u64_val(*id));
-    bool known = st >= 0 && (size_t)st < COUNT(data_types);
-    mfs_obj_set(x, "data_type", known ? mfs_str(data_types[st].tb) : mfs_int(st));
+    mfs_obj_set(x, "id", u64_val(tt->id));
+    bool known = tt->type >= 0 && (size_t)tt->type < COUNT(data_types);
+    mfs_obj_set(x, "data_type", known ? mfs_str(data_types[tt->type].tb) : mfs_int(tt->type));
     bool ok = v.problem[0] == '\0';
     if (!ok) {
-        decl_extra(st, &shape, has_shape, x);
+        decl_extra(tt->type, &tt->shape, tt->has_shape, x);
         mfs_obj_set(x, "problem", mfs_str(v.problem));
     }
-    uint64_t blob_shape[1] = { size };
-    mfs_tensor tt = {
-        .name = name, .name_len = name_len,
+    uint64_t blob_shape[1] = { tt->size };
+    mfs_tensor t = {
+        .name = tt->name, .name_len = tt->name_len,
         .dtype = ok ? v.dtype : "bytes",
         .shape = ok ? v.shape : blob_shape, .ndim = ok ? v.ndim : 1,
-        .data = size ? c->file.p + off : NULL, .nbytes = size, .offset = off,
+        .data = tt->size ? c->file.p + tt->off : NULL, .nbytes = tt->size, .offset = tt->off,
         .storage = "external", .extra = x,
     };
-    mfs_model_add_tensor(c->m, c->m->tensors_dir, &tt);
-    return 0;
+    mfs_model_add_tensor(c->m, c->m->tensors_dir, &t);
 }
 
 static int read_tensors(tb_ctx *c, const mfs_fbt *root)
@@ -256,12 +285,13 @@ static int read_tensors(tb_ctx *c, const mfs_fbt *root)
     uint64_t prev = 0;
     for (uint32_t i = 0; present && i < v.count; i++) {
         mfs_fbt t;
-        uint64_t id;
-        if (mfs_fbv_table(&v, i, &t, c->e) != 0 || add_tensor(c, &t, i, &id) != 0)
+        tb_tensor tt;
+        if (mfs_fbv_table(&v, i, &t, c->e) != 0 || read_tensor(c, &t, i, &tt) != 0)
             return -1;
-        if (i > 0 && id < prev)
+        add_tensor(c, &tt);
+        if (i > 0 && tt.id < prev)
             sorted = false;
-        prev = id;
+        prev = tt.id;
     }
     mfs_obj_set(c->m->metadata, "ids_sorted", mfs_bool(sorted));
     return 0;
@@ -287,7 +317,7 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     uint64_t fb_off = file.len - TRAILER_LEN - size;
     mfs_model_set_format(m, "tensorbuffers", 1);   /* the magic's version digit */
 
-    tb_ctx c = { .m = m, .file = file, .data_end = fb_off, .e = e };
+    tb_ctx c = { .m = m, .file = file, .data_end = fb_off, .budget = 4ull * size + (1u << 20), .e = e };
     mfs_fbt root;
     int r1, r2;
     if (mfs_fb_root(mfs_span_sub(file, fb_off, size), &root, e) != 0)

@@ -19,7 +19,7 @@ static void usage(FILE *f)
             "usage: %s [-x] MODEL [PATH]\n"
             "List the tree modelfs would mount for MODEL, or write one file of it.\n"
             "\n"
-            "  MODEL        a model file (rten)\n"
+            "  MODEL        a model file (%s)\n"
             "  PATH         a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
             "               its bytes are written to stdout exactly as the mount serves them\n"
             "  -x           with PATH: print the node's extended attributes instead\n"
@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 unrecognised format, 5 corrupt model, 7 no such PATH.\n",
-            prog);
+            prog, mfs_format_names());
 }
 
 static void list(const mfs_tree *t, uint32_t dir)

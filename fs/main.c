@@ -78,7 +78,8 @@ static void usage(FILE *f)
             "usage: %s [options] MODEL MOUNTPOINT\n"
             "Mount a machine-learning model file as a read-only directory tree.\n"
             "\n"
-            "  MODEL           a model file; the format is recognised by its bytes (rten)\n"
+            "  MODEL           a model file; the format is recognised by its bytes\n"
+            "                  (%s)\n"
             "  MOUNTPOINT      an existing directory\n"
             "\n"
             "options:\n"
@@ -92,7 +93,7 @@ static void usage(FILE *f)
             "Unmount with: fusermount3 -u MOUNTPOINT (or SIGINT/SIGTERM to a foreground modelfs).\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 not a recognised model, 5 corrupt model, 6 mount failed.\n",
-            prog);
+            prog, mfs_format_names());
 }
 
 /* fsname=modelfs:PATH, with the characters the option parser treats

@@ -34,10 +34,29 @@ def tensor_key(t):
     return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []))
 
 
+def check_refused(c, build, model, expect, env):
+    """A model the expectation calls corrupt: both programs refuse it with
+    exit 5 and one line naming the file and the problem."""
+    name = os.path.basename(model)
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    for args in ([os.path.join(build, "modelfs"), model, mnt], [os.path.join(build, "modelfs-ls"), model]):
+        r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+        what = "%s: %s refuses it" % (name, os.path.basename(args[0]))
+        c.equal(r.returncode, 5, what)
+        c.check(model in r.stderr and expect.get("error_contains", "") in r.stderr,
+                "%s: message %r lacks the file or %r" % (what, r.stderr, expect.get("error_contains")))
+    if os.path.ismount(mnt):
+        mfstest.unmount(mnt)
+    os.rmdir(mnt)
+
+
 def check_model(c, build, model, expect, env):
     name = os.path.basename(model)
     modelfs = os.path.join(build, "modelfs")
     modelfs_ls = os.path.join(build, "modelfs-ls")
+    if expect.get("expect") == "corrupt":
+        check_refused(c, build, model, expect, env)
+        return
     try:
         ls = mfstest.ls_tree(modelfs_ls, model, env)
     except RuntimeError as e:
@@ -129,6 +148,8 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
                 f.seek(t["offset"])
                 raw = f.read(want["nbytes"])
             c.equal(hashlib.sha256(raw).hexdigest(), want["sha256"], what + " offset points at its bytes")
+        if want.get("problem"):
+            c.check("problem" in t, what + " is flagged with a problem")
         gp = want.get("graph_path")
         if gp:
             c.equal(t.get("graph"), gp, what + " graph")

@@ -90,6 +90,27 @@ static void test_unique(void)
     mfs_tree_destroy(&t);
 }
 
+/* Many tensors with one name: every one gets its own file, in order, and
+ * the cost stays linear (ctest's TIMEOUT catches a quadratic search). */
+static void test_many_duplicates(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    mfs_model m;
+    mfs_model_init(&m, &t, "m", 0);
+    static const uint8_t byte = 1;
+    uint64_t shape[1] = { 1 };
+    mfs_tensor ten = { .name = "w", .name_len = 1, .dtype = "uint8", .shape = shape, .ndim = 1,
+                       .data = &byte, .nbytes = 1 };
+    uint32_t last = MFS_NONE;
+    for (int i = 0; i < 20000; i++)
+        last = mfs_model_add_tensor(&m, m.tensors_dir, &ten);
+    CHECK(last != MFS_NONE && strcmp(t.nodes[last].name, "w%~20000") == 0);
+    CHECK(m.tensors->u.arr.n == 20000);
+    mfs_model_destroy(&m);
+    mfs_tree_destroy(&t);
+}
+
 static void test_tree_rules(void)
 {
     mfs_tree t;
@@ -161,6 +182,7 @@ int main(void)
 {
     test_names();
     test_unique();
+    test_many_duplicates();
     test_tree_rules();
     test_writers();
     return unit_finish("test_layout");
