@@ -1,6 +1,7 @@
 #include "doc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,15 @@ mfs_val *mfs_int(int64_t i)
     mfs_val *v = new_val(MFS_V_INT);
     v->u.i = i;
     return v;
+}
+
+mfs_val *mfs_u64(uint64_t u)
+{
+    if (u <= INT64_MAX)
+        return mfs_int((int64_t)u);
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)u);
+    return mfs_str(buf);
 }
 
 mfs_val *mfs_float(double f)

@@ -45,6 +45,10 @@ mfs_val *mfs_null(void);
 mfs_val *mfs_bool(bool b);
 mfs_val *mfs_int(int64_t i);
 mfs_val *mfs_float(double f);
+/* Document integers are int64: a u64 above INT64_MAX (e.g. half of all
+ * 64-bit hashes used as ids) becomes its decimal string, never a changed
+ * number. */
+mfs_val *mfs_u64(uint64_t u);
 mfs_val *mfs_str(const char *s);                 /* NUL-terminated */
 mfs_val *mfs_strn(const void *s, size_t len);    /* any bytes */
 mfs_val *mfs_datetime(mfs_dtkind kind, const char *s, size_t len);

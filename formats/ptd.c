@@ -116,17 +116,6 @@ static int probe(mfs_span f)
     return 54;
 }
 
-/* Document integers are int64; larger u64 values become decimal strings so
- * that no value is ever changed. */
-static mfs_val *u64_val(uint64_t v)
-{
-    if (v <= INT64_MAX)
-        return mfs_int((int64_t)v);
-    char buf[24];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-    return mfs_str(buf);
-}
-
 /* ---- header and segments ---------------------------------------------- */
 
 typedef struct ptd_header {
@@ -203,8 +192,8 @@ static int read_segments(ptd_ctx *c, const mfs_fbt *root, unsigned field)
         if (read_segment(c, &v, i, &c->segs[i]) != 0)
             return -1;
         mfs_val *o = mfs_arr_push(list, mfs_obj());
-        mfs_obj_set(o, "offset", u64_val(c->segs[i].off));
-        mfs_obj_set(o, "size", u64_val(c->segs[i].size));
+        mfs_obj_set(o, "offset", mfs_u64(c->segs[i].off));
+        mfs_obj_set(o, "size", mfs_u64(c->segs[i].size));
     }
     return 0;
 }
@@ -419,7 +408,7 @@ static void add_entry(ptd_ctx *c, const ptd_entry *en)
     mfs_val *x = mfs_obj();
     mfs_obj_set(x, "segment_index", mfs_int(en->seg_index));
     if (en->v06_tensor)
-        mfs_obj_set(x, "offset_in_segment", u64_val(en->seg_offset));
+        mfs_obj_set(x, "offset_in_segment", mfs_u64(en->seg_offset));
     mfs_obj_set(x, "segment_users", mfs_int(users));
     mfs_obj_set(x, "has_tensor_layout", mfs_bool(en->layout.present));
     if (en->layout.present)
@@ -501,10 +490,10 @@ static void header_metadata(mfs_model *m, mfs_span f, const ptd_header *h, uint3
     mfs_val *hd = mfs_obj_set(m->metadata, "header", mfs_obj());
     mfs_obj_set(hd, "magic", mfs_str("FH01"));
     mfs_obj_set(hd, "length", mfs_int(h->length));
-    mfs_obj_set(hd, "flatbuffer_offset", u64_val(h->fb_offset));
-    mfs_obj_set(hd, "flatbuffer_size", u64_val(h->fb_size));
-    mfs_obj_set(hd, "segment_base_offset", u64_val(h->seg_base));
-    mfs_obj_set(hd, "segment_data_size", u64_val(h->seg_size));
+    mfs_obj_set(hd, "flatbuffer_offset", mfs_u64(h->fb_offset));
+    mfs_obj_set(hd, "flatbuffer_size", mfs_u64(h->fb_size));
+    mfs_obj_set(hd, "segment_base_offset", mfs_u64(h->seg_base));
+    mfs_obj_set(hd, "segment_data_size", mfs_u64(h->seg_size));
 }
 
 /* The 0.6 schema's root has fields 3 and 4 (segments, named_data); the

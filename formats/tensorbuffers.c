@@ -67,17 +67,6 @@ static int probe(mfs_span f)
     return 32;
 }
 
-/* Ids are u64 but document integers are int64: ids above INT64_MAX (half
- * of all FNV hashes) are written as decimal strings, never changed. */
-static mfs_val *u64_val(uint64_t v)
-{
-    if (v <= INT64_MAX)
-        return mfs_int((int64_t)v);
-    char buf[24];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-    return mfs_str(buf);
-}
-
 static mfs_val *opt_str(const mfs_fbt *t, unsigned id, mfs_err *e, int *r)
 {
     const char *s;
@@ -116,17 +105,17 @@ static int read_operation(tb_ctx *c, const mfs_fbt *op, mfs_val *out)
         mfs_fb_vec(op, OP_INPUT_OPERATIONS, 8, &in, &has_in, e) != 0 ||
         spend(c, has_in ? 8ull * in.count : 0, mfs_fbt_offset(op)) != 0)
         return -1;
-    mfs_obj_set(out, "id", u64_val(id));
+    mfs_obj_set(out, "id", mfs_u64(id));
     /* Operation is a signed byte in the schema. */
     int8_t sc = (int8_t)code;
     mfs_obj_set(out, "operation",
                 sc >= 0 && (size_t)sc < COUNT(operations) ? mfs_str(operations[sc]) : mfs_int(sc));
-    mfs_obj_set(out, "output", u64_val(output));
+    mfs_obj_set(out, "output", mfs_u64(output));
     mfs_val *ins = mfs_obj_set(out, "input_operations", mfs_arr());
     for (uint32_t i = 0; has_in && i < in.count; i++) {
         uint64_t x = 0;
         mfs_fbv_u64(&in, i, &x);
-        mfs_arr_push(ins, u64_val(x));
+        mfs_arr_push(ins, mfs_u64(x));
     }
     return 0;
 }
@@ -254,7 +243,7 @@ static void add_tensor(tb_ctx *c, const tb_tensor *tt)
                  tt->size, (unsigned long long)c->data_end);
 
     mfs_val *x = mfs_obj();
-    mfs_obj_set(x, "id", u64_val(tt->id));
+    mfs_obj_set(x, "id", mfs_u64(tt->id));
     bool known = tt->type >= 0 && (size_t)tt->type < COUNT(data_types);
     mfs_obj_set(x, "data_type", known ? mfs_str(data_types[tt->type].tb) : mfs_int(tt->type));
     bool ok = v.problem[0] == '\0';

@@ -32,6 +32,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
+import mfstest  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SCHEMAS = os.path.join(ROOT, "schemas")
@@ -68,35 +71,11 @@ root_type FlatTensor;
 """
 
 
-class Checker:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, what):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL: %s" % what, flush=True)
-        return ok
-
-    def equal(self, got, want, what):
-        return self.check(got == want, "%s: got %r, want %r" % (what, got, want))
-
 
 def as_int(v):
     """Our documents write u64 values above INT64_MAX as decimal strings."""
     return int(v) if isinstance(v, str) and v.isdigit() else v
 
-
-def flatc_decode(schema, fb, tmp):
-    src = os.path.join(tmp, "m.bin")
-    with open(src, "wb") as f:
-        f.write(fb)
-    subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "--defaults-json",
-                    "-o", tmp, schema, "--", src], check=True, capture_output=True)
-    with open(os.path.join(tmp, "m.json"), encoding="utf-8") as f:
-        return json.load(f)
 
 
 def ls(modelfs_ls, model, path=None):
@@ -120,7 +99,7 @@ def ptd_flatc(c, name, data, doc, exp, tmp):
         schema = os.path.join(tmp, "flat_tensor06.fbs")
         with open(schema, "w") as f:
             f.write(FLAT_TENSOR_V06)
-    fj = flatc_decode(schema, data[:fo + fs], tmp)
+    fj = mfstest.flatc_decode(schema, data[:fo + fs], tmp)
     c.equal(md["flat_tensor_version"], fj.get("version", 0), name + ": version")
     segs = fj.get("segments", [])
     c.equal(md["segment_count"], len(segs), name + ": segment count")
@@ -163,7 +142,7 @@ def ptd_flatc(c, name, data, doc, exp, tmp):
 def tb_flatc(c, name, data, doc, exp, tmp):
     (size,) = struct.unpack_from("<I", data, len(data) - 8)
     fb_off = len(data) - 8 - size
-    fj = flatc_decode(os.path.join(SCHEMAS, "tensorbuffers.fbs"), data[fb_off:len(data) - 8], tmp)
+    fj = mfstest.flatc_decode(os.path.join(SCHEMAS, "tensorbuffers.fbs"), data[fb_off:len(data) - 8], tmp)
     md = doc["metadata"]
     c.equal((md["version"], md["model"]), (fj.get("version"), fj.get("model")),
             name + ": version, model")
@@ -306,7 +285,7 @@ def main(argv):
     modelfs_ls = argv[1]
     shared = argv[2] if len(argv) > 2 else os.environ.get(
         "MFS_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
-    c = Checker()
+    c = mfstest.Checker("ptd/tb checks")
     tmp = tempfile.mkdtemp(prefix="check_ptd_tb-")
     if shutil.which("flatc") is None:
         print("SKIP: flatc is not installed: no flatc cross-check")
@@ -333,10 +312,8 @@ def main(argv):
         check_model(c, modelfs_ls, model, work)
         shutil.rmtree(work)
     shutil.rmtree(tmp, ignore_errors=True)
-    print("ptd/tb checks: %d passed, %d failed (%d models)" % (c.passed, c.failed, len(found)))
-    if c.failed:
-        return 1
-    return 0 if c.passed else 77
+    print("%d models" % len(found))
+    return c.finish()
 
 
 if __name__ == "__main__":

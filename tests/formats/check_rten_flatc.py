@@ -21,15 +21,6 @@ UNION = {"FloatData": "float32", "Int32Data": "int32", "Int8Data": "int8", "UInt
 GRAPH_ATTRS = {"IfAttrs": ["then_branch", "else_branch"], "LoopAttrs": ["body"]}
 
 
-def flatc_decode(schema, model_bytes, tmp):
-    src = os.path.join(tmp, "m.bin")
-    with open(src, "wb") as f:
-        f.write(model_bytes)
-    subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "--defaults-json",
-                    "-o", tmp, schema, "--", src], check=True, capture_output=True)
-    with open(os.path.join(tmp, "m.json")) as f:
-        return json.load(f)
-
 
 def constants(graph, path, out):
     for node in graph.get("nodes", []):
@@ -65,7 +56,7 @@ def main(argv):
                 base, tensor_base, model = moff, toff, data[moff:moff + mlen]
             else:
                 model = data
-            fj = flatc_decode(schema, model, tmp)
+            fj = mfstest.flatc_decode(schema, model, tmp)
             doc = json.loads(subprocess.run([modelfs_ls, path, "model.json"], check=True,
                                             capture_output=True).stdout)
             found = []

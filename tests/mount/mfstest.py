@@ -5,6 +5,7 @@ A test script counts checks with Checker and ends with the line
 skip code) when it could run nothing."""
 import contextlib
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -133,6 +134,18 @@ def ls_tree(modelfs_ls, model, env=None):
         kind, size, path = line.split(None, 2)
         out[path.rstrip("/")] = None if kind == "d" else int(size)
     return out
+
+
+def flatc_decode(schema, data, tmp):
+    """Decodes a flatbuffer with Debian's flatc and one of our schemas: an
+    independent reader to check the drivers against."""
+    src = os.path.join(tmp, "m.bin")
+    with open(src, "wb") as f:
+        f.write(data)
+    subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "--defaults-json",
+                    "-o", tmp, schema, "--", src], check=True, capture_output=True)
+    with open(os.path.join(tmp, "m.json"), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def fail_main(msg):
