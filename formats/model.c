@@ -27,8 +27,10 @@ struct mfs_dup {
 
 void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size)
 {
+    static const mfs_load_opts no_opts = { 0 };
     memset(m, 0, sizeof *m);
     m->tree = tree;
+    m->opts = &no_opts;
     const char *slash = strrchr(file_path, '/');
     m->file_name = mfs_xstrdup(slash && slash[1] ? slash + 1 : file_path);
     m->file_size = file_size;

@@ -12,8 +12,14 @@
 #include "fs/err.h"
 #include "fs/tree.h"
 
+/* What the user asked of loading (command-line options). */
+typedef struct mfs_load_opts {
+    const char *links_dir;   /* content-addressed folder for Carton LINKS: DIR/<sha256> */
+} mfs_load_opts;
+
 typedef struct mfs_model {
     mfs_tree *tree;
+    const mfs_load_opts *opts;   /* never NULL */
     char *file_name;         /* base name of the model file */
     uint64_t file_size;
     char *format;            /* "rten" */

@@ -1,7 +1,10 @@
 #include "registry.h"
 
 #include <malloc.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include <stdio.h>
 
@@ -38,15 +41,15 @@ const mfs_format *mfs_format_detect(mfs_span file)
     return best;
 }
 
-int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e)
+/* Runs `load` (a file or a folder loader) and finishes the tree. */
+static int load_with(const mfs_format *f, mfs_tree *tree, const char *path, mfs_span file,
+                     bool is_dir, const mfs_load_opts *opts, mfs_err *e)
 {
-    const mfs_format *f = mfs_format_detect(file);
-    if (f == NULL)
-        return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
-                        mfs_format_names());
     mfs_model m;
     mfs_model_init(&m, tree, path, file.len);
-    int r = f->load(&m, file, e);
+    if (opts != NULL)
+        m.opts = opts;
+    int r = is_dir ? f->load_dir(&m, path, e) : f->load(&m, file, e);
     if (r == 0) {
         mfs_model_finish(&m);
         mfs_tree_finish(tree);
@@ -56,4 +59,43 @@ int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e)
      * keeps; a long-lived daemon should not hold on to it. */
     malloc_trim(0);
     return r;
+}
+
+int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, const mfs_load_opts *opts,
+                   mfs_err *e)
+{
+    const mfs_format *f = mfs_format_detect(file);
+    if (f == NULL)
+        return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
+                        mfs_format_names());
+    return load_with(f, tree, path, file, false, opts, e);
+}
+
+int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_load_opts *opts,
+                  mfs_err *e)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        memset(blob, 0, sizeof *blob);
+        blob->fd = -1;
+        blob->mtime = st.st_mtim;
+        const mfs_format *best = NULL;
+        int best_bid = 0;
+        for (size_t i = 0; mfs_formats[i] != NULL; i++) {
+            const mfs_format *f = mfs_formats[i];
+            int bid = f->probe_dir && f->load_dir ? f->probe_dir(path) : 0;
+            if (bid > best_bid) {
+                best_bid = bid;
+                best = f;
+            }
+        }
+        if (best == NULL)
+            return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET,
+                            "a folder that is not a model of a known format (%s)", mfs_format_names());
+        mfs_span none = { NULL, 0, 0 };
+        return load_with(best, tree, path, none, true, opts, e);
+    }
+    if (mfs_blob_open(blob, path, e) != 0)
+        return -1;
+    return mfs_load_model(tree, path, mfs_blob_span(blob), opts, e);
 }

@@ -5,6 +5,7 @@
 #ifndef MFS_REGISTRY_H
 #define MFS_REGISTRY_H
 
+#include "fs/blob.h"
 #include "fs/err.h"
 #include "fs/span.h"
 #include "model.h"
@@ -15,6 +16,10 @@ typedef struct mfs_format {
     /* Fills `m` from `file` (the whole mapped model file, base 0). On error
      * fills `e` (MFS_E_CORRUPT with the offset) and returns -1. */
     int (*load)(mfs_model *m, mfs_span file, mfs_err *e);
+    /* Optional, for models that are folders (an unpacked carton): how sure
+     * the format is that `path` is one of its folders, and the loader. */
+    int (*probe_dir)(const char *path);
+    int (*load_dir)(mfs_model *m, const char *path, mfs_err *e);
 } mfs_format;
 
 extern const mfs_format mfs_format_rten;
@@ -32,7 +37,14 @@ const mfs_format *mfs_format_detect(mfs_span file);
 
 /* Detects, loads, and finishes the model (model.json, model.toml) into
  * `tree`; MFS_E_UNKNOWN when nothing recognises the bytes. The tree is
- * finished (immutable) on success. */
-int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, mfs_err *e);
+ * finished (immutable) on success. `opts` may be NULL. */
+int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, const mfs_load_opts *opts,
+                   mfs_err *e);
+
+/* What the programs call: MODEL is a file (mapped into *blob, which must
+ * stay open while the tree is used) or a folder (blob then maps nothing but
+ * carries the folder's mtime). Then as mfs_load_model. */
+int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_load_opts *opts,
+                  mfs_err *e);
 
 #endif

@@ -7,6 +7,7 @@
 #include <fuse_lowlevel.h>
 
 #include "blob.h"
+#include "content.h"
 #include "tree.h"
 
 /* 1 MiB requests: fewer round trips per byte (SPEC §6). */
@@ -15,6 +16,7 @@
 typedef struct mfs_fs {
     const mfs_tree *tree;
     const mfs_blob *blob;    /* where borrowed file data lives */
+    mfs_content *content;    /* produced and verified file bytes */
     uid_t uid;
     gid_t gid;
     struct timespec mtime;   /* every node shows the model file's mtime */

@@ -2,6 +2,7 @@
  *   modelfs-ls MODEL          every path, its kind and size
  *   modelfs-ls MODEL PATH     that file's bytes on stdout
  *   modelfs-ls -x MODEL PATH  that node's xattrs, "name=value" lines
+ *   modelfs-ls --verify MODEL every checked/produced file made and checked
  * It is the oracle the mount tests compare against. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "formats/registry.h"
 #include "fs/blob.h"
+#include "fs/content.h"
 #include "fs/tree.h"
 
 static const char *prog = "modelfs-ls";
@@ -16,18 +18,22 @@ static const char *prog = "modelfs-ls";
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [-x] MODEL [PATH]\n"
+            "usage: %s [options] MODEL [PATH]\n"
             "List the tree modelfs would mount for MODEL, or write one file of it.\n"
             "\n"
-            "  MODEL        a model file (%s)\n"
-            "  PATH         a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
-            "               its bytes are written to stdout exactly as the mount serves them\n"
-            "  -x           with PATH: print the node's extended attributes instead\n"
-            "  -h, --help   this text\n"
+            "  MODEL          a model file (%s), or a folder holding an unpacked carton\n"
+            "  PATH           a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
+            "                 its bytes are written to stdout exactly as the mount serves them\n"
+            "  -x             with PATH: print the node's extended attributes instead\n"
+            "  --verify       produce and check every file that has a checksum or must be\n"
+            "                 decoded or fetched (Carton: MANIFEST); report each failure\n"
+            "  --links-dir DIR  folder of files named by their sha256, for Carton LINKS\n"
+            "  -h, --help     this text\n"
             "  -V, --version\n"
             "\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
-            "4 unrecognised format, 5 corrupt model, 7 no such PATH.\n",
+            "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
+            "to verify or could not be read.\n",
             prog, mfs_format_names());
 }
 
@@ -61,7 +67,7 @@ static uint32_t resolve(const mfs_tree *t, const char *path)
     return cur;
 }
 
-static int dump(const mfs_tree *t, uint32_t node, int xattrs)
+static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xattrs)
 {
     const mfs_node *n = mfs_tree_node(t, node);
     if (xattrs) {
@@ -77,16 +83,44 @@ static int dump(const mfs_tree *t, uint32_t node, int xattrs)
         fprintf(stderr, "%s: is a directory\n", prog);
         return 7;
     }
-    if (n->size && fwrite(n->data, 1, n->size, stdout) != n->size) {
+    const uint8_t *data;
+    char why[512];
+    if (mfs_content_acquire(content, node, &data, why, sizeof why) != 0)
+        return 8;  /* the reason was logged */
+    int rc = 0;
+    if (n->size && fwrite(data, 1, n->size, stdout) != n->size) {
         perror(prog);
-        return 1;
+        rc = 1;
     }
-    return 0;
+    mfs_content_release(content, node);
+    return rc;
+}
+
+/* Produces and checks every file that has something to produce or check. */
+static int verify_all(const mfs_tree *t, mfs_content *content)
+{
+    unsigned checked = 0, failed = 0;
+    for (uint32_t i = 0; i < t->count; i++) {
+        const mfs_node *n = mfs_tree_node(t, i);
+        if (n->kind != MFS_NODE_FILE || n->ops == NULL)
+            continue;
+        const uint8_t *data;
+        char why[512];
+        checked++;
+        if (mfs_content_acquire(content, i, &data, why, sizeof why) != 0) {
+            failed++;  /* the reason was logged, with the path */
+            continue;
+        }
+        mfs_content_release(content, i);
+    }
+    printf("verify: %u files checked, %u failed\n", checked, failed);
+    return failed ? 8 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    int xattrs = 0, argi = 1;
+    int xattrs = 0, verify = 0, argi = 1;
+    mfs_load_opts opts = { 0 };
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         const char *a = argv[argi];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -97,6 +131,10 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "-x")) {
             xattrs = 1;
+        } else if (!strcmp(a, "--verify")) {
+            verify = 1;
+        } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
+            opts.links_dir = argv[++argi];
         } else if (!strcmp(a, "--")) {
             argi++;
             break;
@@ -106,36 +144,39 @@ int main(int argc, char **argv)
         }
     }
     int rest = argc - argi;
-    if (rest < 1 || rest > 2 || (xattrs && rest != 2)) {
+    if (rest < 1 || rest > 2 || (xattrs && rest != 2) || (verify && rest != 1)) {
         usage(stderr);
         return 2;
     }
     const char *model = argv[argi];
     mfs_err e = { 0 };
-    mfs_blob blob;
-    if (mfs_blob_open(&blob, model, &e) != 0) {
-        mfs_err_print(prog, model, &e);
-        return mfs_exit_code(e.code);
-    }
+    mfs_blob blob = { .fd = -1 };
     mfs_tree tree;
     mfs_tree_init(&tree);
+    mfs_content *content = NULL;
     int rc = 0;
-    if (mfs_load_model(&tree, model, mfs_blob_span(&blob), &e) != 0) {
+    if (mfs_load_path(&tree, &blob, model, &opts, &e) != 0) {
         mfs_err_print(prog, model, &e);
         rc = mfs_exit_code(e.code);
-    } else if (rest == 1) {
-        list(&tree, MFS_ROOT);
     } else {
-        uint32_t node = resolve(&tree, argv[argi + 1]);
-        if (node == MFS_NONE) {
-            fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[argi + 1]);
-            rc = 7;
+        content = mfs_content_new(&tree, MFS_CACHE_DEFAULT);
+        if (verify) {
+            rc = verify_all(&tree, content);
+        } else if (rest == 1) {
+            list(&tree, MFS_ROOT);
         } else {
-            rc = dump(&tree, node, xattrs);
+            uint32_t node = resolve(&tree, argv[argi + 1]);
+            if (node == MFS_NONE) {
+                fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[argi + 1]);
+                rc = 7;
+            } else {
+                rc = dump(&tree, content, node, xattrs);
+            }
         }
     }
     if (fflush(stdout) != 0 && rc == 0)
         rc = 1;
+    mfs_content_free(content);
     mfs_tree_destroy(&tree);
     mfs_blob_close(&blob);
     return rc;

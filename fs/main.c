@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "formats/registry.h"
 #include "fs/blob.h"
 #include "fs/ll.h"
+#include "fs/log.h"
 #include "fs/strbuf.h"
 
 static const char *prog = "modelfs";
@@ -33,11 +35,15 @@ struct cli {
     int extra_args;
     int help;
     int version;
+    char *cache_size;   /* -o cache_size=SIZE */
+    char *links_dir;    /* -o links_dir=DIR */
 };
 
 enum { KEY_HELP, KEY_VERSION };
 
 static const struct fuse_opt cli_opts[] = {
+    { "cache_size=%s", offsetof(struct cli, cache_size), 0 },
+    { "links_dir=%s", offsetof(struct cli, links_dir), 0 },
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -86,14 +92,39 @@ static void usage(FILE *f)
             "  -f              stay in the foreground\n"
             "  -d              debug output (implies -f)\n"
             "  -s              single-threaded\n"
-            "  -o OPT[,OPT...] mount options (FUSE's, e.g. allow_other)\n"
+            "  -o OPT[,OPT...] mount options: FUSE's (e.g. allow_other) and modelfs's:\n"
+            "    cache_size=SIZE  bytes of decoded (compressed) members kept in memory,\n"
+            "                     with K, M or G (default 256M)\n"
+            "    links_dir=DIR    folder of files named by their sha256, for Carton LINKS\n"
             "  -h, --help      this text and FUSE's options\n"
             "  -V, --version   version\n"
             "\n"
             "Unmount with: fusermount3 -u MOUNTPOINT (or SIGINT/SIGTERM to a foreground modelfs).\n"
+            "MODEL may also be a folder holding an unpacked carton.\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 not a recognised model, 5 corrupt model, 6 mount failed.\n",
             prog, mfs_format_names());
+}
+
+/* "512M" -> bytes; false when it is not a size. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || s[0] == '-')
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
 }
 
 /* fsname=modelfs:PATH, with the characters the option parser treats
@@ -266,22 +297,26 @@ int main(int argc, char **argv)
         goto out_opts;
     }
 
-    mfs_err err = { 0 };
-    mfs_blob blob;
-    if (mfs_blob_open(&blob, cli.model, &err) != 0) {
-        mfs_err_print(prog, cli.model, &err);
-        rc = mfs_exit_code(err.code);
+    uint64_t cache_size = MFS_CACHE_DEFAULT;
+    if (cli.cache_size != NULL && !parse_size(cli.cache_size, &cache_size)) {
+        fprintf(stderr, "%s: cache_size=%s: not a size (e.g. 512M)\n", prog, cli.cache_size);
         goto out_opts;
     }
+    mfs_load_opts lopts = { .links_dir = cli.links_dir };
+    mfs_err err = { 0 };
+    mfs_blob blob = { .fd = -1 };
+    mfs_content *content = NULL;
     mfs_tree tree;
     mfs_tree_init(&tree);
-    if (mfs_load_model(&tree, cli.model, mfs_blob_span(&blob), &err) != 0) {
+    if (mfs_load_path(&tree, &blob, cli.model, &lopts, &err) != 0) {
         mfs_err_print(prog, cli.model, &err);
         rc = mfs_exit_code(err.code);
         goto out_tree;
     }
 
-    mfs_fs fs = { .tree = &tree, .blob = &blob, .uid = getuid(), .gid = getgid(), .mtime = blob.mtime };
+    content = mfs_content_new(&tree, cache_size);
+    mfs_fs fs = { .tree = &tree, .blob = &blob, .uid = getuid(), .gid = getgid(), .mtime = blob.mtime,
+                  .content = content };
     struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
     if (se == NULL) {
         fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
@@ -297,10 +332,13 @@ int main(int argc, char **argv)
         rc = 6;
         goto out_signals;
     }
-    if (!o.foreground && daemonize() != 0) {
-        fprintf(stderr, "%s: cannot daemonize: %s\n", prog, strerror(errno));
-        rc = 1;
-        goto out_unmount;
+    if (!o.foreground) {
+        if (daemonize() != 0) {
+            fprintf(stderr, "%s: cannot daemonize: %s\n", prog, strerror(errno));
+            rc = 1;
+            goto out_unmount;
+        }
+        mfs_log_to_syslog("modelfs");
     }
     /* libfuse reports the signal that stopped the loop as its result; an
      * unmount by signal is a clean exit. */
@@ -315,10 +353,13 @@ out_signals:
 out_session:
     fuse_session_destroy(se);
 out_tree:
+    mfs_content_free(content);
     mfs_tree_destroy(&tree);
     mfs_blob_close(&blob);
 out_opts:
     free(o.mountpoint);
+    free(cli.cache_size);
+    free(cli.links_dir);
 out_args:
     fuse_opt_free_args(&args);
     return rc;

@@ -156,6 +156,14 @@ void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void
     x->len = len;
 }
 
+void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx)
+{
+    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE) {
+        t->nodes[node].ops = ops;
+        t->nodes[node].ctx = ctx;
+    }
+}
+
 void *mfs_tree_own(mfs_tree *t, void *p)
 {
     if (t->owned_count == t->owned_cap) {

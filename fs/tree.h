@@ -28,6 +28,28 @@ typedef struct mfs_xattr {
     size_t len;
 } mfs_xattr;
 
+/* A file whose bytes are not simply a slice that is always good: a
+ * compressed zip member decoded on first use, a file fetched from elsewhere,
+ * or a slice that must match a checksum before it is served. The FUSE side
+ * (fs/content.c) calls these at most once at a time per node and keeps the
+ * result; they may run on any thread. */
+typedef struct mfs_bytes {
+    const uint8_t *data;
+    uint64_t len;
+    uint64_t charge;        /* bytes held in memory (counted against the cache cap) */
+    void (*release)(struct mfs_bytes *b);  /* frees data; NULL if nothing to free */
+    void *opaque;           /* for release */
+} mfs_bytes;
+
+typedef struct mfs_source_ops {
+    /* Makes the bytes (exactly the node's size); NULL when the node's data
+     * slice is the content. 0, or -1 with the reason in why. */
+    int (*produce)(void *ctx, mfs_bytes *out, char *why, size_t whysize);
+    /* Checks the bytes before they are first served; NULL for no check.
+     * 0 good, -1 bad (why says how). */
+    int (*verify)(void *ctx, const uint8_t *data, uint64_t len, char *why, size_t whysize);
+} mfs_source_ops;
+
 typedef struct mfs_node {
     char *name;             /* one path component; "" for the root */
     uint32_t parent;
@@ -39,6 +61,8 @@ typedef struct mfs_node {
     uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
     uint32_t xattr_count;
     uint32_t subdirs;       /* child directories, for st_nlink; after finish */
+    const mfs_source_ops *ops;  /* NULL: `data` is the content, always good */
+    void *ctx;                  /* for ops (owned by the tree if handed to mfs_tree_own) */
 } mfs_node;
 
 typedef struct mfs_tree {
@@ -72,6 +96,9 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path);
 
 /* The child called `name` of `parent`, or MFS_NONE. */
 uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
+
+/* Gives a file node on-demand or verified content (see mfs_source_ops). */
+void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);
 
 /* Copies the value; `name` must be a string that outlives the tree (a
  * literal): every tensor has the same few names. */

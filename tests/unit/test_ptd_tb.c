@@ -42,7 +42,7 @@ static mfs_code load(const uint8_t *p, size_t n, const char *want_format, mfs_er
     mfs_tree tree;
     mfs_tree_init(&tree);
     memset(e, 0, sizeof *e);
-    int r = mfs_load_model(&tree, "test", file, e);
+    int r = mfs_load_model(&tree, "test", file, NULL, e);
     *tensors = 0;
     if (r == 0) {
         uint32_t dir = mfs_tree_lookup(&tree, MFS_ROOT, "tensors");
