@@ -48,13 +48,37 @@ static void hash_grow(mfs_tree *t)
     free(old);
 }
 
+#define ARENA_BLOCK (256u << 10)  /* above malloc's mmap threshold: a mapping of its own */
+
+static void *arena_alloc(mfs_tree *t, size_t n)
+{
+    if (n > t->arena_left) {
+        size_t size = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+        uint8_t *block = mfs_tree_own(t, mfs_xmalloc(size));
+        if (size != ARENA_BLOCK)
+            return block;  /* a big one gets a block to itself */
+        t->arena_cur = block;
+        t->arena_left = size;
+    }
+    void *p = t->arena_cur;
+    t->arena_cur += n;
+    t->arena_left -= n;
+    return p;
+}
+
+static char *arena_strdup(mfs_tree *t, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(arena_alloc(t, n), s, n);
+}
+
 void mfs_tree_init(mfs_tree *t)
 {
     memset(t, 0, sizeof *t);
     t->nodes = mfs_xcalloc(16, sizeof *t->nodes);
     t->cap = 16;
     t->count = 1;
-    t->nodes[0].name = mfs_xstrdup("");
+    t->nodes[0].name = arena_strdup(t, "");
     t->nodes[0].parent = MFS_ROOT;
     t->nodes[0].kind = MFS_NODE_DIR;
     hash_grow(t);
@@ -62,10 +86,6 @@ void mfs_tree_init(mfs_tree *t)
 
 void mfs_tree_destroy(mfs_tree *t)
 {
-    for (uint32_t i = 0; i < t->count; i++)
-        free(t->nodes[i].name);
-    for (uint32_t i = 0; i < t->xattr_count; i++)
-        free(t->xattrs[i].value);
     for (size_t i = 0; i < t->owned_count; i++)
         free(t->owned[i]);
     free(t->nodes);
@@ -107,7 +127,7 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     uint32_t idx = t->count++;
     mfs_node *n = &t->nodes[idx];
     memset(n, 0, sizeof *n);
-    n->name = mfs_xstrdup(name);
+    n->name = arena_strdup(t, name);
     n->parent = parent;
     n->kind = (uint8_t)kind;
     n->data = data;
@@ -151,8 +171,7 @@ void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void
     mfs_xattr *x = &t->xattrs[t->xattr_count++];
     x->node = node;
     x->name = name;
-    x->value = mfs_xmalloc(len);
-    memcpy(x->value, value, len);
+    x->value = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
     x->len = len;
 }
 

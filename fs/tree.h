@@ -75,6 +75,11 @@ typedef struct mfs_tree {
     uint32_t hash_cap;
     void **owned;
     size_t owned_count, owned_cap;
+    /* Names and xattr values live in large blocks of their own, not among
+     * the loader's short-lived allocations: otherwise every heap page keeps
+     * a few live bytes and the freed rest can never go back to the system. */
+    uint8_t *arena_cur;
+    size_t arena_left;
     bool finished;
 } mfs_tree;
 
