@@ -5,10 +5,10 @@ set -eu
 
 PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
-      libzip-dev libzstd-dev libssl-dev
+      libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
       clang
       flatbuffers-compiler jq attr
-      python3 python3-numpy python3-flatbuffers"
+      python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,178 @@
+/* Decoding one zip member into a buffer of exactly its declared size.
+ * Every call owns its decoder state (a z_stream or a ZSTD_DCtx), so calls
+ * from several threads never share anything but the read-only mapping. */
+#include "zip.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+typedef unsigned long long ull;   /* for printf */
+
+static int say(char *why, size_t whysize, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int say(char *why, size_t whysize, const char *fmt, ...)
+{
+    if (why != NULL && whysize > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whysize, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Raw inflate (no zlib header) of src into exactly `size` bytes. zlib counts
+ * in uInt, so input and output are fed in pieces of at most UINT_MAX. When
+ * the output is full, one spare byte tells a stream that would go on from
+ * one that ends there. */
+static int inflate_into(const uint8_t *src, uint64_t src_len, uint8_t *dst, uint64_t size,
+                        uint64_t at, char *why, size_t whysize)
+{
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    if (inflateInit2(&s, -15) != Z_OK)
+        return say(why, whysize, "zlib cannot start a raw inflate");
+    uint64_t in_left = src_len, out_left = size, given_out = 0;
+    uint8_t spare;
+    bool over = false;
+    int rc = -1;
+    for (;;) {
+        if (s.avail_in == 0 && in_left > 0) {
+            uInt n = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+            s.next_in = (Bytef *)(uintptr_t)src;  /* zlib does not write through next_in */
+            s.avail_in = n;
+            src += n;
+            in_left -= n;
+        }
+        if (s.avail_out == 0) {
+            if (out_left > 0) {
+                uInt n = out_left > UINT_MAX ? UINT_MAX : (uInt)out_left;
+                s.next_out = dst;
+                s.avail_out = n;
+                dst += n;
+                out_left -= n;
+                given_out += n;
+            } else if (!over) {
+                s.next_out = &spare;
+                s.avail_out = 1;
+                over = true;
+            } else {
+                say(why, whysize, "deflate data at byte %llu decodes to more than the declared %llu bytes",
+                    (ull)at, (ull)size);
+                break;
+            }
+        }
+        int r = inflate(&s, Z_NO_FLUSH);
+        if (r == Z_STREAM_END) {
+            uint64_t produced = over ? given_out + 1 - s.avail_out : given_out - s.avail_out;
+            if (over && s.avail_out == 0)
+                say(why, whysize, "deflate data at byte %llu decodes to more than the declared %llu bytes",
+                    (ull)at, (ull)size);
+            else if (produced != size)
+                say(why, whysize, "deflate data at byte %llu decodes to %llu bytes, %llu declared",
+                    (ull)at, (ull)produced, (ull)size);
+            else
+                rc = 0;
+            break;
+        }
+        if (r == Z_OK)
+            continue;  /* progress was made */
+        if (r == Z_BUF_ERROR && s.avail_in == 0 && in_left == 0) {
+            say(why, whysize, "deflate data at byte %llu is truncated (%llu bytes without an end of stream)",
+                (ull)at, (ull)src_len);
+            break;
+        }
+        say(why, whysize, "deflate data at byte %llu is invalid: %s", (ull)at,
+            s.msg != NULL ? s.msg : zError(r));
+        break;
+    }
+    inflateEnd(&s);
+    return rc;
+}
+
+/* zstd in one pass into the final buffer: no window buffer is allocated,
+ * and libzstd stops with dstSize_tooSmall as soon as a block would pass the
+ * declared size (or up front when a frame header announces more). Several
+ * concatenated frames and skippable frames are accepted. */
+static int zstd_into(const uint8_t *src, uint64_t src_len, uint8_t *dst, uint64_t size, uint64_t at,
+                     char *why, size_t whysize)
+{
+    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    if (dc == NULL)
+        return say(why, whysize, "out of memory for a zstd decoder");
+    size_t r = ZSTD_decompressDCtx(dc, dst, (size_t)size, src, (size_t)src_len);
+    ZSTD_freeDCtx(dc);
+    if (ZSTD_isError(r)) {
+        if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+            return say(why, whysize, "zstd data at byte %llu decodes to more than the declared %llu bytes",
+                       (ull)at, (ull)size);
+        return say(why, whysize, "zstd data at byte %llu is invalid: %s", (ull)at, ZSTD_getErrorName(r));
+    }
+    if (r != size)
+        return say(why, whysize, "zstd data at byte %llu decodes to %llu bytes, %llu declared", (ull)at,
+                   (ull)r, (ull)size);
+    return 0;
+}
+
+int mfs_zip_decode(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap, uint8_t **out,
+                   char *why, size_t whysize)
+{
+    *out = NULL;
+    if (en->encrypted)
+        return say(why, whysize, "encrypted member");
+    if (en->method == MFS_ZIP_OTHER)
+        return say(why, whysize, "unsupported compression method %u", en->raw_method);
+    if (en->size > cap)
+        return say(why, whysize, "declared size %llu exceeds the cap of %llu bytes", (ull)en->size,
+                   (ull)cap);
+    /* open checked the range; re-checked so a stray entry cannot read outside. */
+    uint64_t rel = en->data_offset - z->file.base;
+    if (en->data_offset < z->file.base || !mfs_span_has(z->file, rel, en->comp_size) ||
+        en->size > SIZE_MAX - 1 || en->comp_size > SIZE_MAX)
+        return say(why, whysize, "member data out of range");
+    const uint8_t *src = z->file.p + rel;
+    uint8_t *buf = malloc(en->size ? (size_t)en->size : 1);
+    if (buf == NULL)
+        return say(why, whysize, "out of memory for %llu bytes", (ull)en->size);
+    int rc;
+    switch (en->method) {
+    case MFS_ZIP_STORED:
+        if (en->comp_size != en->size) {
+            rc = say(why, whysize, "stored member's compressed size %llu differs from its size %llu",
+                     (ull)en->comp_size, (ull)en->size);
+        } else {
+            if (en->size)
+                memcpy(buf, src, (size_t)en->size);
+            rc = 0;
+        }
+        break;
+    case MFS_ZIP_DEFLATE:
+        rc = inflate_into(src, en->comp_size, buf, en->size, en->data_offset, why, whysize);
+        break;
+    case MFS_ZIP_ZSTD:
+        rc = zstd_into(src, en->comp_size, buf, en->size, en->data_offset, why, whysize);
+        break;
+    default:
+        rc = say(why, whysize, "unsupported compression method %u", en->raw_method);
+        break;
+    }
+    if (rc == 0) {
+        uint32_t crc = (uint32_t)crc32_z(0, buf, (z_size_t)en->size);
+        if (crc != en->crc32)
+            rc = say(why, whysize, "CRC-32 mismatch: the data gives %08x, the central directory says %08x",
+                     crc, en->crc32);
+    }
+    if (rc != 0) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    return 0;
+}

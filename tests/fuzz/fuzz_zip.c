@@ -1,0 +1,55 @@
+/* libFuzzer target for the zip layer (formats/zip.h): any input is either
+ * refused with an offset inside the file and a message, or opened into
+ * entries whose data lies inside the file; every entry then decodes (cap
+ * 1 MiB) to exactly its size or fails with a reason. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/zip.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static volatile uint8_t sink;
+
+static void touch(const uint8_t *p, uint64_t n)
+{
+    uint8_t acc = 0;
+    for (uint64_t i = 0; i < n; i++)
+        acc ^= p[i];
+    sink ^= acc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    mfs_span file = { data, size, 0 };
+    mfs_zip z;
+    mfs_err e = { 0 };
+    if (mfs_zip_open(&z, file, &e) != 0) {
+        if (e.code != MFS_E_CORRUPT || e.msg[0] == '\0' || e.offset < 0 || (uint64_t)e.offset > size)
+            abort();  /* a refusal must say where and why */
+        return 0;
+    }
+    for (size_t i = 0; i < z.count; i++) {
+        const mfs_zip_entry *en = &z.entries[i];
+        if (en->data_offset > size || en->comp_size > size - en->data_offset ||
+            memchr(en->name, 0, strlen(en->name) + 1) != en->name + strlen(en->name))
+            abort();
+        const uint8_t *in_place = mfs_zip_stored_data(&z, en);
+        if (in_place != NULL)
+            touch(in_place, en->size);
+        uint8_t *out = NULL;
+        char why[256] = "";
+        if (mfs_zip_decode(&z, en, 1u << 20, &out, why, sizeof why) == 0) {
+            touch(out, en->size);
+            if (in_place != NULL && memcmp(in_place, out, (size_t)en->size) != 0)
+                abort();
+            free(out);
+        } else if (out != NULL || why[0] == '\0') {
+            abort();
+        }
+    }
+    mfs_zip_close(&z);
+    return 0;
+}
