@@ -12,6 +12,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_rten,
     &mfs_format_ptd,
     &mfs_format_tensorbuffers,
+    &mfs_format_carton,
     NULL,
 };
 

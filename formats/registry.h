@@ -25,6 +25,7 @@ typedef struct mfs_format {
 extern const mfs_format mfs_format_rten;
 extern const mfs_format mfs_format_ptd;
 extern const mfs_format mfs_format_tensorbuffers;
+extern const mfs_format mfs_format_carton;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];

@@ -122,8 +122,8 @@ static int fail(mfs_content *c, uint32_t node, slot *s, const char *reason, char
 }
 
 /* Under the lock: makes sure `s` holds good bytes; returns them. */
-static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **data, char *why,
-                      size_t whysize)
+static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **data, uint64_t *len,
+                      char *why, size_t whysize)
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
     char reason[512] = "";
@@ -131,7 +131,7 @@ static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **da
         mfs_bytes b = { 0 };
         if (n->ops->produce(n->ctx, &b, reason, sizeof reason) != 0)
             return fail(c, node, s, reason[0] ? reason : "cannot produce the file's bytes", why, whysize);
-        if (b.len != n->size) {
+        if (b.len != n->size && !n->size_unknown) {
             snprintf(reason, sizeof reason, "produced %llu bytes where %llu were expected",
                      (unsigned long long)b.len, (unsigned long long)n->size);
             if (b.release)
@@ -144,17 +144,19 @@ static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **da
         lru_push_front(c, node);
     }
     const uint8_t *d = n->ops->produce != NULL ? s->bytes.data : n->data;
+    uint64_t dlen = n->ops->produce != NULL ? s->bytes.len : n->size;
     if (s->state == UNKNOWN) {
-        if (n->ops->verify != NULL && n->ops->verify(n->ctx, d, n->size, reason, sizeof reason) != 0)
+        if (n->ops->verify != NULL && n->ops->verify(n->ctx, d, dlen, reason, sizeof reason) != 0)
             return fail(c, node, s, reason[0] ? reason : "verification failed", why, whysize);
         s->state = GOOD;
     }
     *data = d;
+    *len = dlen;
     return 0;
 }
 
-int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, char *why,
-                        size_t whysize)
+int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, uint64_t *len,
+                        char *why, size_t whysize)
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
     if (n == NULL || n->kind != MFS_NODE_FILE) {
@@ -163,6 +165,7 @@ int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, cha
     }
     if (n->ops == NULL) {
         *data = n->data;
+        *len = n->size;
         return 0;
     }
     pthread_mutex_lock(&c->lock);
@@ -172,7 +175,7 @@ int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, cha
         snprintf(why, whysize, "%s", s->reason ? s->reason : "unreadable");
         r = -1;
     } else {
-        r = make_ready(c, node, s, data, why, whysize);
+        r = make_ready(c, node, s, data, len, why, whysize);
     }
     if (r == 0) {
         s->pins++;

@@ -22,12 +22,13 @@ typedef struct mfs_content mfs_content;
 mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap);
 void mfs_content_free(mfs_content *c);
 
-/* The bytes of file `node` (node->size of them), valid until the matching
+/* The bytes of file `node` (*len of them: node->size, or what was produced
+ * for a node whose size is unknown), valid until the matching
  * mfs_content_release. 0, or -1 with the reason in `why`: a node that fails
  * once (cannot be produced, or does not verify) keeps failing, and its
  * reason is logged once. */
-int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, char *why,
-                        size_t whysize);
+int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, uint64_t *len,
+                        char *why, size_t whysize);
 void mfs_content_release(mfs_content *c, uint32_t node);
 
 /* Bytes of produced content held now (for tests and statistics). */

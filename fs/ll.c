@@ -7,6 +7,12 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+/* What an open of a produced or checked file pins: its bytes and length. */
+typedef struct mfs_open_bytes {
+    const uint8_t *data;
+    uint64_t len;
+} mfs_open_bytes;
+
 /* The tree never changes while mounted, so the kernel may cache entries
  * and attributes for as long as it likes. */
 #define MFS_TIMEOUT 86400.0
@@ -122,27 +128,37 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * per open, so that reads need no lock. Failure is EIO; the reason
          * is in the log. */
         const mfs_fs *fs = fs_of(req);
-        const uint8_t *data;
+        mfs_open_bytes *ob = malloc(sizeof *ob);
         char why[512];
-        if (mfs_content_acquire(fs->content, (uint32_t)(ino - 1), &data, why, sizeof why) != 0) {
+        if (ob == NULL) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        if (mfs_content_acquire(fs->content, (uint32_t)(ino - 1), &ob->data, &ob->len, why,
+                                sizeof why) != 0) {
+            free(ob);
             fuse_reply_err(req, EIO);
             return;
         }
-        fi->fh = (uint64_t)(uintptr_t)data;
+        fi->fh = (uint64_t)(uintptr_t)ob;
+        /* A size learnt only now: the kernel must not trust the 0 it was
+         * shown, nor cache pages by it. */
+        fi->direct_io = n->size_unknown;
     }
     /* The bytes never change while mounted: keep the page cache across
      * opens. */
-    fi->keep_cache = 1;
+    fi->keep_cache = !n->size_unknown;
     fuse_reply_open(req, fi);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)fi;
     const mfs_fs *fs = fs_of(req);
     uint32_t idx = index_of(fs, ino);
-    if (idx != MFS_NONE && mfs_tree_node(fs->tree, idx)->ops != NULL)
+    if (idx != MFS_NONE && mfs_tree_node(fs->tree, idx)->ops != NULL) {
         mfs_content_release(fs->content, idx);
+        free((mfs_open_bytes *)(uintptr_t)fi->fh);
+    }
     fuse_reply_err(req, 0);
 }
 
@@ -165,11 +181,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EISDIR);
         return;
     }
-    if (off < 0 || (uint64_t)off >= n->size) {
+    /* Produced or checked content was pinned at open (see op_open). */
+    const mfs_open_bytes *ob = n->ops != NULL ? (const mfs_open_bytes *)(uintptr_t)fi->fh : NULL;
+    const uint8_t *base = ob ? ob->data : n->data;
+    uint64_t fsize = ob ? ob->len : n->size;
+    if (off < 0 || (uint64_t)off >= fsize) {
         fuse_reply_buf(req, NULL, 0);
         return;
     }
-    uint64_t left = n->size - (uint64_t)off;
+    uint64_t left = fsize - (uint64_t)off;
     size_t len = left < size ? (size_t)left : size;
     /* A model file that shrank or changed under us: its pages may be gone,
      * and the kernel would fail the reply. Say EIO instead. */
@@ -177,8 +197,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EIO);
         return;
     }
-    /* Produced content was pinned at open; its pointer rides in fh. */
-    const uint8_t *base = n->ops != NULL ? (const uint8_t *)(uintptr_t)fi->fh : n->data;
     fuse_reply_buf(req, (const char *)base + off, len);
 }
 

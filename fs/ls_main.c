@@ -84,11 +84,12 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
         return 7;
     }
     const uint8_t *data;
+    uint64_t len;
     char why[512];
-    if (mfs_content_acquire(content, node, &data, why, sizeof why) != 0)
+    if (mfs_content_acquire(content, node, &data, &len, why, sizeof why) != 0)
         return 8;  /* the reason was logged */
     int rc = 0;
-    if (n->size && fwrite(data, 1, n->size, stdout) != n->size) {
+    if (len && fwrite(data, 1, len, stdout) != len) {
         perror(prog);
         rc = 1;
     }
@@ -105,9 +106,10 @@ static int verify_all(const mfs_tree *t, mfs_content *content)
         if (n->kind != MFS_NODE_FILE || n->ops == NULL)
             continue;
         const uint8_t *data;
+        uint64_t len;
         char why[512];
         checked++;
-        if (mfs_content_acquire(content, i, &data, why, sizeof why) != 0) {
+        if (mfs_content_acquire(content, i, &data, &len, why, sizeof why) != 0) {
             failed++;  /* the reason was logged, with the path */
             continue;
         }

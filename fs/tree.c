@@ -175,6 +175,14 @@ void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void
     x->len = len;
 }
 
+void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
+{
+    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE) {
+        t->nodes[node].size_unknown = true;
+        t->nodes[node].size = 0;
+    }
+}
+
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx)
 {
     if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE) {

@@ -61,6 +61,7 @@ typedef struct mfs_node {
     uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
     uint32_t xattr_count;
     uint32_t subdirs;       /* child directories, for st_nlink; after finish */
+    bool size_unknown;          /* `size` is a placeholder: the produced bytes tell */
     const mfs_source_ops *ops;  /* NULL: `data` is the content, always good */
     void *ctx;                  /* for ops (owned by the tree if handed to mfs_tree_own) */
 } mfs_node;
@@ -101,6 +102,10 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path);
 
 /* The child called `name` of `parent`, or MFS_NONE. */
 uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
+
+/* A file whose size is known only once its bytes are produced (a file
+ * fetched on first open): shown with size 0, served unbuffered. */
+void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node);
 
 /* Gives a file node on-demand or verified content (see mfs_source_ops). */
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);

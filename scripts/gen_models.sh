@@ -13,4 +13,6 @@ for g in ptd tb; do
         "$py" "$here/gen_$g.py" "$out/$g"
     fi
 done
+mkdir -p "$out/carton"
+"$py" "$here/gen_carton.py" "$out/carton"
 echo "gen_models: models written to $out"

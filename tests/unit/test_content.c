@@ -80,14 +80,15 @@ static void test_basic(void)
     srcs[7].len = 999;  /* produces the wrong size */
     mfs_content *c = mfs_content_new(&t, 2500);  /* room for two files */
     const uint8_t *d, *d0;
+    uint64_t len;
     char why[128];
 
-    CHECK(mfs_content_acquire(c, nodes[0], &d0, why, sizeof why) == 0 && d0[999] == 'a');
-    CHECK(mfs_content_acquire(c, nodes[0], &d, why, sizeof why) == 0 && d == d0);
+    CHECK(mfs_content_acquire(c, nodes[0], &d0, &len, why, sizeof why) == 0 && d0[999] == 'a');
+    CHECK(mfs_content_acquire(c, nodes[0], &d, &len, why, sizeof why) == 0 && d == d0);
     CHECK(srcs[0].produced == 1 && srcs[0].verified == 1);
     /* Fill past the cap while node 0 stays pinned: it must survive. */
     for (int i = 1; i <= 4; i++) {
-        CHECK(mfs_content_acquire(c, nodes[i], &d, why, sizeof why) == 0 && d[0] == 'a' + i);
+        CHECK(mfs_content_acquire(c, nodes[i], &d, &len, why, sizeof why) == 0 && d[0] == 'a' + i);
         mfs_content_release(c, nodes[i]);
     }
     CHECK(d0[0] == 'a' && d0[999] == 'a');
@@ -95,16 +96,16 @@ static void test_basic(void)
     mfs_content_release(c, nodes[0]);
     mfs_content_release(c, nodes[0]);
     /* Evicted ones are produced, and checked, again. */
-    CHECK(mfs_content_acquire(c, nodes[1], &d, why, sizeof why) == 0 && d[0] == 'b');
+    CHECK(mfs_content_acquire(c, nodes[1], &d, &len, why, sizeof why) == 0 && d[0] == 'b');
     CHECK(srcs[1].produced == 2 && srcs[1].verified == 2);
     mfs_content_release(c, nodes[1]);
 
-    CHECK(mfs_content_acquire(c, nodes[5], &d, why, sizeof why) != 0 && strstr(why, "no such member"));
-    CHECK(mfs_content_acquire(c, nodes[5], &d, why, sizeof why) != 0 && srcs[5].produced == 1);
-    CHECK(mfs_content_acquire(c, nodes[6], &d, why, sizeof why) != 0 && strstr(why, "sha256"));
-    CHECK(mfs_content_acquire(c, nodes[6], &d, why, sizeof why) != 0 && srcs[6].produced == 1);
-    CHECK(mfs_content_acquire(c, nodes[7], &d, why, sizeof why) != 0 && strstr(why, "999"));
-    CHECK(mfs_content_acquire(c, MFS_ROOT, &d, why, sizeof why) != 0);
+    CHECK(mfs_content_acquire(c, nodes[5], &d, &len, why, sizeof why) != 0 && strstr(why, "no such member"));
+    CHECK(mfs_content_acquire(c, nodes[5], &d, &len, why, sizeof why) != 0 && srcs[5].produced == 1);
+    CHECK(mfs_content_acquire(c, nodes[6], &d, &len, why, sizeof why) != 0 && strstr(why, "sha256"));
+    CHECK(mfs_content_acquire(c, nodes[6], &d, &len, why, sizeof why) != 0 && srcs[6].produced == 1);
+    CHECK(mfs_content_acquire(c, nodes[7], &d, &len, why, sizeof why) != 0 && strstr(why, "999"));
+    CHECK(mfs_content_acquire(c, MFS_ROOT, &d, &len, why, sizeof why) != 0);
     mfs_content_free(c);
     mfs_tree_destroy(&t);
 }
@@ -121,10 +122,11 @@ static void test_verify_only(void)
     mfs_tree_finish(&t);
     mfs_content *c = mfs_content_new(&t, 0);
     const uint8_t *d;
+    uint64_t len;
     char why[64];
-    CHECK(mfs_content_acquire(c, plain, &d, why, sizeof why) == 0 && d == good);
-    CHECK(mfs_content_acquire(c, checked, &d, why, sizeof why) == 0 && d == good);
-    CHECK(mfs_content_acquire(c, checked, &d, why, sizeof why) == 0 && s.verified == 1);
+    CHECK(mfs_content_acquire(c, plain, &d, &len, why, sizeof why) == 0 && d == good);
+    CHECK(mfs_content_acquire(c, checked, &d, &len, why, sizeof why) == 0 && d == good);
+    CHECK(mfs_content_acquire(c, checked, &d, &len, why, sizeof why) == 0 && s.verified == 1);
     mfs_content_free(c);
     mfs_tree_destroy(&t);
 }
@@ -137,8 +139,9 @@ static void *hammer(void *arg)
     for (int k = 0; k < 20000; k++) {
         int i = (int)(rand_r(&seed) % 5);
         const uint8_t *d;
+        uint64_t len;
         char why[64];
-        if (mfs_content_acquire(shared, nodes[i], &d, why, sizeof why) != 0 || d[0] != 'a' + i ||
+        if (mfs_content_acquire(shared, nodes[i], &d, &len, why, sizeof why) != 0 || d[0] != 'a' + i ||
             d[999] != 'a' + i)
             abort();
         mfs_content_release(shared, nodes[i]);

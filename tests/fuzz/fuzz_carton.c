@@ -1,0 +1,84 @@
+/* libFuzzer target for the Carton driver (formats/carton*.c over
+ * formats/zip*.c): load the bytes as a packed carton and, when that
+ * succeeds, do what a first open does for every file: produce (decode) the
+ * bytes, check them against MANIFEST, and read every byte, so that a slice,
+ * a decode or a check that strays outside its buffer is caught by ASan.
+ * No links_dir is given, so a LINKS file is never fetched. Members that
+ * declare more than FUZZ_DECODE_MAX bytes are not decoded: a declared size
+ * within the method's ratio is legitimate, and allocating it only measures
+ * the machine. */
+#include <stdlib.h>
+
+#include "fs/tree.h"
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_DECODE_MAX (64u << 20)
+
+static volatile uint8_t sink;
+
+static void touch(const uint8_t *p, uint64_t n)
+{
+    uint8_t acc = 0;
+    for (uint64_t i = 0; i < n; i++)
+        acc ^= p[i];
+    sink ^= acc;
+}
+
+/* What fs/content.c does on first open, without its cache or its log. */
+static void open_once(const mfs_node *n)
+{
+    char why[512];
+    mfs_bytes b = { 0 };
+    const uint8_t *d = n->data;
+    if (n->ops->produce != NULL) {
+        if (n->size > FUZZ_DECODE_MAX)
+            return;
+        if (n->ops->produce(n->ctx, &b, why, sizeof why) != 0) {
+            if (why[0] == '\0')
+                abort();  /* a failure must say why */
+            return;
+        }
+        d = b.data;
+        if (b.len == n->size)
+            touch(d, b.len);
+    } else {
+        touch(d, n->size);
+    }
+    if (n->ops->verify != NULL && (b.len == n->size || n->ops->produce == NULL))
+        (void)n->ops->verify(n->ctx, d, n->size, why, sizeof why);
+    if (b.release != NULL)
+        b.release(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    mfs_span file = { data, size, 0 };
+    (void)mfs_format_carton.probe(file);
+    mfs_tree tree;
+    mfs_tree_init(&tree);
+    mfs_model m;
+    mfs_model_init(&m, &tree, "fuzz.carton", size);
+    mfs_err e = { 0 };
+    if (mfs_format_carton.load(&m, file, &e) == 0) {
+        mfs_model_finish(&m);
+        mfs_tree_finish(&tree);
+        for (uint32_t i = 0; i < tree.count; i++) {
+            const mfs_node *n = mfs_tree_node(&tree, i);
+            if (n->kind != MFS_NODE_FILE)
+                continue;
+            if (n->ops != NULL)
+                open_once(n);
+            else
+                touch(n->data, n->size);
+        }
+        for (uint32_t i = 0; i < tree.xattr_count; i++)
+            touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
+    } else if (e.code == MFS_OK || e.msg[0] == '\0') {
+        abort();
+    }
+    mfs_model_destroy(&m);
+    mfs_tree_destroy(&tree);
+    return 0;
+}
