@@ -110,6 +110,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_attr(req, &st, MFS_TIMEOUT);
 }
 
+/* Whether the node's bytes are a slice of the mapped model file. */
+static bool borrowed(const mfs_fs *fs, const mfs_node *n)
+{
+    const uint8_t *lo = fs->blob->data;
+    return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     const mfs_node *n = node_or_enoent(req, ino, NULL);
@@ -123,11 +130,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EROFS);
         return;
     }
+    const mfs_fs *fs = fs_of(req);
+    /* Checking a slice (a stored zip member's sha256) reads the mapping
+     * here, in the daemon: a model file that shrank would fault. */
+    if (borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) {
+        fuse_reply_err(req, EIO);
+        return;
+    }
     if (n->ops != NULL) {
         /* Produced or checked content: made ready (and pinned) here, once
          * per open, so that reads need no lock. Failure is EIO; the reason
          * is in the log. */
-        const mfs_fs *fs = fs_of(req);
         mfs_open_bytes *ob = malloc(sizeof *ob);
         char why[512];
         if (ob == NULL) {
@@ -162,11 +175,6 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_err(req, 0);
 }
 
-static bool borrowed(const mfs_fs *fs, const mfs_node *n)
-{
-    const uint8_t *lo = fs->blob->data;
-    return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
-}
 
 /* The hot path: one bounds check and one reply that points into the
  * mapping. No lock, no allocation, no copy here. */
