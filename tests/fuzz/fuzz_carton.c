@@ -16,16 +16,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_DECODE_MAX (64u << 20)
 
-static volatile uint8_t sink;
-
-static void touch(const uint8_t *p, uint64_t n)
-{
-    uint8_t acc = 0;
-    for (uint64_t i = 0; i < n; i++)
-        acc ^= p[i];
-    sink ^= acc;
-}
-
 /* What fs/content.c does on first open, without its cache or its log. */
 static void open_once(const mfs_node *n)
 {
@@ -42,9 +32,9 @@ static void open_once(const mfs_node *n)
         }
         d = b.data;
         if (b.len == n->size)
-            touch(d, b.len);
+            mfs_fuzz_touch(d, b.len);
     } else {
-        touch(d, n->size);
+        mfs_fuzz_touch(d, n->size);
     }
     if (n->ops->verify != NULL && (b.len == n->size || n->ops->produce == NULL))
         (void)n->ops->verify(n->ctx, d, n->size, why, sizeof why);
@@ -71,10 +61,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (n->ops != NULL)
                 open_once(n);
             else
-                touch(n->data, n->size);
+                mfs_fuzz_touch(n->data, n->size);
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
-            touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
+            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
     } else if (e.code == MFS_OK || e.msg[0] == '\0') {
         abort();
     }

@@ -6,7 +6,7 @@
 
 static volatile uint8_t sink;
 
-static void touch(const uint8_t *p, uint64_t n)
+void mfs_fuzz_touch(const uint8_t *p, uint64_t n)
 {
     uint8_t acc = 0;
     for (uint64_t i = 0; i < n; i++)
@@ -29,10 +29,10 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
         for (uint32_t i = 0; i < tree.count; i++) {
             const mfs_node *n = mfs_tree_node(&tree, i);
             if (n->kind == MFS_NODE_FILE)
-                touch(n->data, n->size);
+                mfs_fuzz_touch(n->data, n->size);
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
-            touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
+            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
     } else if (e.code == MFS_OK || e.msg[0] == '\0') {
         abort();  /* a failure must always say why */
     }

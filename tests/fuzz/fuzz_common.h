@@ -11,4 +11,7 @@
 
 int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size);
 
+/* Reads every byte (so that ASan sees a slice that strays outside). */
+void mfs_fuzz_touch(const uint8_t *p, uint64_t n);
+
 #endif

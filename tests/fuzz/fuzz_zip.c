@@ -8,18 +8,9 @@
 #include <string.h>
 
 #include "formats/zip.h"
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static volatile uint8_t sink;
-
-static void touch(const uint8_t *p, uint64_t n)
-{
-    uint8_t acc = 0;
-    for (uint64_t i = 0; i < n; i++)
-        acc ^= p[i];
-    sink ^= acc;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,11 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         const uint8_t *in_place = mfs_zip_stored_data(&z, en);
         if (in_place != NULL)
-            touch(in_place, en->size);
+            mfs_fuzz_touch(in_place, en->size);
         uint8_t *out = NULL;
         char why[256] = "";
         if (mfs_zip_decode(&z, en, 1u << 20, &out, why, sizeof why) == 0) {
-            touch(out, en->size);
+            mfs_fuzz_touch(out, en->size);
             if (in_place != NULL && memcmp(in_place, out, (size_t)en->size) != 0)
                 abort();
             free(out);

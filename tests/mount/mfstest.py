@@ -136,6 +136,23 @@ def ls_tree(modelfs_ls, model, env=None):
     return out
 
 
+def expected_models(c, dirs, formats):
+    """(model path, expectation) for every NAME.expect.json of one of
+    `formats` in `dirs`; a dir that does not exist is skipped, visibly."""
+    for d in dirs:
+        if not os.path.isdir(d):
+            c.skip("%s is absent: its models are not checked" % d)
+            continue
+        for f in sorted(os.listdir(d)):
+            if not f.endswith(".expect.json"):
+                continue
+            model = os.path.join(d, f[:-len(".expect.json")])
+            with open(os.path.join(d, f)) as fh:
+                expect = json.load(fh)
+            if expect.get("format") in formats and os.path.exists(model):
+                yield model, expect
+
+
 def flatc_decode(schema, data, tmp):
     """Decodes a flatbuffer with Debian's flatc and one of our schemas: an
     independent reader to check the drivers against."""

@@ -517,27 +517,16 @@ def main(argv):
     x = Ctx(argv[1], mfstest.sanitizer_env(logdir))
     work = tempfile.mkdtemp(prefix="modelfs-carton-")
     try:
-        for d in argv[2:]:
-            if not os.path.isdir(d):
-                c.skip("%s is absent: its cartons are not checked" % d)
-                continue
-            for f in sorted(os.listdir(d)):
-                if not f.endswith(".expect.json"):
-                    continue
-                model = os.path.join(d, f[:-len(".expect.json")])
-                with open(os.path.join(d, f)) as fh:
-                    expect = json.load(fh)
-                if expect.get("format") != "carton" or not os.path.exists(model):
-                    continue
-                before = c.failed
-                check_model(c, x, model, expect)
-                if expect.get("linked_only_detail"):
-                    check_links_dir(c, x, model, expect)
-                if f == "stored.carton.expect.json":
-                    check_zero_copy(c, x, model)
-                if f == "unpacked_model.expect.json":
-                    check_tampered_folder(c, x, model, work)
-                print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+        for model, expect in mfstest.expected_models(c, argv[2:], ("carton",)):
+            before = c.failed
+            check_model(c, x, model, expect)
+            if expect.get("linked_only_detail"):
+                check_links_dir(c, x, model, expect)
+            if os.path.basename(model) == "stored.carton":
+                check_zero_copy(c, x, model)
+            if os.path.basename(model) == "unpacked_model":
+                check_tampered_folder(c, x, model, work)
+            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
         check_http(c, x, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

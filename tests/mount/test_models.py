@@ -182,18 +182,8 @@ def main(argv):
         return c.finish()
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    for d in argv[2:]:
-        if not os.path.isdir(d):
-            c.skip("%s is absent: its models are not checked" % d)
-            continue
-        for f in sorted(os.listdir(d)):
-            if not f.endswith(".expect.json"):
-                continue
-            model = os.path.join(d, f[:-len(".expect.json")])
-            with open(os.path.join(d, f)) as fh:
-                expect = json.load(fh)
-            if expect.get("format") not in ("rten", "ptd", "tensorbuffers") or not os.path.isfile(model):
-                continue
+    for model, expect in mfstest.expected_models(c, argv[2:], ("rten", "ptd", "tensorbuffers")):
+        if os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
