@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 
+#include "utf8.h"
+
 void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -20,10 +22,8 @@ bool mfs_is_sha256_hex(const char *s, size_t len)
 {
     if (len != 64)
         return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+    for (size_t i = 0; i < len; i++)
+        if (mfs_hexval(s[i]) < 0)
             return false;
-    }
     return true;
 }

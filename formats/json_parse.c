@@ -129,17 +129,6 @@ static bool keyset_add_last(keyset *ks, const mfs_val *obj)
 
 static mfs_val *parse_value(jparser *ps);
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Four hex digits at p, or -1. */
 static long hex4(const jparser *ps, const char *p)
 {
@@ -147,7 +136,7 @@ static long hex4(const jparser *ps, const char *p)
         return -1;
     long v = 0;
     for (int i = 0; i < 4; i++) {
-        int d = hexval(p[i]);
+        int d = mfs_hexval(p[i]);
         if (d < 0)
             return -1;
         v = v * 16 + d;

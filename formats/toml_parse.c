@@ -344,17 +344,6 @@ static bool end_of_line(parser *ps, const char *what)
 
 /* ---- strings ------------------------------------------------------------------ */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* At a backslash in a basic string: appends the escaped character. */
 static bool parse_escape(parser *ps, mfs_strbuf *sb)
 {
@@ -375,7 +364,7 @@ static bool parse_escape(parser *ps, mfs_strbuf *sb)
         int n = c == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (int i = 0; i < n; i++) {
-            int d = ps->p + i < ps->end ? hexval(ps->p[i]) : -1;
+            int d = ps->p + i < ps->end ? mfs_hexval(ps->p[i]) : -1;
             if (d < 0)
                 return fail(ps, at, "invalid escape \\%c: expected %d hex digits", c, n);
             cp = cp * 16 + (uint32_t)d;
@@ -572,7 +561,7 @@ static bool parse_key(parser *ps, key_path *k)
 typedef int (*digit_fn)(char c);
 
 static int dec_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : -1; }
-static int hex_digit(char c) { return hexval(c); }
+static int hex_digit(char c) { return mfs_hexval(c); }
 static int oct_digit(char c) { return c >= '0' && c <= '7' ? c - '0' : -1; }
 static int bin_digit(char c) { return c == '0' || c == '1' ? c - '0' : -1; }
 

@@ -27,6 +27,17 @@ size_t mfs_utf8_seq(const uint8_t *p, size_t n)
     return len;
 }
 
+int mfs_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 bool mfs_utf8_valid(const void *p, size_t n)
 {
     return mfs_utf8_first_invalid(p, n) == n;

@@ -12,6 +12,9 @@ size_t mfs_utf8_seq(const uint8_t *p, size_t n);
 
 bool mfs_utf8_valid(const void *p, size_t n);
 
+/* The value of a hex digit (either case), or -1. */
+int mfs_hexval(char c);
+
 /* Offset of the first byte of s[0..len) that does not start a valid UTF-8
  * sequence, or `len` when the whole text is valid. */
 size_t mfs_utf8_first_invalid(const char *s, size_t len);
