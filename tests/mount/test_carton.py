@@ -17,7 +17,6 @@ usage: test_carton.py BUILD_DIR DIR... (a DIR that does not exist is skipped, vi
 """
 import brotli
 import collections
-import datetime
 import errno
 import gzip
 import hashlib
@@ -49,17 +48,6 @@ def without_nulls(v):
         return {k: without_nulls(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
         return [without_nulls(x) for x in v]
-    return v
-
-
-def plain(v):
-    """tomllib's dates and times as the text model.json holds."""
-    if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [plain(x) for x in v]
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
     return v
 
 
@@ -227,7 +215,7 @@ def check_mounted(c, x, name, model, mnt, ls, expect):
     with open(os.path.join(mnt, "model.json"), "rb") as f:
         doc = json.loads(f.read())
     with open(os.path.join(mnt, "model.toml"), "rb") as f:
-        tdoc = plain(tomllib.load(f))
+        tdoc = gen_carton.plain(tomllib.load(f))
     c.equal(tdoc, without_nulls(doc), "%s: model.toml (tomllib) equals model.json minus nulls" % name)
 
     md, want_md = doc["metadata"], expect["metadata"]
