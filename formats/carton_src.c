@@ -102,9 +102,10 @@ static uint64_t decode_cap(void)
     return half > (1ull << 30) ? half : (1ull << 30);
 }
 
-static int produce_zip(void *ctx, mfs_bytes *out, char *why, size_t whysize)
+static int produce_zip(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
 {
     const carton_src *s = ctx;
+    (void)job;
     uint8_t *buf;
     if (mfs_zip_decode(s->zip, s->en, decode_cap(), &buf, why, whysize) != 0)
         return -1;
@@ -161,15 +162,17 @@ static int map_file(const char *path, uint64_t size, mfs_bytes *out, char *why, 
     return 0;
 }
 
-static int produce_file(void *ctx, mfs_bytes *out, char *why, size_t whysize)
+static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
 {
     const carton_src *s = ctx;
+    (void)job;
     return map_file(s->path, s->size, out, why, whysize);
 }
 
-static int produce_link(void *ctx, mfs_bytes *out, char *why, size_t whysize)
+static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
 {
     const carton_src *s = ctx;
+    (void)job;
     if (s->path == NULL) {
         snprintf(why, whysize, "a LINKS file that is not in the archive; mount with "
                  "-o links_dir=DIR holding DIR/%s (files fetched from its URLs are kept there)", s->sha);
@@ -191,9 +194,10 @@ static int produce_link(void *ctx, mfs_bytes *out, char *why, size_t whysize)
     return map_file(path, (uint64_t)got, out, why, whysize);
 }
 
-static int verify_sha(void *ctx, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+static int verify_sha(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
 {
     const carton_src *s = ctx;
+    (void)job;
     char got[MFS_SHA256_HEX];
     mfs_sha256_hex(data, (size_t)len, got);
     if (strcmp(got, s->sha) == 0)
@@ -202,9 +206,10 @@ static int verify_sha(void *ctx, const uint8_t *data, uint64_t len, char *why, s
     return -1;
 }
 
-static int verify_fail(void *ctx, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
 {
     const carton_src *s = ctx;
+    (void)job;
     (void)data;
     (void)len;
     snprintf(why, whysize, "%s", s->reason ? s->reason : "unavailable");

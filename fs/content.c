@@ -129,7 +129,7 @@ static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **da
     char reason[512] = "";
     if (n->ops->produce != NULL && !s->have) {
         mfs_bytes b = { 0 };
-        if (n->ops->produce(n->ctx, &b, reason, sizeof reason) != 0)
+        if (n->ops->produce(n->ctx, NULL, &b, reason, sizeof reason) != 0)
             return fail(c, node, s, reason[0] ? reason : "cannot produce the file's bytes", why, whysize);
         if (b.len != n->size && !n->size_unknown) {
             snprintf(reason, sizeof reason, "produced %llu bytes where %llu were expected",
@@ -146,7 +146,7 @@ static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **da
     const uint8_t *d = n->ops->produce != NULL ? s->bytes.data : n->data;
     uint64_t dlen = n->ops->produce != NULL ? s->bytes.len : n->size;
     if (s->state == UNKNOWN) {
-        if (n->ops->verify != NULL && n->ops->verify(n->ctx, d, dlen, reason, sizeof reason) != 0)
+        if (n->ops->verify != NULL && n->ops->verify(n->ctx, NULL, d, dlen, reason, sizeof reason) != 0)
             return fail(c, node, s, reason[0] ? reason : "verification failed", why, whysize);
         s->state = GOOD;
     }

@@ -11,6 +11,7 @@
 #ifndef MFS_TREE_H
 #define MFS_TREE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,13 +42,26 @@ typedef struct mfs_bytes {
     void *opaque;           /* for release */
 } mfs_bytes;
 
+/* Handed to produce and verify: `cancelled` becomes true when nobody wants
+ * the bytes any more (the mount is going away). Long work (a download, a
+ * large decode or hash) polls it between chunks and gives up. */
+typedef struct mfs_job {
+    _Atomic bool cancelled;
+} mfs_job;
+
+static inline bool mfs_job_cancelled(const mfs_job *j)
+{
+    return j != NULL && atomic_load_explicit(&j->cancelled, memory_order_relaxed);
+}
+
 typedef struct mfs_source_ops {
     /* Makes the bytes (exactly the node's size); NULL when the node's data
      * slice is the content. 0, or -1 with the reason in why. */
-    int (*produce)(void *ctx, mfs_bytes *out, char *why, size_t whysize);
+    int (*produce)(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize);
     /* Checks the bytes before they are first served; NULL for no check.
      * 0 good, -1 bad (why says how). */
-    int (*verify)(void *ctx, const uint8_t *data, uint64_t len, char *why, size_t whysize);
+    int (*verify)(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why,
+                  size_t whysize);
 } mfs_source_ops;
 
 typedef struct mfs_node {

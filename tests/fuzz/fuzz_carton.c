@@ -25,7 +25,7 @@ static void open_once(const mfs_node *n)
     if (n->ops->produce != NULL) {
         if (n->size > FUZZ_DECODE_MAX)
             return;
-        if (n->ops->produce(n->ctx, &b, why, sizeof why) != 0) {
+        if (n->ops->produce(n->ctx, NULL, &b, why, sizeof why) != 0) {
             if (why[0] == '\0')
                 abort();  /* a failure must say why */
             return;
@@ -37,7 +37,7 @@ static void open_once(const mfs_node *n)
         mfs_fuzz_touch(d, n->size);
     }
     if (n->ops->verify != NULL && (b.len == n->size || n->ops->produce == NULL))
-        (void)n->ops->verify(n->ctx, d, n->size, why, sizeof why);
+        (void)n->ops->verify(n->ctx, NULL, d, n->size, why, sizeof why);
     if (b.release != NULL)
         b.release(&b);
 }

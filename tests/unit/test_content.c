@@ -18,9 +18,10 @@ typedef struct src {
 
 static void free_bytes(mfs_bytes *b) { free((void *)b->data); }
 
-static int produce(void *ctx, mfs_bytes *out, char *why, size_t whysize)
+static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
 {
     src *s = ctx;
+    (void)job;
     __atomic_add_fetch(&s->produced, 1, __ATOMIC_SEQ_CST);
     if (s->fail_produce) {
         snprintf(why, whysize, "no such member");
@@ -35,9 +36,10 @@ static int produce(void *ctx, mfs_bytes *out, char *why, size_t whysize)
     return 0;
 }
 
-static int verify(void *ctx, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+static int verify(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
 {
     src *s = ctx;
+    (void)job;
     __atomic_add_fetch(&s->verified, 1, __ATOMIC_SEQ_CST);
     for (uint64_t i = 0; i < len; i++)
         if (data[i] != s->fill) {
