@@ -62,6 +62,10 @@ typedef struct mfs_source_ops {
      * 0 good, -1 bad (why says how). */
     int (*verify)(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why,
                   size_t whysize);
+    /* Optional: false once the bytes that `produce` made in `b` can no
+     * longer be trusted (the file they map changed on disk since it was
+     * checked). Called before every read, so it must be cheap (one fstat). */
+    bool (*unchanged)(void *ctx, const mfs_bytes *b);
 } mfs_source_ops;
 
 typedef struct mfs_node {
