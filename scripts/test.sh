@@ -1,6 +1,7 @@
 #!/bin/sh
-# The whole test suite: installs what it needs, builds twice (normal, and
-# with AddressSanitizer + UndefinedBehaviorSanitizer), runs ctest in both,
+# The whole test suite: installs what it needs, builds twice with warnings
+# as errors (normal, and with AddressSanitizer + UndefinedBehaviorSanitizer),
+# runs ctest in both,
 # then (MODELFS_FUZZ_SECONDS > 0) runs every libFuzzer target that long.
 # Real mounts need root (or fusermount3) and /dev/fuse; without them the
 # mount tests say SKIP.
@@ -14,7 +15,7 @@ build_and_test() {
     dir=$1
     shift
     echo "== $dir: configure and build"
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELFS_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j "$jobs"
     echo "== $dir: ctest"
     (cd "$dir" && ctest --output-on-failure -j "$jobs")
@@ -26,7 +27,7 @@ build_and_test build-asan -DMODELFS_SANITIZE=ON
 seconds=${MODELFS_FUZZ_SECONDS:-0}
 if [ "$seconds" -gt 0 ]; then
     echo "== build-fuzz: libFuzzer targets, $seconds s each"
-    cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMODELFS_FUZZ=ON >/dev/null
+    cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMODELFS_FUZZ=ON -DMODELFS_WERROR=ON >/dev/null
     cmake --build build-fuzz -j "$jobs"
     for f in build-fuzz/tests/fuzz/fuzz_*; do
         name=$(basename "$f" | sed 's/^fuzz_//')
