@@ -108,8 +108,8 @@ static mfs_val *node_ref(const mfs_fbv *nodes, int64_t idx, rten_ctx *c, uint64_
     if (idx < 0)
         return mfs_null();
     if (idx >= nodes->count) {
-        MFS_CORRUPT(c->e, where, "node index %lld out of range (%u nodes)", (long long)idx,
-                    nodes->count);
+        (void)MFS_CORRUPT(c->e, where, "node index %lld out of range (%u nodes)", (long long)idx,
+                          nodes->count);
         return NULL;
     }
     mfs_fbt n;
