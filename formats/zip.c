@@ -269,7 +269,10 @@ static int fill_entries(mfs_zip *z, const cdir *cd, mfs_err *e)
     uint64_t pos = cd->offset, end = cd->offset + cd->size, rec;
     char *names = z->names;
     while (pos < end) {
-        (void)central_entry(f, pos, end, &rec, e);  /* cannot fail: scan_dir passed */
+        /* Cannot fail (scan_dir passed), but checked so that rec is never
+         * used unset, whatever the compiler can prove. */
+        if (central_entry(f, pos, end, &rec, e) != 0)
+            return -1;
         uint16_t made_by = 0, flags = 0, method = 0, nlen = 0, xlen = 0;
         uint32_t crc = 0, csize32 = 0, size32 = 0, lho32 = 0, attr = 0;
         (void)(mfs_rd_u16(f, pos + 4, &made_by) && mfs_rd_u16(f, pos + 8, &flags) &&
