@@ -4,76 +4,197 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "xalloc.h"
 
-enum { UNKNOWN, GOOD, BAD };
+/* Job threads at once: each runs one production (a download may take
+ * minutes), so this many slow ones can run before a new one has to queue. */
+#define MFS_JOBS_MAX 64
+/* Idle produced files kept, whatever their size: a mapped file holds an fd. */
+#define MFS_CACHED_MAX 1024
+
+enum { S_IDLE, S_BUSY, S_READY, S_BAD };
+enum { W_NEW, W_QUEUED, W_DONE, W_CANCEL_PENDING };
 
 typedef struct slot {
-    mfs_bytes bytes;        /* produced content, when `have` */
-    bool have;
+    const mfs_node *node;   /* the first node with these ops and ctx */
+    uint32_t node_index;
     uint8_t state;
-    uint32_t pins;
-    uint32_t prev, next;    /* LRU list of slots that hold bytes; MFS_NONE ends */
-    char *reason;           /* why it is BAD */
+    bool size_known;
+    uint64_t known_len;     /* produced length, once size_known */
+    mfs_held *held;         /* READY: the cache's reference */
+    mfs_wait *waiters;      /* BUSY */
+    uint64_t reserved;      /* BUSY: bytes counted for the production */
+    uint32_t prev, next;    /* LRU of READY slots; MFS_NONE ends */
+    uint32_t qnext;         /* queue of BUSY slots waiting for a thread */
+    char *reason;           /* BAD */
+    mfs_job job;
 } slot;
+
+/* Every live mfs_held, so that what open files still hold at unmount is
+ * freed with the content. */
+typedef struct held_link {
+    mfs_held h;
+    struct held_link *prev, *next;
+} held_link;
 
 struct mfs_content {
     const mfs_tree *tree;
-    uint64_t cap, held;
+    uint64_t cap, used;     /* bytes in memory: live produced bytes + reservations */
     pthread_mutex_t lock;
-    slot *slots;            /* one per node */
-    uint32_t head, tail;    /* most / least recently used */
+    pthread_cond_t jobs_done;
+    slot *slots;
+    uint32_t nslots;
+    uint32_t *index;        /* (ops, ctx) -> slot; open addressing, MFS_NONE empty */
+    uint32_t index_mask;
+    uint32_t head, tail;    /* most / least recently used READY slot */
+    uint32_t ncached;
+    uint32_t qhead, qtail;
+    unsigned running;       /* job threads alive */
+    bool stopping;
+    held_link *live;
 };
+
+uint64_t mfs_content_default_cap(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 0;
+    return quarter > (256ull << 20) ? quarter : (256ull << 20);
+}
+
+/* ctx pointers are ours, not the input's: a plain mix suffices. */
+static uint32_t key_hash(const mfs_node *n)
+{
+    uint64_t k = (uint64_t)(uintptr_t)n->ctx * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)(uintptr_t)n->ops * 0xc2b2ae3d27d4eb4full;
+    return (uint32_t)(k >> 32) ^ (uint32_t)k;
+}
+
+static uint32_t slot_of(const mfs_content *c, const mfs_node *n)
+{
+    for (uint32_t i = key_hash(n) & c->index_mask;; i = (i + 1) & c->index_mask) {
+        uint32_t s = c->index[i];
+        if (s == MFS_NONE)
+            return MFS_NONE;
+        const mfs_node *o = c->slots[s].node;
+        if (o->ctx == n->ctx && o->ops == n->ops)
+            return s;
+    }
+}
 
 mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
 {
     mfs_content *c = mfs_xcalloc(1, sizeof *c);
     c->tree = t;
     c->cap = cap;
-    c->slots = mfs_xcalloc(t->count ? t->count : 1, sizeof *c->slots);
+    uint32_t with_ops = 0;
     for (uint32_t i = 0; i < t->count; i++)
-        c->slots[i].prev = c->slots[i].next = MFS_NONE;
-    c->head = c->tail = MFS_NONE;
+        with_ops += t->nodes[i].kind == MFS_NODE_FILE && t->nodes[i].ops != NULL;
+    uint32_t size = 16;
+    while (size < 2ull * with_ops)
+        size *= 2;
+    c->index = mfs_xreallocarray(NULL, size, sizeof *c->index);
+    memset(c->index, 0xff, (size_t)size * sizeof *c->index);
+    c->index_mask = size - 1;
+    c->slots = mfs_xcalloc(with_ops ? with_ops : 1, sizeof *c->slots);
+    for (uint32_t i = 0; i < t->count; i++) {
+        const mfs_node *n = &t->nodes[i];
+        if (n->kind != MFS_NODE_FILE || n->ops == NULL || slot_of(c, n) != MFS_NONE)
+            continue;
+        uint32_t h = key_hash(n) & c->index_mask;
+        while (c->index[h] != MFS_NONE)
+            h = (h + 1) & c->index_mask;
+        slot *s = &c->slots[c->nslots];
+        s->node = n;
+        s->node_index = i;
+        s->prev = s->next = s->qnext = MFS_NONE;
+        c->index[h] = c->nslots++;
+    }
+    c->head = c->tail = c->qhead = c->qtail = MFS_NONE;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->jobs_done, NULL);
     return c;
 }
 
-static void drop_bytes(mfs_content *c, slot *s)
+/* ---- held bytes ------------------------------------------------------- */
+
+static void held_destroy(mfs_held *h)
 {
-    if (!s->have)
-        return;
-    c->held -= s->bytes.charge;
-    if (s->bytes.release)
-        s->bytes.release(&s->bytes);
-    memset(&s->bytes, 0, sizeof s->bytes);
-    s->have = false;
+    if (h->bytes.release)
+        h->bytes.release(&h->bytes);
+    free((held_link *)h);
 }
 
-void mfs_content_free(mfs_content *c)
+/* Under the lock. */
+static mfs_held *held_new(mfs_content *c, const mfs_node *n, const mfs_bytes *b, unsigned refs)
 {
-    if (c == NULL)
-        return;
-    for (uint32_t i = 0; i < c->tree->count; i++) {
-        drop_bytes(c, &c->slots[i]);
-        free(c->slots[i].reason);
-    }
-    pthread_mutex_destroy(&c->lock);
-    free(c->slots);
-    free(c);
+    held_link *l = mfs_xcalloc(1, sizeof *l);
+    l->h.bytes = *b;
+    if (!n->ops->in_memory)
+        l->h.bytes.charge = 0;
+    l->h.data = b->data;
+    l->h.len = b->len;
+    l->h.node = n;
+    l->h.c = c;
+    atomic_init(&l->h.refs, refs);
+    c->used += l->h.bytes.charge;
+    l->next = c->live;
+    if (c->live)
+        c->live->prev = l;
+    c->live = l;
+    return &l->h;
 }
+
+/* Under the lock: forget `h` (its last reference is gone). */
+static void held_unlink(mfs_content *c, mfs_held *h)
+{
+    held_link *l = (held_link *)h;
+    c->used -= h->bytes.charge;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        c->live = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+}
+
+void mfs_held_ref(mfs_held *h)
+{
+    atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+}
+
+void mfs_held_unref(mfs_held *h)
+{
+    if (h == NULL || atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    mfs_content *c = h->c;
+    pthread_mutex_lock(&c->lock);
+    held_unlink(c, h);
+    pthread_mutex_unlock(&c->lock);
+    held_destroy(h);
+}
+
+bool mfs_held_valid(const mfs_held *h)
+{
+    const mfs_source_ops *ops = h->node->ops;
+    return ops->unchanged == NULL || ops->unchanged(h->node->ctx, &h->bytes);
+}
+
+/* ---- the cache ---------------------------------------------------------- */
 
 static void lru_unlink(mfs_content *c, uint32_t i)
 {
     slot *s = &c->slots[i];
     if (s->prev != MFS_NONE)
         c->slots[s->prev].next = s->next;
-    else if (c->head == i)
+    else
         c->head = s->next;
     if (s->next != MFS_NONE)
         c->slots[s->next].prev = s->prev;
-    else if (c->tail == i)
+    else
         c->tail = s->prev;
     s->prev = s->next = MFS_NONE;
 }
@@ -90,121 +211,421 @@ static void lru_push_front(mfs_content *c, uint32_t i)
         c->tail = i;
 }
 
-/* Frees least recently used bytes that nobody has open until under the cap. */
-static void evict(mfs_content *c)
+/* Under the lock: the slot forgets its bytes. When the cache's reference
+ * was the last one, they are unlinked and returned for the caller to free
+ * after unlocking (freeing may unmap: not under the lock). */
+static mfs_held *uncache(mfs_content *c, uint32_t i)
+{
+    slot *s = &c->slots[i];
+    mfs_held *h = s->held;
+    lru_unlink(c, i);
+    c->ncached--;
+    s->held = NULL;
+    s->state = S_IDLE;  /* produced, and checked, again on the next open */
+    if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) != 1)
+        return NULL;
+    held_unlink(c, h);
+    return h;
+}
+
+/* Bytes evicted under the lock, freed after it (chained through `next`). */
+typedef struct freelist {
+    held_link *first;
+} freelist;
+
+static void fl_add(freelist *fl, mfs_held *h)
+{
+    if (h == NULL)
+        return;
+    held_link *l = (held_link *)h;
+    l->next = fl->first;
+    fl->first = l;
+}
+
+/* Under the lock: evicts idle files (only the cache holds them: nobody can
+ * take a new reference without the lock) from the least recently used end
+ * until `need` more bytes fit under the cap and the count is in bounds. */
+static void evict(mfs_content *c, uint64_t need, freelist *fl)
 {
     uint32_t i = c->tail;
-    while (c->held > c->cap && i != MFS_NONE) {
+    while (i != MFS_NONE &&
+           (c->used > c->cap || need > c->cap - c->used || c->ncached > MFS_CACHED_MAX)) {
         uint32_t prev = c->slots[i].prev;
-        slot *s = &c->slots[i];
-        if (s->pins == 0) {
-            lru_unlink(c, i);
-            drop_bytes(c, s);
-            /* Produced again later, it is checked again. */
-            if (s->state == GOOD)
-                s->state = UNKNOWN;
-        }
+        if (atomic_load(&c->slots[i].held->refs) == 1)
+            fl_add(fl, uncache(c, i));
         i = prev;
     }
 }
 
-static int fail(mfs_content *c, uint32_t node, slot *s, const char *reason, char *why, size_t whysize)
+static void free_all(freelist *fl)
 {
-    s->state = BAD;
-    free(s->reason);
-    s->reason = mfs_xstrdup(reason);
-    drop_bytes(c, s);
+    for (held_link *l = fl->first, *next; l != NULL; l = next) {
+        next = l->next;
+        held_destroy(&l->h);
+    }
+    fl->first = NULL;
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+static void log_node(const mfs_content *c, uint32_t node, const char *msg)
+{
     char *path = mfs_tree_path(c->tree, node);
-    mfs_log("modelfs: %s: %s", path, reason);
+    mfs_log("modelfs: %s: %s", path, msg);
     free(path);
-    snprintf(why, whysize, "%s", reason);
+}
+
+/* Produces and checks slot `i`'s bytes; no lock held. 0, or -1 with why. */
+static int make(slot *s, mfs_bytes *b, char *why, size_t whysize)
+{
+    const mfs_node *n = s->node;
+    const mfs_source_ops *ops = n->ops;
+    memset(b, 0, sizeof *b);
+    if (ops->produce != NULL) {
+        if (ops->produce(n->ctx, &s->job, b, why, whysize) != 0) {
+            if (!why[0])
+                snprintf(why, whysize, "cannot produce the file's bytes");
+            return -1;
+        }
+        if (b->len != n->size && !n->size_unknown) {
+            snprintf(why, whysize, "produced %llu bytes where %llu were expected",
+                     (unsigned long long)b->len, (unsigned long long)n->size);
+            goto fail;
+        }
+    } else {
+        b->data = n->data;
+        b->len = n->size;
+    }
+    if (ops->verify != NULL && ops->verify(n->ctx, &s->job, b->data, b->len, why, whysize) != 0) {
+        if (!why[0])
+            snprintf(why, whysize, "verification failed");
+        goto fail;
+    }
+    return 0;
+fail:
+    if (b->release)
+        b->release(b);
+    memset(b, 0, sizeof *b);
     return -1;
 }
 
-/* Under the lock: makes sure `s` holds good bytes; returns them. */
-static int make_ready(mfs_content *c, uint32_t node, slot *s, const uint8_t **data, uint64_t *len,
-                      char *why, size_t whysize)
+/* Under the lock, then without it: hands the result to every waiter. */
+static void finish(mfs_content *c, uint32_t i, int r, const mfs_bytes *b, const char *why)
 {
-    const mfs_node *n = mfs_tree_node(c->tree, node);
-    char reason[512] = "";
-    if (n->ops->produce != NULL && !s->have) {
-        mfs_bytes b = { 0 };
-        if (n->ops->produce(n->ctx, NULL, &b, reason, sizeof reason) != 0)
-            return fail(c, node, s, reason[0] ? reason : "cannot produce the file's bytes", why, whysize);
-        if (b.len != n->size && !n->size_unknown) {
-            snprintf(reason, sizeof reason, "produced %llu bytes where %llu were expected",
-                     (unsigned long long)b.len, (unsigned long long)n->size);
-            if (b.release)
-                b.release(&b);
-            return fail(c, node, s, reason, why, whysize);
-        }
-        s->bytes = b;
-        s->have = true;
-        c->held += b.charge;
-        lru_push_front(c, node);
+    slot *s = &c->slots[i];
+    bool cancelled = mfs_job_cancelled(&s->job);
+    c->used -= s->reserved;
+    s->reserved = 0;
+    mfs_wait *w = s->waiters;
+    s->waiters = NULL;
+    unsigned nwait = 0;
+    for (mfs_wait *x = w; x; x = x->next) {
+        x->state = W_DONE;
+        nwait++;
     }
-    const uint8_t *d = n->ops->produce != NULL ? s->bytes.data : n->data;
-    uint64_t dlen = n->ops->produce != NULL ? s->bytes.len : n->size;
-    if (s->state == UNKNOWN) {
-        if (n->ops->verify != NULL && n->ops->verify(n->ctx, NULL, d, dlen, reason, sizeof reason) != 0)
-            return fail(c, node, s, reason[0] ? reason : "verification failed", why, whysize);
-        s->state = GOOD;
-    }
-    *data = d;
-    *len = dlen;
-    return 0;
-}
-
-int mfs_content_acquire(mfs_content *c, uint32_t node, const uint8_t **data, uint64_t *len,
-                        char *why, size_t whysize)
-{
-    const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || n->kind != MFS_NODE_FILE) {
-        snprintf(why, whysize, "not a file");
-        return -1;
-    }
-    if (n->ops == NULL) {
-        *data = n->data;
-        *len = n->size;
-        return 0;
-    }
-    pthread_mutex_lock(&c->lock);
-    slot *s = &c->slots[node];
-    int r;
-    if (s->state == BAD) {
-        snprintf(why, whysize, "%s", s->reason ? s->reason : "unreadable");
-        r = -1;
-    } else {
-        r = make_ready(c, node, s, data, len, why, whysize);
-    }
+    mfs_content_status st = MFS_CONTENT_OK;
+    mfs_held *h = NULL;
+    freelist fl = { NULL };
     if (r == 0) {
-        s->pins++;
-        if (s->have) {
-            lru_unlink(c, node);
-            lru_push_front(c, node);
+        h = held_new(c, s->node, b, nwait + 1);
+        s->held = h;
+        s->state = S_READY;
+        s->size_known = true;
+        s->known_len = b->len;
+        /* A checked slice of the model file costs nothing to keep, and
+         * checking it again (a sha256 of gigabytes) would: kept for good. */
+        if (s->node->ops->produce != NULL) {
+            lru_push_front(c, i);
+            c->ncached++;
+            evict(c, 0, &fl);
         }
-        evict(c);
+    } else if (cancelled) {
+        s->state = S_IDLE;
+        st = MFS_CONTENT_CANCELLED;
+    } else {
+        /* Sticky: the same bytes would fail the same way. */
+        s->state = S_BAD;
+        free(s->reason);
+        s->reason = mfs_xstrdup(why);
+        st = MFS_CONTENT_BAD;
+        log_node(c, s->node_index, why);
     }
     pthread_mutex_unlock(&c->lock);
-    return r;
+    free_all(&fl);
+    while (w != NULL) {
+        mfs_wait *next = w->next;
+        w->done(w, st, h, why);
+        w = next;
+    }
+    pthread_mutex_lock(&c->lock);
 }
 
-void mfs_content_release(mfs_content *c, uint32_t node)
+static void *job_main(void *arg)
+{
+    mfs_content *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (c->qhead != MFS_NONE) {
+        uint32_t i = c->qhead;
+        slot *s = &c->slots[i];
+        c->qhead = s->qnext;
+        if (c->qhead == MFS_NONE)
+            c->qtail = MFS_NONE;
+        s->qnext = MFS_NONE;
+        pthread_mutex_unlock(&c->lock);
+        char why[512] = "";
+        mfs_bytes b;
+        int r = -1;
+        if (mfs_job_cancelled(&s->job))
+            snprintf(why, sizeof why, "cancelled");
+        else
+            r = make(s, &b, why, sizeof why);
+        pthread_mutex_lock(&c->lock);
+        finish(c, i, r, &b, why);
+    }
+    if (--c->running == 0)
+        pthread_cond_broadcast(&c->jobs_done);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* Under the lock: queues slot `i` and starts a thread for it if allowed. */
+static void start_job(mfs_content *c, uint32_t i)
+{
+    slot *s = &c->slots[i];
+    if (c->qtail != MFS_NONE)
+        c->slots[c->qtail].qnext = i;
+    else
+        c->qhead = i;
+    c->qtail = i;
+    if (c->running >= MFS_JOBS_MAX)
+        return;  /* a running thread takes it next */
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &a, job_main, c) == 0)
+        c->running++;
+    pthread_attr_destroy(&a);
+    /* Could not start one: with none running, nobody would take it. Not
+     * sticky: it says nothing about the file. */
+    if (c->running == 0) {
+        c->qhead = c->qtail = MFS_NONE;
+        atomic_store(&s->job.cancelled, true);
+        finish(c, i, -1, NULL, "cannot start a thread to produce the file");
+    }
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+void mfs_wait_init(mfs_wait *w, void (*done)(mfs_wait *, mfs_content_status, mfs_held *,
+                                              const char *))
+{
+    memset(w, 0, sizeof *w);
+    w->done = done;
+    w->state = W_NEW;
+    w->slot = MFS_NONE;
+}
+
+void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
+{
+    const mfs_node *n = mfs_tree_node(c->tree, node);
+    if (n == NULL || n->kind != MFS_NODE_FILE || n->ops == NULL) {
+        w->state = W_DONE;
+        w->done(w, MFS_CONTENT_BAD, NULL, "not a produced file");
+        return;
+    }
+    freelist fl = { NULL };
+    pthread_mutex_lock(&c->lock);
+    uint32_t i = slot_of(c, n);
+    slot *s = &c->slots[i];
+    mfs_content_status st = MFS_CONTENT_OK;
+    mfs_held *h = NULL;
+    char why[512] = "";
+    if (w->state == W_CANCEL_PENDING || c->stopping) {
+        st = MFS_CONTENT_CANCELLED;
+        snprintf(why, sizeof why, "cancelled");
+    } else {
+        /* Bytes that map a file changed on disk since their check are
+         * dropped: made and checked again, so the change shows as EIO. */
+        if (s->state == S_READY && !mfs_held_valid(s->held)) {
+            fl_add(&fl, uncache(c, i));
+        }
+        switch (s->state) {
+        case S_BAD:
+            st = MFS_CONTENT_BAD;
+            snprintf(why, sizeof why, "%s", s->reason);
+            break;
+        case S_READY:
+            h = s->held;
+            mfs_held_ref(h);
+            lru_unlink(c, i);
+            lru_push_front(c, i);
+            break;
+        case S_IDLE: {
+            uint64_t need = n->ops->in_memory && !n->size_unknown ? n->size : 0;
+            evict(c, need, &fl);
+            if (need > c->cap || c->used > c->cap - need) {
+                st = MFS_CONTENT_NOMEM;
+                snprintf(why, sizeof why,
+                         "needs %llu bytes of memory; cache_size=%llu has %llu free now (raise -o cache_size)",
+                         (unsigned long long)need, (unsigned long long)c->cap,
+                         (unsigned long long)(c->used < c->cap ? c->cap - c->used : 0));
+                break;
+            }
+            c->used += need;
+            s->reserved = need;
+            s->state = S_BUSY;
+            atomic_store(&s->job.cancelled, false);
+            w->next = NULL;
+            w->slot = i;
+            w->state = W_QUEUED;
+            s->waiters = w;
+            start_job(c, i);
+            pthread_mutex_unlock(&c->lock);
+            free_all(&fl);
+            return;
+        }
+        case S_BUSY:
+            w->slot = i;
+            w->state = W_QUEUED;
+            w->next = s->waiters;
+            s->waiters = w;
+            pthread_mutex_unlock(&c->lock);
+            free_all(&fl);
+            return;
+        }
+    }
+    w->state = W_DONE;
+    pthread_mutex_unlock(&c->lock);
+    free_all(&fl);
+    if (st == MFS_CONTENT_NOMEM)
+        log_node(c, node, why);
+    w->done(w, st, h, why);
+}
+
+bool mfs_content_cancel(mfs_content *c, mfs_wait *w)
+{
+    bool taken = false;
+    pthread_mutex_lock(&c->lock);
+    if (w->state == W_NEW) {
+        w->state = W_CANCEL_PENDING;
+    } else if (w->state == W_QUEUED) {
+        mfs_wait **pp = &c->slots[w->slot].waiters;
+        while (*pp != NULL && *pp != w)
+            pp = &(*pp)->next;
+        if (*pp == w)
+            *pp = w->next;
+        w->state = W_DONE;
+        taken = true;
+        /* The job goes on for the others, or for the cache. */
+    }
+    pthread_mutex_unlock(&c->lock);
+    return taken;
+}
+
+/* ---- blocking form ------------------------------------------------------ */
+
+typedef struct sync_wait {
+    mfs_wait w;
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    bool done;
+    mfs_content_status st;
+    mfs_held *h;
+    char why[512];
+} sync_wait;
+
+static void sync_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const char *why)
+{
+    sync_wait *sw = (sync_wait *)w;
+    pthread_mutex_lock(&sw->m);
+    sw->st = st;
+    sw->h = h;
+    snprintf(sw->why, sizeof sw->why, "%s", why ? why : "");
+    sw->done = true;
+    pthread_cond_signal(&sw->cv);
+    pthread_mutex_unlock(&sw->m);
+}
+
+mfs_held *mfs_content_get(mfs_content *c, uint32_t node, char *why, size_t whysize)
+{
+    sync_wait sw;
+    memset(&sw, 0, sizeof sw);
+    mfs_wait_init(&sw.w, sync_done);
+    pthread_mutex_init(&sw.m, NULL);
+    pthread_cond_init(&sw.cv, NULL);
+    mfs_content_open(c, node, &sw.w);
+    pthread_mutex_lock(&sw.m);
+    while (!sw.done)
+        pthread_cond_wait(&sw.cv, &sw.m);
+    pthread_mutex_unlock(&sw.m);
+    pthread_cond_destroy(&sw.cv);
+    pthread_mutex_destroy(&sw.m);
+    if (sw.st != MFS_CONTENT_OK)
+        snprintf(why, whysize, "%s", sw.why);
+    return sw.st == MFS_CONTENT_OK ? sw.h : NULL;
+}
+
+/* ---- the rest ----------------------------------------------------------- */
+
+bool mfs_content_known_size(mfs_content *c, uint32_t node, uint64_t *size)
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
     if (n == NULL || n->ops == NULL)
-        return;
+        return false;
     pthread_mutex_lock(&c->lock);
-    if (c->slots[node].pins > 0)
-        c->slots[node].pins--;
-    evict(c);
+    uint32_t i = slot_of(c, n);
+    bool known = i != MFS_NONE && c->slots[i].size_known;
+    if (known)
+        *size = c->slots[i].known_len;
     pthread_mutex_unlock(&c->lock);
+    return known;
 }
 
 uint64_t mfs_content_held(mfs_content *c)
 {
     pthread_mutex_lock(&c->lock);
-    uint64_t h = c->held;
+    uint64_t h = c->used;
     pthread_mutex_unlock(&c->lock);
     return h;
+}
+
+bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms)
+{
+    pthread_mutex_lock(&c->lock);
+    c->stopping = true;
+    for (uint32_t i = 0; i < c->nslots; i++)
+        if (c->slots[i].state == S_BUSY)
+            atomic_store(&c->slots[i].job.cancelled, true);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (c->running > 0 && pthread_cond_timedwait(&c->jobs_done, &c->lock, &until) == 0)
+        ;
+    bool ended = c->running == 0;
+    pthread_mutex_unlock(&c->lock);
+    return ended;
+}
+
+void mfs_content_free(mfs_content *c)
+{
+    if (c == NULL)
+        return;
+    mfs_content_shutdown(c, 0);
+    for (held_link *l = c->live, *next; l != NULL; l = next) {
+        next = l->next;
+        held_destroy(&l->h);
+    }
+    for (uint32_t i = 0; i < c->nslots; i++)
+        free(c->slots[i].reason);
+    pthread_cond_destroy(&c->jobs_done);
+    pthread_mutex_destroy(&c->lock);
+    free(c->slots);
+    free(c->index);
+    free(c);
 }

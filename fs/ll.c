@@ -7,11 +7,16 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-/* What an open of a produced or checked file pins: its bytes and length. */
-typedef struct mfs_open_bytes {
-    const uint8_t *data;
-    uint64_t len;
-} mfs_open_bytes;
+/* An open of a produced or checked file, waiting for its bytes. The FUSE
+ * worker thread does not wait with it: the reply comes from whichever
+ * thread finishes the bytes, or from the interrupt of a killed reader. */
+typedef struct open_wait {
+    mfs_wait w;             /* first: the content layer hands it back */
+    fuse_req_t req;
+    struct fuse_file_info fi;
+    const mfs_fs *fs;
+    const mfs_node *node;
+} open_wait;
 
 /* The tree never changes while mounted, so the kernel may cache entries
  * and attributes for as long as it likes. */
@@ -44,9 +49,20 @@ static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, uint32_t *
     return mfs_tree_node(fs->tree, i);
 }
 
+/* A file fetched on first open has no size until then; after, the length
+ * it came with. Its attributes are never cached (timeout 0), so `stat`
+ * sees the change. */
+static double attr_timeout(const mfs_node *n)
+{
+    return n->size_unknown ? 0.0 : MFS_TIMEOUT;
+}
+
 static void fill_stat(const mfs_fs *fs, uint32_t idx, struct stat *st)
 {
     const mfs_node *n = mfs_tree_node(fs->tree, idx);
+    uint64_t size = n->size;
+    if (n->size_unknown)
+        mfs_content_known_size(fs->content, idx, &size);
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)idx + 1;
     st->st_uid = fs->uid;
@@ -59,8 +75,8 @@ static void fill_stat(const mfs_fs *fs, uint32_t idx, struct stat *st)
     } else {
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
-        st->st_size = (off_t)n->size;
-        st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+        st->st_size = (off_t)size;
+        st->st_blocks = (blkcnt_t)((size + 511) / 512);
     }
 }
 
@@ -69,7 +85,7 @@ static void fill_entry(const mfs_fs *fs, uint32_t idx, struct fuse_entry_param *
     memset(e, 0, sizeof *e);
     e->ino = (fuse_ino_t)idx + 1;
     e->generation = 1;
-    e->attr_timeout = MFS_TIMEOUT;
+    e->attr_timeout = attr_timeout(mfs_tree_node(fs->tree, idx));
     e->entry_timeout = MFS_TIMEOUT;
     fill_stat(fs, idx, &e->attr);
 }
@@ -103,11 +119,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     (void)fi;
     uint32_t idx;
-    if (node_or_enoent(req, ino, &idx) == NULL)
+    const mfs_node *n = node_or_enoent(req, ino, &idx);
+    if (n == NULL)
         return;
     struct stat st;
     fill_stat(fs_of(req), idx, &st);
-    fuse_reply_attr(req, &st, MFS_TIMEOUT);
+    fuse_reply_attr(req, &st, attr_timeout(n));
 }
 
 /* Whether the node's bytes are a slice of the mapped model file. */
@@ -117,9 +134,53 @@ static bool borrowed(const mfs_fs *fs, const mfs_node *n)
     return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
 }
 
+static void open_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const char *why)
+{
+    (void)why;  /* the content layer logged it */
+    open_wait *o = (open_wait *)w;
+    /* Waits out an interrupt callback running now, and stops new ones:
+     * after this, nothing but us touches `o`. */
+    fuse_req_interrupt_func(o->req, NULL, NULL);
+    switch (st) {
+    case MFS_CONTENT_OK:
+        o->fi.fh = (uint64_t)(uintptr_t)h;
+        /* A size learnt only now: the kernel must not trust the 0 it was
+         * shown, nor cache pages by it. */
+        o->fi.direct_io = o->node->size_unknown;
+        o->fi.keep_cache = !o->node->size_unknown;
+        /* Fails when the opener is gone (killed): no release will come. */
+        if (fuse_reply_open(o->req, &o->fi) != 0)
+            mfs_held_unref(h);
+        break;
+    case MFS_CONTENT_NOMEM:
+        fuse_reply_err(o->req, ENOMEM);
+        break;
+    case MFS_CONTENT_CANCELLED:
+        fuse_reply_err(o->req, EINTR);
+        break;
+    case MFS_CONTENT_BAD:
+    default:
+        fuse_reply_err(o->req, EIO);
+        break;
+    }
+    free(o);
+}
+
+/* The reader was interrupted (killed): it stops waiting at once; the
+ * production goes on for the cache and for other openers. */
+static void open_interrupted(fuse_req_t req, void *data)
+{
+    open_wait *o = data;
+    if (mfs_content_cancel(o->fs->content, &o->w)) {
+        fuse_reply_err(req, EINTR);
+        free(o);
+    }
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    uint32_t idx;
+    const mfs_node *n = node_or_enoent(req, ino, &idx);
     if (n == NULL)
         return;
     if (n->kind == MFS_NODE_DIR) {
@@ -131,50 +192,44 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     const mfs_fs *fs = fs_of(req);
-    /* Checking a slice (a stored zip member's sha256) reads the mapping
-     * here, in the daemon: a model file that shrank would fault. */
+    /* Checking a slice (a stored zip member's sha256) reads the mapping:
+     * a model file that changed is refused before that. */
     if (borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) {
         fuse_reply_err(req, EIO);
         return;
     }
-    if (n->ops != NULL) {
-        /* Produced or checked content: made ready (and pinned) here, once
-         * per open, so that reads need no lock. Failure is EIO; the reason
-         * is in the log. */
-        mfs_open_bytes *ob = malloc(sizeof *ob);
-        char why[512];
-        if (ob == NULL) {
-            fuse_reply_err(req, ENOMEM);
-            return;
-        }
-        if (mfs_content_acquire(fs->content, (uint32_t)(ino - 1), &ob->data, &ob->len, why,
-                                sizeof why) != 0) {
-            free(ob);
-            fuse_reply_err(req, EIO);
-            return;
-        }
-        fi->fh = (uint64_t)(uintptr_t)ob;
-        /* A size learnt only now: the kernel must not trust the 0 it was
-         * shown, nor cache pages by it. */
-        fi->direct_io = n->size_unknown;
+    if (n->ops == NULL) {
+        /* The bytes never change while mounted: keep the page cache
+         * across opens. */
+        fi->keep_cache = 1;
+        fuse_reply_open(req, fi);
+        return;
     }
-    /* The bytes never change while mounted: keep the page cache across
-     * opens. */
-    fi->keep_cache = !n->size_unknown;
-    fuse_reply_open(req, fi);
+    /* Produced or checked content: made ready (and referenced) once per
+     * open, so that reads need no lock. Failure is EIO (ENOMEM past the
+     * cache cap); the reason is in the log. */
+    open_wait *o = calloc(1, sizeof *o);
+    if (o == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    mfs_wait_init(&o->w, open_done);
+    o->req = req;
+    o->fi = *fi;
+    o->fs = fs;
+    o->node = n;
+    fuse_req_interrupt_func(req, open_interrupted, o);
+    mfs_content_open(fs->content, idx, &o->w);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     const mfs_fs *fs = fs_of(req);
     uint32_t idx = index_of(fs, ino);
-    if (idx != MFS_NONE && mfs_tree_node(fs->tree, idx)->ops != NULL) {
-        mfs_content_release(fs->content, idx);
-        free((mfs_open_bytes *)(uintptr_t)fi->fh);
-    }
+    if (idx != MFS_NONE && mfs_tree_node(fs->tree, idx)->ops != NULL)
+        mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
     fuse_reply_err(req, 0);
 }
-
 
 /* The hot path: one bounds check and one reply that points into the
  * mapping. No lock, no allocation, no copy here. */
@@ -189,10 +244,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EISDIR);
         return;
     }
-    /* Produced or checked content was pinned at open (see op_open). */
-    const mfs_open_bytes *ob = n->ops != NULL ? (const mfs_open_bytes *)(uintptr_t)fi->fh : NULL;
-    const uint8_t *base = ob ? ob->data : n->data;
-    uint64_t fsize = ob ? ob->len : n->size;
+    /* Produced or checked content was referenced at open (see op_open). */
+    mfs_held *h = n->ops != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
+    const uint8_t *base = h ? h->data : n->data;
+    uint64_t fsize = h ? h->len : n->size;
     if (off < 0 || (uint64_t)off >= fsize) {
         fuse_reply_buf(req, NULL, 0);
         return;
@@ -201,11 +256,20 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     size_t len = left < size ? (size_t)left : size;
     /* A model file that shrank or changed under us: its pages may be gone,
      * and the kernel would fail the reply. Say EIO instead. */
-    if (borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) {
+    if ((borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) || (h && !mfs_held_valid(h))) {
         fuse_reply_err(req, EIO);
         return;
     }
+    if (h == NULL) {
+        fuse_reply_buf(req, (const char *)base + off, len);
+        return;
+    }
+    /* Our own reference for the reply: the reader may close the file (and
+     * another thread drop the bytes) as soon as the kernel has copied
+     * them, before writev returns here. */
+    mfs_held_ref(h);
     fuse_reply_buf(req, (const char *)base + off, len);
+    mfs_held_unref(h);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)

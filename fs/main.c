@@ -93,8 +93,9 @@ static void usage(FILE *f)
             "  -d              debug output (implies -f)\n"
             "  -s              single-threaded\n"
             "  -o OPT[,OPT...] mount options: FUSE's (e.g. allow_other) and modelfs's:\n"
-            "    cache_size=SIZE  bytes of decoded (compressed) members kept in memory,\n"
-            "                     with K, M or G (default 256M)\n"
+            "    cache_size=SIZE  memory for decoded (compressed) files, open or not, with\n"
+            "                     K, M or G (default a quarter of RAM, at least 256M); an\n"
+            "                     open that does not fit gets ENOMEM and a log line\n"
             "    links_dir=DIR    folder of files named by their sha256, for Carton LINKS\n"
             "  -h, --help      this text and FUSE's options\n"
             "  -V, --version   version\n"
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
         goto out_opts;
     }
 
-    uint64_t cache_size = MFS_CACHE_DEFAULT;
+    uint64_t cache_size = mfs_content_default_cap();
     if (cli.cache_size != NULL && !parse_size(cli.cache_size, &cache_size)) {
         fprintf(stderr, "%s: cache_size=%s: not a size (e.g. 512M)\n", prog, cli.cache_size);
         goto out_opts;
@@ -345,6 +346,15 @@ int main(int argc, char **argv)
     int served = serve(se, &o);
     rc = served == 0 || served == SIGINT || served == SIGTERM || served == SIGHUP ? 0 : 1;
     daemon_ready(1);  /* no-op if the daemon already said it was ready */
+    /* Downloads and decodes still running answer opens through the
+     * session: stop them before it goes. One that will not stop (a
+     * library call that does not return) leaves everything as it is for
+     * the exit to clean up. */
+    if (!mfs_content_shutdown(content, 10000)) {
+        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", cli.model);
+        fuse_session_unmount(se);
+        _exit(rc);
+    }
 
 out_unmount:
     fuse_session_unmount(se);
