@@ -8,7 +8,7 @@
 # -Wmaybe-uninitialized at -O3). One line per build, then a closing line;
 # each build's log stays in build-matrix/NAME.log.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 jobs=$(nproc 2>/dev/null || echo 2)
 
 combos="gcc:Debug gcc:Release gcc:RelWithDebInfo gcc:MinSizeRel
@@ -43,13 +43,13 @@ for combo in $combos; do
         status=FAILED
     fi
     # -Werror covers the compiler's warnings, not cmake's or the linker's;
-    # the count includes both kinds (make -k goes on past a failed file).
-    nwarn=$(grep -c -i -E 'warning:|\[-Werror' "$log")
+    # the count includes all of them (make -k goes on past a failed file).
+    nwarn=$(grep -c -i -E 'warning:|\[-Werror|cmake warning' "$log")
     [ "$nwarn" -gt 0 ] && status=FAILED
     printf '%-28s %-6s  %d warnings  %ds\n' "$name" "$status" "$nwarn" $(($(date +%s) - start))
     if [ "$status" != ok ]; then
         failed=$((failed + 1))
-        grep -i -E 'warning:|error:' "$log" | sort -u | head -20 | sed 's/^/    /'
+        grep -i -E 'warning:|error:|cmake (warning|error)' "$log" | sort -u | head -20 | sed 's/^/    /'
         echo "    (full log: $log)"
     fi
 done
