@@ -318,6 +318,56 @@ static int fill_entries(mfs_zip *z, const cdir *cd, mfs_err *e)
     return 0;
 }
 
+/* A member's name for a message: at most 80 bytes, control characters,
+ * quotes and backslashes as '?' (names are untrusted). */
+static void printable(const char *name, char out[81])
+{
+    size_t i = 0;
+    for (; name[i] != '\0' && i < 80; i++) {
+        unsigned char c = (unsigned char)name[i];
+        out[i] = c < 0x20 || c == 0x7f || c == '"' || c == '\\' ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const mfs_zip_entry *x = *(const mfs_zip_entry *const *)a, *y = *(const mfs_zip_entry *const *)b;
+    return x->header_offset < y->header_offset ? -1 : x->header_offset > y->header_offset;
+}
+
+/* Members may not share bytes: a small archive whose many entries point at
+ * one compressed stream (a zip bomb) would otherwise multiply decode work
+ * per byte of input. Each member's range is its local header through the
+ * end of its compressed data; sorted by start, each must end before the
+ * next begins. */
+static int check_overlaps(const mfs_zip *z, mfs_err *e)
+{
+    if (z->count < 2)
+        return 0;
+    const mfs_zip_entry **by = mfs_xreallocarray(NULL, z->count, sizeof *by);
+    for (size_t i = 0; i < z->count; i++)
+        by[i] = &z->entries[i];
+    qsort(by, z->count, sizeof *by, cmp_start);
+    int r = 0;
+    for (size_t i = 1; i < z->count; i++) {
+        const mfs_zip_entry *a = by[i - 1], *b = by[i];
+        uint64_t a_end = a->data_offset + a->comp_size;  /* inside the file: local_data checked */
+        if (b->header_offset < a_end) {
+            char an[81], bn[81];
+            printable(a->name, an);
+            printable(b->name, bn);
+            r = MFS_CORRUPT(e, b->header_offset, "members \"%s\" (bytes %llu to %llu) and \"%s\" "
+                            "(from byte %llu) overlap: refused (a zip bomb shares one stream "
+                            "between many members)", an, (ull)a->header_offset, (ull)a_end, bn,
+                            (ull)b->header_offset);
+            break;
+        }
+    }
+    free(by);
+    return r;
+}
+
 int mfs_zip_open(mfs_zip *z, mfs_span file, mfs_err *e)
 {
     memset(z, 0, sizeof *z);
@@ -330,7 +380,7 @@ int mfs_zip_open(mfs_zip *z, mfs_span file, mfs_err *e)
     /* Both are bounded by the directory's size, hence by the file's. */
     z->entries = mfs_xcalloc(kept ? kept : 1, sizeof *z->entries);
     z->names = mfs_xmalloc(name_bytes ? (size_t)name_bytes : 1);
-    if (fill_entries(z, &cd, e) != 0) {
+    if (fill_entries(z, &cd, e) != 0 || check_overlaps(z, e) != 0) {
         mfs_zip_close(z);
         return -1;
     }

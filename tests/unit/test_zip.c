@@ -8,7 +8,8 @@
  *    present, against their "zip_entries";
  *  - libzip as an independent reader of the same archives: same entries,
  *    and the same bytes for Stored and Deflate members;
- *  - the size cap, and several threads decoding the same archive at once.
+ *  - the size cap, and several threads decoding the same archive at once;
+ *  - members whose bytes overlap (a zip bomb's shape) are refused.
  * Archives are read into heap buffers of exactly their size, so an overread
  * is an ASan error. sha256 comes from OpenSSL's libcrypto. Skips (77) when
  * /usr/bin/python3 or python3-zstandard is missing. */
@@ -550,6 +551,126 @@ static void check_threads(const char *dir, const char *name)
     free(data);
 }
 
+/* ---- overlapping members (a zip bomb's shape) --------------------------- */
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+
+/* A stored local header named `name` with `n` bytes of data at `p`. */
+static size_t put_local(uint8_t *p, const char *name, const uint8_t *data, uint32_t n)
+{
+    size_t nl = strlen(name);
+    memset(p, 0, 30);
+    put32(p, 0x04034b50u);
+    put16(p + 4, 10);
+    put32(p + 18, n);
+    put32(p + 22, n);
+    put16(p + 26, (uint16_t)nl);
+    memcpy(p + 30, name, nl);
+    memcpy(p + 30 + nl, data, n);
+    return 30 + nl + n;
+}
+
+/* A central directory entry for a stored member of `n` bytes whose local
+ * header is at `lho`. The CRC is not checked by mfs_zip_open. */
+static size_t put_central(uint8_t *p, const char *name, uint32_t n, uint32_t lho)
+{
+    size_t nl = strlen(name);
+    memset(p, 0, 46);
+    put32(p, 0x02014b50u);
+    put16(p + 4, 20);
+    put16(p + 6, 10);
+    put32(p + 20, n);
+    put32(p + 24, n);
+    put16(p + 28, (uint16_t)nl);
+    put32(p + 42, lho);
+    memcpy(p + 46, name, nl);
+    return 46 + nl;
+}
+
+static size_t put_end(uint8_t *p, uint16_t count, uint32_t cd_size, uint32_t cd_off)
+{
+    memset(p, 0, 22);
+    put32(p, 0x06054b50u);
+    put16(p + 8, count);
+    put16(p + 10, count);
+    put32(p + 12, cd_size);
+    put32(p + 16, cd_off);
+    return 22;
+}
+
+/* Opens `buf` (copied to an exact-size heap block); 0 or -1 with e. */
+static int open_copy(const uint8_t *buf, size_t len, mfs_err *e)
+{
+    uint8_t *data = malloc(len);
+    if (data == NULL)
+        abort();
+    memcpy(data, buf, len);
+    mfs_zip z;
+    mfs_span file = { data, len, 0 };
+    int r = mfs_zip_open(&z, file, e);
+    if (r == 0)
+        mfs_zip_close(&z);
+    else
+        CHECK(z.entries == NULL && z.count == 0);
+    free(data);
+    return r;
+}
+
+/* Members whose bytes overlap are refused: many central entries pointing at
+ * one local header (1,000 of them would decode one stream 1,000 times), and
+ * a member whose local header lies inside another's data. Separate members
+ * in the same layout are accepted, so the builder itself is sound. */
+static void check_overlap(void)
+{
+    static uint8_t buf[16384];  /* 100 central entries of 53 bytes, and more */
+    uint8_t data[64];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 7);
+    mfs_err e = { 0 };
+
+    /* Two members, one after the other: fine. */
+    size_t at = put_local(buf, "a.bin", data, 10);
+    uint32_t lho_b = (uint32_t)at;
+    at += put_local(buf + at, "b.bin", data, 10);
+    uint32_t cd = (uint32_t)at;
+    at += put_central(buf + at, "a.bin", 10, 0);
+    at += put_central(buf + at, "b.bin", 10, lho_b);
+    at += put_end(buf + at, 2, (uint32_t)at - cd, cd);
+    CHECK(open_copy(buf, at, &e) == 0);
+
+    /* 100 central entries, all at the first local header. */
+    memset(&e, 0, sizeof e);
+    at = put_local(buf, "a.bin", data, 10);
+    cd = (uint32_t)at;
+    for (int i = 0; i < 100; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "m%02d.bin", i);
+        at += put_central(buf + at, name, 10, 0);
+    }
+    at += put_end(buf + at, 100, (uint32_t)at - cd, cd);
+    CHECK(open_copy(buf, at, &e) != 0);
+    CHECK(e.code == MFS_E_CORRUPT && e.offset == 0);
+    CHECK(strstr(e.msg, "overlap") != NULL && strstr(e.msg, "\"m0") != NULL);
+    if (e.code != MFS_E_CORRUPT)
+        fprintf(stderr, "  shared local header: accepted\n");
+
+    /* b's local header inside a's data (a is 60 bytes; b starts at 40). */
+    memset(&e, 0, sizeof e);
+    memset(buf, 0, sizeof buf);
+    at = put_local(buf, "a.bin", data, 60);
+    size_t b_at = 30 + 5 + 5;
+    put_local(buf + b_at, "b", data, 4);   /* 35 bytes, ends at 75 = a's end */
+    cd = (uint32_t)at;
+    at += put_central(buf + at, "a.bin", 60, 0);
+    at += put_central(buf + at, "b", 4, (uint32_t)b_at);
+    at += put_end(buf + at, 2, (uint32_t)at - cd, cd);
+    CHECK(open_copy(buf, at, &e) != 0);
+    CHECK(e.code == MFS_E_CORRUPT && e.offset == (int64_t)b_at);
+    CHECK(strstr(e.msg, "\"a.bin\"") != NULL && strstr(e.msg, "\"b\"") != NULL);
+    printf("overlap: %s\n", e.msg);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/test_zip.XXXXXX";
@@ -574,6 +695,7 @@ int main(void)
     check_base(dir);
     check_threads(dir, "zstd.zip");
     check_threads(dir, "py_deflate.zip");
+    check_overlap();
     check_fixtures();
     remove_dir(dir);
     return unit_finish("test_zip");
