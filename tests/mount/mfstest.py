@@ -101,6 +101,32 @@ def mounted(modelfs, model, env=None, extra=()):
         os.rmdir(mnt)
 
 
+def daemon_pid(mnt):
+    """The pid of the modelfs daemon serving `mnt`, or None."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if mnt.encode() in args and any(a.endswith(b"modelfs") for a in args[:1]):
+            return int(d)
+    return None
+
+
+def rss(pid):
+    """{"RssAnon": bytes, "RssFile": bytes} of a process."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("RssAnon", "RssFile"):
+                out[k] = int(v.split()[0]) * 1024
+    return out
+
+
 def sha256_file(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -406,30 +406,6 @@ def check_http(c, x, work):
 
 # ---- zero copy ---------------------------------------------------------------
 
-def daemon_pid(mnt):
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if mnt.encode() in args and any(a.endswith(b"modelfs") for a in args[:1]):
-            return int(d)
-    return None
-
-
-def rss(pid):
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("RssAnon", "RssFile"):
-                out[k] = int(v.split()[0]) * 1024
-    return out
-
-
 def check_zero_copy(c, x, model):
     """The stored 4 MiB tensor is served from the mapping: reading it (and
     checking its sha256 on first open) maps the file's pages but allocates
@@ -446,16 +422,16 @@ def check_zero_copy(c, x, model):
             f.seek(t["offset"])
             want = hashlib.sha256(f.read(t["nbytes"])).hexdigest()
         c.equal(want, t["member_sha256"], "stored.carton: offset points at the member's bytes")
-        pid = daemon_pid(mnt)
+        pid = mfstest.daemon_pid(mnt)
         if not c.check(pid is not None, "stored.carton: daemon pid"):
             return
         # Warm up the daemon's threads and buffers on something small.
         for _ in range(3):
             read_or_errno(os.path.join(mnt, "model.json"))
-        before = rss(pid)
+        before = mfstest.rss(pid)
         with open(os.path.join(mnt, t["path"]), "rb") as f:
             got = hashlib.sha256(f.read()).hexdigest()
-            after = rss(pid)
+            after = mfstest.rss(pid)
         c.equal(got, want, "stored.carton: big tensor through the mount")
         anon = after["RssAnon"] - before["RssAnon"]
         filed = after["RssFile"] - before["RssFile"]
