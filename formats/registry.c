@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "fs/guard.h"
+
 const mfs_format *const mfs_formats[] = {
     &mfs_format_rten,
     &mfs_format_ptd,
@@ -62,14 +64,35 @@ static int load_with(const mfs_format *f, mfs_tree *tree, const char *path, mfs_
     return r;
 }
 
+struct loading {
+    mfs_tree *tree;
+    const char *path;
+    mfs_span file;
+    const mfs_load_opts *opts;
+    mfs_err *e;
+};
+
+static int load_guarded(void *arg)
+{
+    struct loading *l = arg;
+    const mfs_format *f = mfs_format_detect(l->file);
+    if (f == NULL)
+        return mfs_fail(l->e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
+                        mfs_format_names());
+    return load_with(f, l->tree, l->path, l->file, false, l->opts, l->e);
+}
+
 int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, const mfs_load_opts *opts,
                    mfs_err *e)
 {
-    const mfs_format *f = mfs_format_detect(file);
-    if (f == NULL)
-        return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
-                        mfs_format_names());
-    return load_with(f, tree, path, file, false, opts, e);
+    /* The parsers read the mapping: a file cut short meanwhile faults.
+     * What the abandoned load allocated is left behind; the caller only
+     * reports the error. */
+    struct loading l = { tree, path, file, opts, e };
+    int r = mfs_guard_run(load_guarded, &l);
+    if (r == MFS_GUARD_FAULT)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the file shrank while it was read");
+    return r;
 }
 
 int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_load_opts *opts,
