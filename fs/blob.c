@@ -14,7 +14,9 @@ int mfs_blob_open(mfs_blob *b, const char *path, mfs_err *e)
 {
     memset(b, 0, sizeof *b);
     b->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO (or a device) as MODEL would otherwise block open()
+     * forever; it is refused just below as not a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));
     struct stat st;
@@ -46,6 +48,9 @@ int mfs_blob_open(mfs_blob *b, const char *path, mfs_err *e)
     b->size = (uint64_t)st.st_size;
     b->path = mfs_xstrdup(path);
     b->mtime = st.st_mtim;
+    b->ctime = st.st_ctim;
+    b->dev = st.st_dev;
+    b->ino = st.st_ino;
     return 0;
 }
 
@@ -65,6 +70,17 @@ bool mfs_blob_unchanged(const mfs_blob *b)
     struct stat st;
     if (b->fd < 0 || fstat(b->fd, &st) != 0)
         return false;
-    return (uint64_t)st.st_size == b->size && st.st_mtim.tv_sec == b->mtime.tv_sec &&
-           st.st_mtim.tv_nsec == b->mtime.tv_nsec;
+    return mfs_same_file(&st, b->dev, b->ino, b->size, b->mtime, b->ctime);
+}
+
+static bool same_time(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool mfs_same_file(const struct stat *st, dev_t dev, ino_t ino, uint64_t size, struct timespec mtime,
+                   struct timespec ctime)
+{
+    return st->st_dev == dev && st->st_ino == ino && (uint64_t)st->st_size == size &&
+           same_time(st->st_mtim, mtime) && same_time(st->st_ctim, ctime);
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -17,6 +18,9 @@ typedef struct mfs_blob {
     uint64_t size;
     char *path;             /* as given by the user */
     struct timespec mtime;
+    struct timespec ctime;  /* no one can set it back: `touch -r` after an edit shows */
+    dev_t dev;
+    ino_t ino;
 } mfs_blob;
 
 /* Opens and maps `path`. On failure fills `e` (MFS_E_IO) and returns -1. */
@@ -29,9 +33,17 @@ static inline mfs_span mfs_blob_span(const mfs_blob *b)
     return s;
 }
 
-/* False once the file on disk no longer has the size and mtime it had when
- * it was mapped: its pages may be gone, so the mount answers EIO rather
- * than fault on them. One fstat, no allocation. */
+/* False once the file on disk no longer has the size, mtime and ctime it
+ * had when it was mapped: its pages may be gone or hold other bytes, so the
+ * mount answers EIO rather than serve them. ctime catches an edit whose
+ * mtime was put back (`touch -r`); it also moves on chmod, chown, a new
+ * hard link or a rename, which then read as changes too. One fstat, no
+ * allocation. */
 bool mfs_blob_unchanged(const mfs_blob *b);
+
+/* True when `st` is still the file seen earlier: same device, inode, size,
+ * mtime and ctime. */
+bool mfs_same_file(const struct stat *st, dev_t dev, ino_t ino, uint64_t size, struct timespec mtime,
+                   struct timespec ctime);
 
 #endif
