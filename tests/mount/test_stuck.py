@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""A download that never ends must not freeze the mount (issue 7, item 2).
+
+A carton's LINKS file points at a server on 127.0.0.1 that accepts and
+never answers. Twelve readers open that file (more than libfuse's ten
+worker threads); meanwhile `ls`, `stat`, `cat model.json`, an open of
+another produced (deflate) member and of a stored tensor must all return
+promptly; `kill -9` of the stuck readers must end them at once (no D
+state); `fusermount3 -u` must then work (no EBUSY); and the daemon must
+exit soon after, its download abandoned.
+
+usage: test_stuck.py BUILD_DIR
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import mfstest  # noqa: E402
+import gen_carton  # noqa: E402
+
+READERS = 12
+PROMPT = 5.0   # seconds: the bug was "forever"
+
+
+class Silent:
+    """Accepts connections on 127.0.0.1 and never says a byte."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.stop = False
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        self.sock.settimeout(0.2)
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.conns.append(conn)
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop = True
+        for conn in self.conns:
+            conn.close()
+        self.sock.close()
+
+
+def timed(fn):
+    """(seconds, result or exception), giving up after PROMPT * 2."""
+    out = {}
+
+    def run():
+        try:
+            out["r"] = fn()
+        except OSError as e:
+            out["r"] = e
+    t = threading.Thread(target=run, daemon=True)
+    start = time.time()
+    t.start()
+    t.join(PROMPT * 2)
+    return time.time() - start, out.get("r", TimeoutError("still waiting"))
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def check(c, modelfs, env, work, srv):
+    url = "http://127.0.0.1:%d/never" % srv.port
+    blob, expect = gen_carton.links_carton([url], "stuck.carton")
+    model = os.path.join(work, "stuck.carton")
+    with open(model, "wb") as f:
+        f.write(blob)
+    links = os.path.join(work, "links")
+    os.makedirs(links)
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    r = subprocess.run([modelfs, "-o", "links_dir=" + links, model, mnt], env=env,
+                       capture_output=True, text=True, timeout=120)
+    if not c.check(r.returncode == 0, "mount: %s" % r.stderr.strip()):
+        os.rmdir(mnt)
+        return
+    pid = mfstest.daemon_pid(mnt)
+    readers = []
+    try:
+        linked = os.path.join(mnt, "files", "model", "linked.bin")
+        readers = [subprocess.Popen(["cat", linked], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL) for _ in range(READERS)]
+        time.sleep(1.0)
+        c.check(all(p.poll() is None for p in readers), "the readers wait for the download")
+        c.check(len(srv.conns) >= 1, "the daemon reached the server")
+        for what, fn in (("ls", lambda: os.listdir(mnt)),
+                         ("stat model.json", lambda: os.stat(os.path.join(mnt, "model.json"))),
+                         ("cat model.json", lambda: read(os.path.join(mnt, "model.json"))),
+                         ("a deflate member", lambda: read(os.path.join(mnt, "files/model/main.py"))),
+                         ("a tensor", lambda: read(os.path.join(mnt, "tensors/local"))),
+                         ("ls tensors", lambda: os.listdir(os.path.join(mnt, "tensors")))):
+            took, res = timed(fn)
+            c.check(took < PROMPT and not isinstance(res, Exception),
+                    "%s while %d opens wait for a stuck download: %.2f s, %r" %
+                    (what, READERS, took, res if isinstance(res, Exception) else "ok"))
+        c.equal(read(os.path.join(mnt, "files/model/main.py")), b"pass\n", "the deflate member's bytes")
+        states = [state(p.pid) for p in readers]
+        for p in readers:
+            p.send_signal(signal.SIGKILL)
+        start = time.time()
+        ended = all(p.wait(timeout=PROMPT) is not None for p in readers)
+        c.check(ended and time.time() - start < PROMPT,
+                "kill -9 ends the waiting readers at once (%.2f s; states before: %s)" %
+                (time.time() - start, "".join(s or "?" for s in states)))
+        readers = []
+        time.sleep(0.2)
+        r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True, text=True)
+        c.check(r.returncode == 0, "fusermount3 -u with the download still running: %s" % r.stderr.strip())
+        c.check(pid is None or wait_gone(pid, 15), "the daemon exits, its download abandoned")
+        c.equal([f for f in os.listdir(links) if not f.startswith(".")], [], "links_dir holds nothing")
+    finally:
+        for p in readers:
+            p.kill()
+            p.wait()
+        mfstest.unmount(mnt)
+        subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+        if pid is not None and not wait_gone(pid, 1):
+            os.kill(pid, signal.SIGKILL)
+        os.rmdir(mnt)
+
+
+def wait_gone(pid, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if state(pid) in (None, "Z"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    c = mfstest.Checker("stuck download tests")
+    if not mfstest.can_mount():
+        c.skip("no /dev/fuse: cannot mount here")
+        return c.finish()
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    work = tempfile.mkdtemp(prefix="modelfs-stuck-")
+    srv = Silent()
+    try:
+        check(c, os.path.join(argv[1], "modelfs"), env, work, srv)
+    finally:
+        srv.close()
+        shutil.rmtree(work, ignore_errors=True)
+    for r in mfstest.sanitizer_reports(logdir):
+        c.check(False, "sanitizer report:\n" + r)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
