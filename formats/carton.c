@@ -182,6 +182,7 @@ static void make_sources(carton_load *cl)
         } else {
             f->src = carton_src_new(t, CARTON_FILE, f->path, f->disk, NULL, NULL);
             f->src->size = f->size;
+            f->src->root = cl->root;
         }
     }
 }
@@ -239,17 +240,15 @@ static void manifest_only(carton_load *cl, carton_file *f, const char *sha)
         return;
     }
     if (cl->links_dir != NULL) {
-        mfs_strbuf p = { 0 };
-        mfs_sb_addf(&p, "%s/%s", cl->links_dir, sha);
         struct stat st;
-        if (stat(p.buf, &st) == 0 && S_ISREG(st.st_mode)) {
-            f->src = carton_src_new(t, CARTON_FILE, f->path, p.buf, NULL, NULL);
+        /* Opened later under the held links_dir (carton_open_at). */
+        if (fstatat(cl->links_root->fd, sha, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+            f->src = carton_src_new(t, CARTON_FILE, f->path, sha, NULL, NULL);
             f->src->size = (uint64_t)st.st_size;
             f->src->linked = true;
-            mfs_sb_free(&p);
+            f->src->root = cl->links_root;
             return;
         }
-        mfs_sb_free(&p);
         carton_fetch_init();
     }
     f->src = carton_src_new(t, CARTON_LINK, f->path, cl->links_dir, f->urls, NULL);
@@ -550,7 +549,9 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
     if (m->opts->links_dir != NULL) {
         char *real = realpath(m->opts->links_dir, NULL);
         struct stat st;
-        if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+        char why[300];
+        if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
+            (cl->links_root = carton_root_open(m->tree, real, why, sizeof why)) != NULL)
             cl->links_dir = mfs_tree_own(m->tree, mfs_xstrdup(real));
         else
             carton_warn(cl, "links_dir %s is not a folder: not used", m->opts->links_dir);
@@ -609,15 +610,21 @@ static int probe_dir(const char *path)
 
 static int load_dir(mfs_model *m, const char *path, mfs_err *e)
 {
-    char *root = realpath(path, NULL);
-    if (root == NULL)
+    char *real = realpath(path, NULL);
+    if (real == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
+    /* Held for the life of the mount: every file is opened below it. */
+    char why[600];
+    const carton_root *root = carton_root_open(m->tree, real, why, sizeof why);
+    free(real);
+    if (root == NULL)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", why);
     carton_load cl;
     load_init(&cl, m, e);
-    carton_dir_collect(&cl, root);
+    cl.root = root;
+    carton_dir_collect(&cl);
     int r = carton_build(&cl);
     load_free(&cl);
-    free(root);
     return r;
 }
 

@@ -40,6 +40,26 @@ typedef enum carton_kind {
     CARTON_FAIL,    /* cannot be served: `reason` says why */
 } carton_kind;
 
+/* A folder that files are opened under (an unpacked carton, or links_dir),
+ * held open for the life of the mount. Paths below it are opened one
+ * component at a time relative to `fd`, none of them followed if it is a
+ * symlink: a user who can write the folder cannot swap `model/` for a
+ * symlink to a folder only the daemon may read. Owned by the tree, which
+ * closes `fd` when it is destroyed. */
+typedef struct carton_root {
+    int fd;                     /* O_DIRECTORY */
+    const char *path;           /* absolute, resolved: for messages and for
+                                   resolving symlinks at mount */
+} carton_root;
+
+/* Opens `path` (a folder) as a root owned by `t`; NULL with why. */
+carton_root *carton_root_open(mfs_tree *t, const char *path, char *why, size_t whysize);
+/* Opens `rel` ("a/b/c", no "." or ".." or empty components) below `r`
+ * with no symlink followed on the way: a regular file read-only and
+ * non-blocking (so a FIFO cannot block), or a folder when `dir`. The fd,
+ * or -1 with errno. */
+int carton_open_at(const carton_root *r, const char *rel, bool dir);
+
 typedef struct carton_src {
     carton_kind kind;
     bool has_sha;
@@ -49,7 +69,9 @@ typedef struct carton_src {
     const mfs_zip *zip;         /* ZIP */
     const mfs_zip_entry *en;    /* ZIP */
     const char *label;          /* the file's path in the carton, for messages */
-    const char *path;           /* FILE: absolute path; LINK: links_dir or NULL */
+    const char *path;           /* FILE: below `root` (absolute when root is NULL);
+                                   LINK: links_dir or NULL */
+    const carton_root *root;    /* FILE */
     const char *urls;           /* LINK: newline-separated */
     const char *reason;         /* FAIL */
 } carton_src;
@@ -96,7 +118,8 @@ typedef struct carton_file {
     char *path;                 /* inside the carton: "model/main.py" */
     carton_src *src;            /* owned by the tree; NULL until made */
     const mfs_zip_entry *en;    /* zip member, or NULL */
-    char *disk;                 /* folder: absolute path on disk */
+    char *disk;                 /* folder: path below the folder (a symlink's: its
+                                   target's, resolved at mount) */
     uint64_t size;              /* folder: size at mount */
     bool in_archive;            /* a member (vs a MANIFEST line only) */
     bool symlink;               /* zip symlink member */
@@ -133,6 +156,8 @@ typedef struct carton_load {
     carton_link *links;         /* sorted by sha */
     size_t nlinks;
     const char *links_dir;      /* absolute (tree-owned), or NULL */
+    const carton_root *links_root;  /* links_dir, held open; NULL with it */
+    const carton_root *root;    /* the folder (NULL for a zip) */
     mfs_val *warnings;          /* array of strings */
     uint64_t read_total;        /* bytes read at mount so far */
     uint32_t files_dir;
@@ -163,8 +188,8 @@ bool carton_safe_path(const char *path, size_t len);
 /* A printable, quoted form of untrusted bytes for messages (malloc'd). */
 char *carton_quote(const char *s, size_t len);
 
-/* carton_dir.c: the files of an unpacked carton folder (absolute `root`). */
-int carton_dir_collect(carton_load *cl, const char *root);
+/* carton_dir.c: the files of an unpacked carton folder (cl->root). */
+int carton_dir_collect(carton_load *cl);
 int carton_dir_probe(const char *path);
 
 /* carton_manifest.c */

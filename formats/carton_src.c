@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "carton.h"
+#include "fs/blob.h"
 #include "fs/xalloc.h"
 
 typedef unsigned long long ull;
@@ -61,6 +62,7 @@ carton_src *carton_src_alias(mfs_tree *t, const carton_src *s, const char *label
     a->zip = s->zip;
     a->en = s->en;
     a->linked = s->linked;
+    a->root = s->root;
     a->has_sha = sha != NULL;
     if (sha != NULL)
         snprintf(a->sha, sizeof a->sha, "%s", sha);
@@ -90,11 +92,6 @@ static void release_free(mfs_bytes *b)
     free((void *)(uintptr_t)b->data);
 }
 
-static void release_unmap(mfs_bytes *b)
-{
-    munmap((void *)(uintptr_t)b->data, (size_t)b->len);
-}
-
 static uint64_t decode_cap(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -116,25 +113,57 @@ static int produce_zip(void *ctx, const mfs_job *job, mfs_bytes *out, char *why,
     return 0;
 }
 
-/* Maps the file at `path`, which must still be the regular file of `size`
- * bytes that was there at mount. */
-static int map_file(const char *path, uint64_t size, mfs_bytes *out, char *why, size_t whysize)
+/* What a mapped file of the folder (or links_dir) keeps while its bytes
+ * are in use: the file, and what it looked like when it was mapped, so that
+ * an edit afterwards (even one whose mtime is put back: ctime moves) is
+ * seen before the next read and answered with EIO rather than served as
+ * checked bytes. The fd costs a descriptor per file in the cache; one
+ * fstat per read is the price of the check. */
+typedef struct held_file {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    uint64_t size;
+    struct timespec mtime, ctime;
+} held_file;
+
+static void release_held(mfs_bytes *b)
+{
+    held_file *h = b->opaque;
+    if (b->len > 0)
+        munmap((void *)(uintptr_t)b->data, (size_t)b->len);
+    if (h != NULL) {
+        close(h->fd);
+        free(h);
+    }
+}
+
+static bool file_unchanged(void *ctx, const mfs_bytes *b)
+{
+    (void)ctx;
+    const held_file *h = b->opaque;
+    struct stat st;
+    if (h == NULL)
+        return true;  /* nothing mapped: an empty file */
+    return fstat(h->fd, &st) == 0 &&
+           mfs_same_file(&st, h->dev, h->ino, h->size, h->mtime, h->ctime);
+}
+
+/* Maps the open file `fd` (taken over: closed here or kept by *out), which
+ * must still be the regular file of `size` bytes that was there at mount. */
+static int map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
+                  size_t whysize)
 {
     static const uint8_t empty[1];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(why, whysize, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        snprintf(why, whysize, "cannot stat %s: %s", path, strerror(errno));
+        snprintf(why, whysize, "cannot stat %s: %s", label, strerror(errno));
         close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
         snprintf(why, whysize, "%s changed since the mount: a regular file of %llu bytes then, %s now",
-                 path, (ull)size, S_ISREG(st.st_mode) ? "another size" : "not a regular file");
+                 label, (ull)size, S_ISREG(st.st_mode) ? "another size" : "not a regular file");
         close(fd);
         return -1;
     }
@@ -145,20 +174,23 @@ static int map_file(const char *path, uint64_t size, mfs_bytes *out, char *why, 
     }
     if (size > SIZE_MAX) {
         close(fd);
-        snprintf(why, whysize, "%s: %llu bytes cannot be mapped here", path, (ull)size);
+        snprintf(why, whysize, "%s: %llu bytes cannot be mapped here", label, (ull)size);
         return -1;
     }
     void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
-        snprintf(why, whysize, "cannot map %s: %s", path, strerror(errno));
+        snprintf(why, whysize, "cannot map %s: %s", label, strerror(errno));
+        close(fd);
         return -1;
     }
+    held_file *h = mfs_xmalloc(sizeof *h);
+    *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim };
     out->data = p;
     out->len = size;
     /* Page-cache pages, but counted so that the cache unmaps idle files. */
     out->charge = size;
-    out->release = release_unmap;
+    out->release = release_held;
+    out->opaque = h;
     return 0;
 }
 
@@ -166,7 +198,27 @@ static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why
 {
     const carton_src *s = ctx;
     (void)job;
-    return map_file(s->path, s->size, out, why, whysize);
+    /* Below the held folder, no symlink followed (see carton_open_at). */
+    int fd = s->root ? carton_open_at(s->root, s->path, false)
+                     : open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(why, whysize, "cannot open %s: %s%s", s->label, strerror(errno),
+                 errno == ELOOP || errno == ENOTDIR ? " (a symlink or a file in the way: "
+                 "replaced since the mount?)" : "");
+        return -1;
+    }
+    return map_fd(fd, s->label, s->size, out, why, whysize);
+}
+
+/* Maps the file at the absolute `path` (its last component not followed). */
+static int map_file(const char *path, uint64_t size, mfs_bytes *out, char *why, size_t whysize)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(why, whysize, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return map_fd(fd, path, size, out, why, whysize);
 }
 
 static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
@@ -216,13 +268,15 @@ static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint6
     return -1;
 }
 
-static const mfs_source_ops ops_verify = { NULL, verify_sha };
-static const mfs_source_ops ops_zip = { produce_zip, NULL };
-static const mfs_source_ops ops_zip_verify = { produce_zip, verify_sha };
-static const mfs_source_ops ops_file = { produce_file, NULL };
-static const mfs_source_ops ops_file_verify = { produce_file, verify_sha };
-static const mfs_source_ops ops_link = { produce_link, verify_sha };
-static const mfs_source_ops ops_fail = { NULL, verify_fail };
+static const mfs_source_ops ops_verify = { .verify = verify_sha };
+static const mfs_source_ops ops_zip = { .produce = produce_zip };
+static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify = verify_sha };
+static const mfs_source_ops ops_file = { .produce = produce_file, .unchanged = file_unchanged };
+static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
+                                                .unchanged = file_unchanged };
+static const mfs_source_ops ops_link = { .produce = produce_link, .verify = verify_sha,
+                                         .unchanged = file_unchanged };
+static const mfs_source_ops ops_fail = { .verify = verify_fail };
 
 void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s)
 {

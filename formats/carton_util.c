@@ -71,9 +71,13 @@ carton_file *carton_find(carton_load *cl, const char *path)
     return i ? &cl->files[*i] : NULL;
 }
 
-static int read_disk(const char *path, uint64_t size, uint8_t *buf, char *why, size_t whysize)
+static int read_disk(const carton_src *s, uint8_t *buf, char *why, size_t whysize)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    const char *path = s->path;
+    uint64_t size = s->size;
+    /* Below the held folder with no symlink followed, as on open. */
+    int fd = s->root ? carton_open_at(s->root, path, false)
+                     : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(why, whysize, "cannot open %s: %s", path, strerror(errno));
@@ -133,7 +137,7 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
         }
     } else {
         out->owned = mfs_xmalloc(out->len ? out->len : 1);
-        if (read_disk(s->path, s->size, out->owned, why, whysize) != 0) {
+        if (read_disk(s, out->owned, why, whysize) != 0) {
             carton_bytes_free(out);
             return -1;
         }

@@ -333,7 +333,9 @@ static void printable(const char *name, char out[81])
 static int cmp_start(const void *a, const void *b)
 {
     const mfs_zip_entry *x = *(const mfs_zip_entry *const *)a, *y = *(const mfs_zip_entry *const *)b;
-    return x->header_offset < y->header_offset ? -1 : x->header_offset > y->header_offset;
+    if (x->header_offset != y->header_offset)
+        return x->header_offset < y->header_offset ? -1 : 1;
+    return x < y ? -1 : x > y;  /* directory order: the same message every time */
 }
 
 /* Members may not share bytes: a small archive whose many entries point at

@@ -84,8 +84,29 @@ void mfs_tree_init(mfs_tree *t)
     hash_grow(t);
 }
 
+typedef struct mfs_tree_dtor {
+    void (*fn)(void *arg);
+    void *arg;
+    struct mfs_tree_dtor *next;
+} mfs_tree_dtor;
+
+void mfs_tree_on_destroy(mfs_tree *t, void (*fn)(void *arg), void *arg)
+{
+    mfs_tree_dtor *d = mfs_xmalloc(sizeof *d);
+    d->fn = fn;
+    d->arg = arg;
+    d->next = t->dtors;
+    t->dtors = d;
+}
+
 void mfs_tree_destroy(mfs_tree *t)
 {
+    /* Newest first, and before the owned memory goes: `arg` may be owned. */
+    for (mfs_tree_dtor *d = t->dtors, *next; d != NULL; d = next) {
+        next = d->next;
+        d->fn(d->arg);
+        free(d);
+    }
     for (size_t i = 0; i < t->owned_count; i++)
         free(t->owned[i]);
     free(t->nodes);

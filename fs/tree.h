@@ -99,6 +99,7 @@ typedef struct mfs_tree {
      * a few live bytes and the freed rest can never go back to the system. */
     uint8_t *arena_cur;
     size_t arena_left;
+    struct mfs_tree_dtor *dtors;    /* mfs_tree_on_destroy's, newest first */
     bool finished;
 } mfs_tree;
 
@@ -135,6 +136,11 @@ void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void
 
 /* The tree frees `p` (from malloc) when it is destroyed. */
 void *mfs_tree_own(mfs_tree *t, void *p);
+
+/* Calls fn(arg) when the tree is destroyed, newest first and before the
+ * owned memory is freed: for what freeing memory does not release (a
+ * directory fd that files of a folder model are opened under). */
+void mfs_tree_on_destroy(mfs_tree *t, void (*fn)(void *arg), void *arg);
 
 /* Sorts directories and xattrs; call once, after the last add. */
 void mfs_tree_finish(mfs_tree *t);
