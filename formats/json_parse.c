@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fs/hash.h"
 #include "../fs/xalloc.h"
 #include "utf8.h"
 
@@ -81,12 +82,10 @@ typedef struct keyset {
     size_t cap, n;
 } keyset;
 
+/* Keyed (fs/hash.h): the keys are the input's. */
 static size_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return (size_t)(h ^ (h >> 29));
+    return (size_t)mfs_hash(0, s, n);
 }
 
 static void keyset_insert(keyset *ks, const mfs_val *obj, size_t idx)

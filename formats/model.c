@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/hash.h"
 #include "fs/strbuf.h"
 #include "fs/xalloc.h"
 #include "json_write.h"
@@ -61,12 +62,10 @@ void mfs_model_set_format(mfs_model *m, const char *format, int64_t version)
     m->format_version = version;
 }
 
+/* Keyed (fs/hash.h): the names are the model file's. */
 static uint64_t dup_hash(uint32_t dir, const char *base)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ dir;
-    for (const unsigned char *p = (const unsigned char *)base; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ull;
-    return h;
+    return mfs_hash(dir, base, strlen(base));
 }
 
 static struct mfs_dup *dup_slot(struct mfs_dup *tab, size_t cap, uint32_t dir, const char *base)

@@ -3,20 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "xalloc.h"
 
+/* Names come from the model file: keyed (fs/hash.h), so that no file can
+ * choose names that all land in one slot. Only lookups depend on it. */
 static uint64_t hash_key(uint32_t parent, const char *name)
 {
-    uint64_t h = 0xcbf29ce484222325ull;  /* FNV-1a */
-    for (int i = 0; i < 4; i++) {
-        h ^= (parent >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ull;
-    }
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ull;
-    }
-    return h;
+    return mfs_hash(parent, name, strlen(name));
 }
 
 /* Slot holding (parent, name), or the empty slot where it would go. */
