@@ -189,43 +189,110 @@ static void make_sources(carton_load *cl)
 
 /* ---- MANIFEST and LINKS ---------------------------------------------------- */
 
-static void read_manifest(carton_load *cl)
+/* Where a member's bytes are, for messages; 0 for a file of a folder. */
+static uint64_t at_of(const carton_file *f)
+{
+    return f->en ? f->en->header_offset : 0;
+}
+
+bool carton_spend(carton_load *cl, uint64_t bytes, const char *what)
+{
+    if (mfs_budget_take(&cl->budget, bytes))
+        return true;
+    if (cl->over == NULL)
+        cl->over = what;
+    return false;
+}
+
+/* CARTON_BUDGET_MIN plus so much per byte of the carton (the zip, or the
+ * files of a folder as they are on disk). */
+static void budget_init(carton_load *cl)
+{
+    uint64_t size = cl->m->file_size;
+    if (cl->zip == NULL) {
+        size = 0;
+        for (size_t i = 0; i < cl->nfiles; i++)
+            if (cl->files[i].in_archive && size < CARTON_BUDGET_MAX)
+                size += cl->files[i].size;
+    }
+    uint64_t extra = CARTON_BUDGET_MAX - CARTON_BUDGET_MIN;
+    if (size < extra / CARTON_BUDGET_PER_BYTE)
+        extra = size * CARTON_BUDGET_PER_BYTE;
+    cl->budget_total = CARTON_BUDGET_MIN + extra;
+    cl->budget.left = cl->budget_total;
+}
+
+/* -1 (and the error) once something ran over the budget. */
+static int over_budget(carton_load *cl)
+{
+    if (!cl->budget.exceeded)
+        return 0;
+    carton_file *f = cl->over ? carton_find(cl, cl->over) : NULL;
+    return MFS_CORRUPT(cl->e, f ? at_of(f) : 0,
+                       "%s: reading it at mount needs more than the %llu MiB of memory a carton "
+                       "of this size may use (%llu MiB, and %u bytes per byte of the carton): refused",
+                       cl->over ? cl->over : "the carton", (ull)(cl->budget_total >> 20),
+                       (ull)(CARTON_BUDGET_MIN >> 20), CARTON_BUDGET_PER_BYTE);
+}
+
+/* MANIFEST has a line per file: its cap grows with the carton's files, and
+ * one that cannot be read refuses the carton (a MANIFEST skipped with a
+ * warning would turn every check off). */
+static int read_manifest(carton_load *cl)
 {
     carton_file *f = carton_find(cl, "MANIFEST");
     if (f == NULL)
-        return;
+        return 0;
+    uint64_t cap = CARTON_READ_MAX;
+    size_t nfiles = 0;
+    for (size_t i = 0; i < cl->nfiles; i++) {
+        if (cl->files[i].in_archive && !cl->files[i].dropped) {
+            cap += strlen(cl->files[i].path) + CARTON_MANIFEST_LINE;
+            nfiles++;
+        }
+    }
+    if (f->src != NULL && f->src->size > cap)
+        return MFS_CORRUPT(cl->e, at_of(f),
+                           "MANIFEST is %llu bytes, more than the %llu that lines for the carton's "
+                           "%zu files can take: refused, since none of them could be checked",
+                           (ull)f->src->size, (ull)cap, nfiles);
     carton_bytes b;
     char why[400];
-    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0) {
-        carton_warn(cl, "%s: nothing is checked", why);
-        return;
-    }
+    if (carton_read(cl, f, cap, &b, why, sizeof why) != 0)
+        return MFS_CORRUPT(cl->e, at_of(f), "%s: refused, since nothing could be checked", why);
     cl->has_manifest = true;
     mfs_sha256_hex(b.p, b.len, cl->model_hash);
     carton_parse_manifest(cl, b.p, b.len);
     carton_bytes_free(&b);
+    return 0;
 }
 
-static mfs_val *read_links(carton_load *cl)
+/* The parsed LINKS in *out (NULL when there is none or it is unreadable:
+ * a warning); -1 when an entry refuses the carton. */
+static int read_links(carton_load *cl, mfs_val **out)
 {
+    *out = NULL;
     carton_file *f = carton_find(cl, "LINKS");
     if (f == NULL)
-        return NULL;
+        return 0;
     cl->has_links = true;
     carton_bytes b;
     char why[400], msg[200];
     if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0) {
         carton_warn(cl, "%s: no links", why);
-        return NULL;
+        return 0;
     }
     int line = 0, col = 0;
-    mfs_val *doc = mfs_toml_parse((const char *)b.p, b.len, &line, &col, msg, sizeof msg);
+    mfs_val *doc = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg,
+                                         sizeof msg);
     carton_bytes_free(&b);
-    if (doc == NULL)
+    if (doc == NULL) {
+        carton_spend(cl, 0, f->path);  /* names LINKS when the budget stopped it */
         carton_warn(cl, "LINKS: line %d, column %d: %s: no links", line, col, msg);
-    else
-        carton_parse_links(cl, doc);
-    return doc;
+        return 0;
+    }
+    *out = doc;
+    return carton_parse_links(cl, doc);
 }
 
 /* A MANIFEST line whose file is not in the archive: a LINKS file (kept in
@@ -506,8 +573,12 @@ static int read_carton_toml(carton_load *cl, mfs_val **out)
     if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0)
         return MFS_CORRUPT(cl->e, at, "%s", why);
     int line = 0, col = 0;
-    *out = mfs_toml_parse((const char *)b.p, b.len, &line, &col, msg, sizeof msg);
+    *out = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg, sizeof msg);
     carton_bytes_free(&b);
+    if (*out == NULL && cl->budget.exceeded) {
+        carton_spend(cl, 0, f->path);
+        return over_budget(cl);
+    }
     if (*out == NULL)
         return MFS_CORRUPT(cl->e, at, "carton.toml: line %d, column %d: %s", line, col, msg);
     return 0;
@@ -515,6 +586,7 @@ static int read_carton_toml(carton_load *cl, mfs_val **out)
 
 int carton_build(carton_load *cl)
 {
+    budget_init(cl);
     index_files(cl);
     for (size_t i = 0; i < cl->nfiles; i++)
         if (!cl->files[i].dropped && cl->files[i].en && check_size(cl, cl->files[i].en) != 0)
@@ -524,14 +596,23 @@ int carton_build(carton_load *cl)
     if (read_carton_toml(cl, &toml) != 0)
         return -1;
     mfs_model_set_format(cl->m, "carton", spec_version(cl, toml));
-    read_manifest(cl);
-    mfs_val *links = read_links(cl);
+    mfs_val *links = NULL;
+    if (read_manifest(cl) != 0 || read_links(cl, &links) != 0 || over_budget(cl) != 0) {
+        mfs_val_free(toml);
+        mfs_val_free(links);
+        return -1;
+    }
     apply_manifest(cl);
     resolve_symlinks(cl);
     for (size_t i = 0; i < cl->nfiles; i++)
         if (!cl->files[i].dropped && cl->files[i].src != NULL)
             place(cl, &cl->files[i]);
     carton_load_tensors(cl);
+    if (over_budget(cl) != 0) {
+        mfs_val_free(toml);
+        mfs_val_free(links);
+        return -1;
+    }
     add_metadata(cl, toml, links);
     log_warnings(cl);
     return 0;

@@ -26,6 +26,26 @@
  * index.toml, string tensors): per file, and in all. */
 #define CARTON_READ_MAX (64ull << 20)
 #define CARTON_READ_TOTAL (256ull << 20)
+/* Memory the driver may use at mount for what it decodes, parses and
+ * generates (carton.toml, MANIFEST, LINKS, index.toml, string tensors, the
+ * tensor table), in estimated heap bytes: CARTON_BUDGET_MIN plus
+ * CARTON_BUDGET_PER_BYTE per byte of the carton, at most CARTON_BUDGET_MAX.
+ * Deflate turns kilobytes into megabytes of text and parsing multiplies
+ * that again; tied to the carton's real size, a small file cannot take
+ * gigabytes. Past it the mount is refused, naming the file. */
+#define CARTON_BUDGET_MIN (64ull << 20)
+#define CARTON_BUDGET_PER_BYTE 64u
+#define CARTON_BUDGET_MAX (4ull << 30)
+/* What one tensor costs: its file, xattrs and entries in model.json and
+ * model.toml (plus 4 copies of its name). */
+#define CARTON_TENSOR_COST 2048u
+/* MANIFEST may be larger than CARTON_READ_MAX by one line per file of the
+ * carton ("PATH=SHA256\r\n": the path and this much). */
+#define CARTON_MANIFEST_LINE 68u
+/* URLs of one LINKS entry: user.modelfs.urls shows them all, and an xattr
+ * value is at most 64 KiB (XATTR_SIZE_MAX); a fetch tries each in turn. */
+#define CARTON_URLS_MAX_BYTES 65536u
+#define CARTON_URLS_MAX_COUNT 64u
 /* A symlink member's target path. */
 #define CARTON_LINK_TEXT_MAX 4096
 /* Declared sizes above this are absurd whatever the method. */
@@ -160,6 +180,9 @@ typedef struct carton_load {
     const carton_root *root;    /* the folder (NULL for a zip) */
     mfs_val *warnings;          /* array of strings */
     uint64_t read_total;        /* bytes read at mount so far */
+    mfs_budget budget;          /* see CARTON_BUDGET_MIN */
+    uint64_t budget_total;
+    const char *over;           /* what ran over the budget first */
     uint32_t files_dir;
 } carton_load;
 
@@ -177,6 +200,10 @@ carton_file *carton_add_file(carton_load *cl, const char *path, const mfs_zip_en
 void carton_warn(carton_load *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The kept file at `path`, or NULL. */
 carton_file *carton_find(carton_load *cl, const char *path);
+/* Charges `bytes` to the mount's budget for `what` (a file's path, which
+ * must outlive the load); false once the budget is gone, and carton_build
+ * then refuses the carton. */
+bool carton_spend(carton_load *cl, uint64_t bytes, const char *what);
 /* Reads a whole file of the carton (at most `cap` bytes, counted against
  * CARTON_READ_TOTAL). 0, or -1 with why. */
 int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, char *why,
@@ -194,7 +221,9 @@ int carton_dir_probe(const char *path);
 
 /* carton_manifest.c */
 void carton_parse_manifest(carton_load *cl, const uint8_t *p, size_t len);
-void carton_parse_links(carton_load *cl, const mfs_val *doc);
+/* 0, or -1 (cl->e set) for an entry with more URLs than
+ * CARTON_URLS_MAX_COUNT / CARTON_URLS_MAX_BYTES. */
+int carton_parse_links(carton_load *cl, const mfs_val *doc);
 const char *carton_link_urls(const carton_load *cl, const char *sha);
 
 /* carton_tensors.c: tensor_data/index.toml -> tensors/. */

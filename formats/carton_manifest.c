@@ -16,6 +16,9 @@
 #include "fs/strbuf.h"
 #include "fs/xalloc.h"
 
+/* What a MANIFEST line costs besides 4 copies of its text. */
+#define LINE_COST 512u
+
 static void lower(char *s)
 {
     for (; *s; s++)
@@ -40,6 +43,10 @@ void carton_parse_manifest(carton_load *cl, const uint8_t *p, size_t len)
         const char *eol = nl ? nl : end;
         lineno++;
         size_t n = (size_t)(eol - s);
+        /* A line becomes a table entry, a manifest key, maybe a file of
+         * its own and a warning: MANIFEST may be a deflated bomb. */
+        if (!carton_spend(cl, LINE_COST + 4 * (uint64_t)n, "MANIFEST"))
+            break;
         const char *eq = NULL;
         for (const char *q = s; q < eol; q++)
             if (*q == '=')
@@ -91,7 +98,36 @@ static int cmp_link(const void *a, const void *b)
     return strcmp(((const carton_link *)a)->sha, ((const carton_link *)b)->sha);
 }
 
-void carton_parse_links(carton_load *cl, const mfs_val *doc)
+/* The URLs of one LINKS entry, newline-separated, in `sb`: 1 when they
+ * cannot be one URL per line (ignored with a warning), -1 when there are
+ * too many to show in user.modelfs.urls (refuses the carton). */
+static int join_urls(carton_load *cl, const char *key, size_t klen, const mfs_val *list,
+                     mfs_strbuf *sb)
+{
+    if (!mfs_is_sha256_hex(key, klen) || list->type != MFS_V_ARR || list->u.arr.n == 0)
+        return 1;
+    if (list->u.arr.n > CARTON_URLS_MAX_COUNT)
+        return MFS_CORRUPT(cl->e, MFS_NO_OFFSET,
+                           "LINKS: entry %.64s has %zu URLs, more than the %u a file may have: refused",
+                           key, list->u.arr.n, CARTON_URLS_MAX_COUNT);
+    for (size_t k = 0; k < list->u.arr.n; k++) {
+        const mfs_val *u = list->u.arr.items[k];
+        /* One URL per line in the xattr: no NUL or newline inside. */
+        if (u->type != MFS_V_STR || u->u.s.len == 0 || memchr(u->u.s.p, '\n', u->u.s.len) ||
+            memchr(u->u.s.p, '\0', u->u.s.len))
+            return 1;
+        if (k)
+            mfs_sb_addc(sb, '\n');
+        mfs_sb_add(sb, u->u.s.p, u->u.s.len);
+        if (sb->len > CARTON_URLS_MAX_BYTES)
+            return MFS_CORRUPT(cl->e, MFS_NO_OFFSET,
+                               "LINKS: the URLs of entry %.64s take more than %u bytes, more than "
+                               "user.modelfs.urls can show: refused", key, CARTON_URLS_MAX_BYTES);
+    }
+    return 0;
+}
+
+int carton_parse_links(carton_load *cl, const mfs_val *doc)
 {
     const mfs_val *version = mfs_obj_get(doc, "version");
     if (version == NULL || version->type != MFS_V_INT || version->u.i != 1)
@@ -99,27 +135,19 @@ void carton_parse_links(carton_load *cl, const mfs_val *doc)
     const mfs_val *urls = mfs_obj_get(doc, "urls");
     if (urls == NULL || urls->type != MFS_V_OBJ) {
         carton_warn(cl, "LINKS has no [urls] table");
-        return;
+        return 0;
     }
     cl->links = mfs_xcalloc(urls->u.obj.n ? urls->u.obj.n : 1, sizeof *cl->links);
     for (size_t i = 0; i < urls->u.obj.n; i++) {
         const char *key = urls->u.obj.keys[i];
         size_t klen = urls->u.obj.klens[i];
-        const mfs_val *list = urls->u.obj.vals[i];
-        bool ok = mfs_is_sha256_hex(key, klen) && list->type == MFS_V_ARR && list->u.arr.n > 0;
         mfs_strbuf sb = { 0 };
-        for (size_t k = 0; ok && k < list->u.arr.n; k++) {
-            const mfs_val *u = list->u.arr.items[k];
-            /* One URL per line in the xattr: no NUL or newline inside. */
-            ok = u->type == MFS_V_STR && u->u.s.len > 0 && !memchr(u->u.s.p, '\n', u->u.s.len) &&
-                 !memchr(u->u.s.p, '\0', u->u.s.len);
-            if (ok) {
-                if (k)
-                    mfs_sb_addc(&sb, '\n');
-                mfs_sb_add(&sb, u->u.s.p, u->u.s.len);
-            }
+        int r = join_urls(cl, key, klen, urls->u.obj.vals[i], &sb);
+        if (r < 0) {
+            mfs_sb_free(&sb);
+            return -1;
         }
-        if (!ok) {
+        if (r > 0) {
             char *q = carton_quote(key, klen > 80 ? 80 : klen);
             carton_warn(cl, "LINKS: entry %s is not a sha256 with a list of URLs: ignored", q);
             free(q);
@@ -144,6 +172,7 @@ void carton_parse_links(carton_load *cl, const mfs_val *doc)
         cl->links[kept++] = cl->links[i];
     }
     cl->nlinks = kept;
+    return 0;
 }
 
 const char *carton_link_urls(const carton_load *cl, const char *sha)

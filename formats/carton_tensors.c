@@ -227,9 +227,12 @@ static char *strings_json(carton_load *cl, const carton_file *f, size_t *count, 
     }
     int line = 0, col = 0;
     char msg[200];
-    mfs_val *doc = mfs_toml_parse((const char *)b.p, b.len, &line, &col, msg, sizeof msg);
+    mfs_val *doc = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg,
+                                         sizeof msg);
     carton_bytes_free(&b);
     const mfs_val *data = doc ? mfs_obj_get(doc, "data") : NULL;
+    if (doc == NULL && cl->budget.exceeded)
+        carton_spend(cl, 0, f->path);  /* the mount is refused, naming it */
     if (doc == NULL) {
         snprintf(problem, PROBLEM_MAX, "%s: line %d, column %d: %s", f->path, line, col, msg);
         return NULL;
@@ -246,6 +249,8 @@ static char *strings_json(carton_load *cl, const carton_file *f, size_t *count, 
     mfs_json_write(&sb, data);
     *count = data->u.arr.n;
     mfs_val_free(doc);
+    /* The generated file stays in memory for the mount's life. */
+    carton_spend(cl, sb.len, f->path);
     return mfs_tree_own(cl->m->tree, mfs_sb_take(&sb, len));
 }
 
@@ -371,12 +376,22 @@ static void add_all(carton_load *cl, const mfs_val *list)
     for (size_t i = 0; i < n; i++) {
         const mfs_val *v = list->u.arr.items[i];
         ct *t = &ts[kept];
+        /* Each entry becomes a file and two table entries, or a warning;
+         * once the budget is gone the mount is refused anyway. */
+        if (!carton_spend(cl, CARTON_TENSOR_COST, "tensor_data/index.toml")) {
+            kept = 0;
+            break;
+        }
         t->v = v;
         t->owner = -1;
         t->name = v->type == MFS_V_OBJ ? str_of(mfs_obj_get(v, "name"), &t->name_len) : NULL;
         if (t->name == NULL) {
             carton_warn(cl, "tensor_data/index.toml: tensor %zu has no name: skipped", i + 1);
             continue;
+        }
+        if (!carton_spend(cl, 4 * (uint64_t)t->name_len, "tensor_data/index.toml")) {
+            kept = 0;
+            break;
         }
         size_t dlen;
         t->dtype = str_of(mfs_obj_get(v, "dtype"), &dlen);
@@ -388,7 +403,7 @@ static void add_all(carton_load *cl, const mfs_val *list)
     }
     claim_inner(ts, kept);
     make_folders(cl, ts, kept);
-    for (size_t i = 0; i < kept; i++) {
+    for (size_t i = 0; i < kept && !cl->budget.exceeded; i++) {
         ct *t = &ts[i];
         if (t->kind == T_NESTED) {
             add_nested_entry(cl, t);
@@ -420,8 +435,13 @@ void carton_load_tensors(carton_load *cl)
     }
     int line = 0, col = 0;
     char msg[200];
-    mfs_val *doc = mfs_toml_parse((const char *)b.p, b.len, &line, &col, msg, sizeof msg);
+    mfs_val *doc = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg,
+                                         sizeof msg);
     carton_bytes_free(&b);
+    if (doc == NULL && cl->budget.exceeded) {
+        carton_spend(cl, 0, f->path);  /* the mount is refused, naming it */
+        return;
+    }
     if (doc == NULL) {
         carton_warn(cl, "tensor_data/index.toml: line %d, column %d: %s: no tensors", line, col, msg);
         return;

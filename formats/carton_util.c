@@ -124,6 +124,12 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
                  (ull)CARTON_READ_TOTAL);
         return -1;
     }
+    /* Decoded or read bytes are memory the carton makes us take (a file in
+     * place in the mapping costs nothing). */
+    if (carton_src_inplace(s) == NULL && !carton_spend(cl, s->size, f->path)) {
+        snprintf(why, whysize, "%s: reading it would pass the memory budget of the mount", f->path);
+        return -1;
+    }
     cl->read_total += s->size;
     out->len = (size_t)s->size;
     if (s->kind == CARTON_ZIP) {

@@ -41,6 +41,23 @@ struct mfs_val {
     } u;
 };
 
+/* Memory that documents built from untrusted bytes may still take (the
+ * TOML parser's values, a driver's generated files): a file small enough to
+ * look harmless must not make the mount build gigabytes. Charges are
+ * estimates of heap bytes; `exceeded` stays set once a charge did not fit. */
+typedef struct mfs_budget {
+    uint64_t left;
+    bool exceeded;
+} mfs_budget;
+
+/* Takes `bytes` from `b`; false (and b->exceeded) when they are not there.
+ * A NULL budget is unlimited. */
+bool mfs_budget_take(mfs_budget *b, uint64_t bytes);
+
+/* Roughly what one value costs on the heap: the value, its allocator
+ * overhead and its slot in an array or object. */
+#define MFS_VAL_COST 96u
+
 mfs_val *mfs_null(void);
 mfs_val *mfs_bool(bool b);
 mfs_val *mfs_int(int64_t i);

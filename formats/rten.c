@@ -25,6 +25,18 @@
 #define HEADER_LEN 32
 #define MAX_DEPTH 32
 #define MAX_DIMS 64
+/* What walking the graph may build (graph.json values, table entries,
+ * folders), in estimated heap bytes: BUDGET_PER_BYTE per byte of the file
+ * (a dense graph of small nodes needs about that), at least BUDGET_MIN and
+ * at most BUDGET_MAX. A subgraph reached from several attributes (then and
+ * else both pointing at one table: a DAG) is walked each time, so a deep
+ * DAG would multiply a small file into billions of visits; every visit
+ * pays, and the walk stops as soon as the budget is gone. */
+#define BUDGET_PER_BYTE 32u
+#define BUDGET_MIN (16ull << 20)
+#define BUDGET_MAX (2ull << 30)
+/* A subgraph's folders (subgraphs/NODE/ATTR/tensors) and entry. */
+#define SUBGRAPH_COST 1024u
 
 /* Field ids, in schema order. */
 enum { MODEL_SCHEMA_VERSION, MODEL_GRAPH, MODEL_METADATA };
@@ -50,7 +62,8 @@ typedef struct rten_ctx {
     mfs_model *m;
     mfs_span tensor_data;       /* V2 only; len 0 for V1 */
     bool v2;
-    uint64_t budget;            /* nodes we may still visit (shared subgraphs) */
+    mfs_budget budget;          /* see BUDGET_PER_BYTE */
+    uint64_t budget_total;
     mfs_err *e;
 } rten_ctx;
 
@@ -102,6 +115,27 @@ static int read_metadata(rten_ctx *c, const mfs_fbt *model)
     return 0;
 }
 
+/* Charges what the walk builds; past the budget, the error that refuses
+ * the file (at `where`, what is being walked). */
+static int spend(rten_ctx *c, uint64_t bytes, uint64_t where)
+{
+    if (mfs_budget_take(&c->budget, bytes))
+        return 0;
+    return MFS_CORRUPT(c->e, where,
+                       "the graph needs more than %llu MiB to describe, more than a file of this "
+                       "size can (subgraphs shared by several attributes?)",
+                       (unsigned long long)(c->budget_total >> 20));
+}
+
+/* What a copy of a subgraph path (node names and attributes) takes. */
+static uint64_t path_cost(const mfs_val *path)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < path->u.arr.n; i++)
+        n += MFS_VAL_COST + path->u.arr.items[i]->u.s.len;
+    return n;
+}
+
 /* Name of node `idx` of the graph (for graph.json references). */
 static mfs_val *node_ref(const mfs_fbv *nodes, int64_t idx, rten_ctx *c, uint64_t where)
 {
@@ -116,7 +150,7 @@ static mfs_val *node_ref(const mfs_fbv *nodes, int64_t idx, rten_ctx *c, uint64_
     const char *s = "";
     uint32_t len = 0;
     if (mfs_fbv_table(nodes, (uint32_t)idx, &n, c->e) != 0 ||
-        mfs_fb_str(&n, NODE_NAME, &s, &len, NULL, c->e) != 0)
+        mfs_fb_str(&n, NODE_NAME, &s, &len, NULL, c->e) != 0 || spend(c, len, where) != 0)
         return NULL;
     return mfs_strn(s, len);
 }
@@ -141,7 +175,8 @@ static mfs_val *refs(const mfs_fbt *t, unsigned field, bool is_signed, const mfs
             mfs_fbv_u32(&v, i, &x);
             idx = x;
         }
-        mfs_val *r = node_ref(nodes, idx, c, mfs_fbv_offset(&v) + 4ull * i);
+        uint64_t where = mfs_fbv_offset(&v) + 4ull * i;
+        mfs_val *r = spend(c, MFS_VAL_COST, where) == 0 ? node_ref(nodes, idx, c, where) : NULL;
         if (r == NULL) {
             mfs_val_free(a);
             return NULL;
@@ -258,6 +293,11 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
                            (int)name_len, name);
     }
 
+    /* Its file, xattrs, table entry (with a copy of the path) and shape,
+     * in graph.json too. */
+    if (spend(c, 16 * MFS_VAL_COST + 4ull * name_len + path_cost(graph_path) +
+                     2 * ndim * MFS_VAL_COST, mfs_fbt_offset(cn)) != 0)
+        return -1;
     mfs_val *extra = NULL;
     if (graph_path->u.arr.n > 0) {
         extra = mfs_obj();
@@ -290,6 +330,8 @@ static int describe_value(rten_ctx *c, const mfs_fbt *vn, mfs_val *gnode)
         return -1;
     if (!present)
         return 0;
+    if (spend(c, (uint64_t)dims.count * MFS_VAL_COST, mfs_fbv_offset(&dims)) != 0)
+        return -1;
     mfs_val *sh = mfs_obj_set(gnode, "shape", mfs_arr());
     for (uint32_t i = 0; i < dims.count; i++) {
         mfs_fbt d;
@@ -338,6 +380,10 @@ static int walk_subgraphs(rten_ctx *c, const mfs_fbt *op, const char *name, uint
         }
         uint32_t attr_dir = mfs_tree_mkdirs(c->m->tree, node_dir, graph_attrs[i].name);
         uint32_t tdir = mfs_tree_mkdirs(c->m->tree, attr_dir, "tensors");
+        /* Its folders and entry, and the two copies of its path. */
+        uint64_t cost = SUBGRAPH_COST + 2 * (path_cost(path) + 2 * MFS_VAL_COST + name_len);
+        if (spend(c, cost, mfs_fbt_offset(&sub)) != 0)
+            return -1;
         mfs_val *sub_path = mfs_val_clone(path);
         mfs_arr_push(sub_path, mfs_strn(name, name_len));
         mfs_arr_push(sub_path, mfs_str(graph_attrs[i].name));
@@ -365,10 +411,6 @@ static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32
         return -1;
     if (!present)
         nodes.count = 0;
-    if (nodes.count > c->budget)
-        return MFS_CORRUPT(c->e, mfs_fbt_offset(g),
-                           "graph has more nodes than the file can hold (shared subgraphs?)");
-    c->budget -= nodes.count;
 
     static const struct { unsigned field; const char *key; } lists[] = {
         { GRAPH_INPUTS, "inputs" }, { GRAPH_OUTPUTS, "outputs" }, { GRAPH_CAPTURES, "captures" },
@@ -392,6 +434,9 @@ static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32
             mfs_fb_str(&node, NODE_NAME, &name, &name_len, NULL, c->e) != 0 ||
             mfs_fb_u8(&node, NODE_DATA_TYPE, 0, &kind, NULL, c->e) != 0 ||
             mfs_fb_table(&node, NODE_DATA, &data, &has_data, c->e) != 0)
+            return -1;
+        /* Its entry: index, name, kind and a few more values. */
+        if (spend(c, 8 * MFS_VAL_COST + name_len, mfs_fbt_offset(&node)) != 0)
             return -1;
         mfs_val *gn = mfs_arr_push(gnodes, mfs_obj());
         mfs_obj_set(gn, "index", mfs_int(i));
@@ -437,7 +482,11 @@ static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32
 
 static int load(mfs_model *m, mfs_span file, mfs_err *e)
 {
-    rten_ctx c = { .m = m, .e = e, .budget = file.len / 4 + 1 };
+    rten_ctx c = { .m = m, .e = e };
+    c.budget_total = file.len > BUDGET_MAX / BUDGET_PER_BYTE ? BUDGET_MAX : file.len * BUDGET_PER_BYTE;
+    if (c.budget_total < BUDGET_MIN)
+        c.budget_total = BUDGET_MIN;
+    c.budget.left = c.budget_total;
     mfs_span model = file;
     int version = 1;
     if (mfs_span_has(file, 0, 4) && memcmp(file.p, "RTEN", 4) == 0) {

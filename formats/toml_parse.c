@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fs/hash.h"
 #include "../fs/strbuf.h"
 #include "../fs/xalloc.h"
 #include "utf8.h"
@@ -41,6 +42,7 @@ typedef struct parser {
     int depth;            /* nesting level of what is being parsed */
     mfs_val *root;        /* the document */
     mfs_val *cur;         /* the table that key = value lines now go into */
+    mfs_budget *budget;   /* NULL: no limit */
     kind_ent *kinds;
     size_t kinds_cap, kinds_n;
     child_ent *kids;
@@ -110,6 +112,19 @@ static bool fail_found(parser *ps, const char *what)
     return fail(ps, ps->p, "%s, found %s", what, c);
 }
 
+/* Charges `bytes` of the document's memory to the budget; at the current
+ * position, the error that stops the parse when they are not there. */
+static bool spend(parser *ps, uint64_t bytes)
+{
+    if (mfs_budget_take(ps->budget, bytes))
+        return true;
+    return fail(ps, ps->p, "the document needs more memory than is allowed for it");
+}
+
+/* A key costs its bytes, its slot in the table, its lookup entry and, for
+ * a dotted or header key, the table it may create. */
+#define KEY_COST 128u
+
 /* A key path as "a.b.c" for messages, with unprintable bytes as '?'. */
 static void show_key(const key_path *k, size_t nparts, char *out, size_t outsz)
 {
@@ -131,6 +146,7 @@ static void show_key(const key_path *k, size_t nparts, char *out, size_t outsz)
 
 /* ---- bookkeeping: kinds and child lookup ---------------------------------- */
 
+/* Pointers are ours, not the document's: a fixed mix spreads them. */
 static size_t hash_ptr(const void *p)
 {
     uint64_t x = (uint64_t)(uintptr_t)p;
@@ -139,12 +155,10 @@ static size_t hash_ptr(const void *p)
     return (size_t)(x ^ (x >> 29));
 }
 
+/* Keys are the document's: a keyed hash, or crafted keys share a slot. */
 static size_t hash_key(const void *parent, const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL ^ hash_ptr(parent);
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return (size_t)(h ^ (h >> 29));
+    return (size_t)mfs_hash((uint64_t)(uintptr_t)parent, s, n);
 }
 
 static void kinds_put(parser *ps, const mfs_val *v, int kind);
@@ -226,7 +240,8 @@ static mfs_val *child(const parser *ps, const mfs_val *t, const char *s, size_t 
     return NULL;
 }
 
-/* Adds key -> v to table t (the caller has checked the key is new). */
+/* Adds key -> v to table t (the caller has checked the key is new and
+ * charged it: see new_key). */
 static mfs_val *add_child(parser *ps, mfs_val *t, const key_part *kp, mfs_val *v)
 {
     mfs_obj_setn(t, kp->s, kp->len, v);
@@ -528,6 +543,10 @@ static bool parse_key_part(parser *ps, key_path *k)
         if (ps->p == at)
             return fail_found(ps, "expected a key");
         mfs_sb_add(&sb, at, (size_t)(ps->p - at));
+    }
+    if (!spend(ps, KEY_COST + sb.len)) {
+        mfs_sb_free(&sb);
+        return false;
     }
     if (k->n == k->cap) {
         k->cap = k->cap ? k->cap * 2 : 4;
@@ -951,7 +970,7 @@ static mfs_val *parse_string_value(parser *ps)
 {
     mfs_strbuf sb = {0};
     mfs_val *v = NULL;
-    if (parse_string(ps, &sb, true))
+    if (parse_string(ps, &sb, true) && spend(ps, sb.len))
         v = mfs_strn(sb.buf ? sb.buf : "", sb.len);
     mfs_sb_free(&sb);
     return v;
@@ -961,6 +980,8 @@ static mfs_val *parse_value(parser *ps)
 {
     if (at_end(ps) || is_newline_at(ps, ps->p) || peek_is(ps, '#'))
         return fail_found(ps, "expected a value"), NULL;
+    if (!spend(ps, MFS_VAL_COST))
+        return NULL;
     char c = *ps->p;
     if (c == '"' || c == '\'')
         return parse_string_value(ps);
@@ -1123,6 +1144,8 @@ static bool parse_header(parser *ps)
                  : c->type == MFS_V_OBJ ? "is a table" : "is not an array");
             goto out;
         }
+        if (!spend(ps, MFS_VAL_COST))
+            goto out;
         ps->cur = mfs_arr_push(c, mfs_obj());
         kinds_put(ps, ps->cur, K_HEADER);
     } else if (c == NULL) {
@@ -1189,9 +1212,15 @@ static void position(const char *start, const char *at, int *line, int *col)
 mfs_val *mfs_toml_parse(const char *text, size_t len, int *line, int *col, char *msg,
                         size_t msgsize)
 {
+    return mfs_toml_parse_budget(text, len, NULL, line, col, msg, msgsize);
+}
+
+mfs_val *mfs_toml_parse_budget(const char *text, size_t len, mfs_budget *budget, int *line,
+                               int *col, char *msg, size_t msgsize)
+{
     if (text == NULL)
         text = "";  /* with len 0: NULL + 0 would be undefined */
-    parser ps = {.start = text, .p = text, .end = text + len};
+    parser ps = {.start = text, .p = text, .end = text + len, .budget = budget};
     ps.root = ps.cur = mfs_obj();
     kinds_put(&ps, ps.root, K_HEADER);
     size_t good = mfs_utf8_first_invalid(text, len);

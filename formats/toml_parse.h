@@ -24,4 +24,11 @@
 mfs_val *mfs_toml_parse(const char *text, size_t len, int *line, int *col, char *msg,
                         size_t msgsize);
 
+/* The same, charging the memory the document's values and keys take to
+ * `budget` (NULL: no limit). A document that needs more stops the parse
+ * with an error there and leaves budget->exceeded set: a few megabytes of
+ * "a=[0,0,0,...]" must not become gigabytes of values. */
+mfs_val *mfs_toml_parse_budget(const char *text, size_t len, mfs_budget *budget, int *line,
+                               int *col, char *msg, size_t msgsize);
+
 #endif
