@@ -335,6 +335,15 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
     do_readdir(req, ino, size, off, true);
 }
 
+/* Linux refuses (E2BIG) a value over 64 KiB, whatever we answer: such a
+ * value (a tensor name that long) is not shown; model.json has it whole. */
+#define MFS_XATTR_MAX 65536u
+
+static bool xattr_fits(const mfs_xattr *x)
+{
+    return x->len <= MFS_XATTR_MAX;
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     const mfs_fs *fs = fs_of(req);
@@ -351,7 +360,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
     }
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
-        if (strcmp(x->name, name) != 0)
+        if (strcmp(x->name, name) != 0 || !xattr_fits(x))
             continue;
         if (size == 0)
             fuse_reply_xattr(req, x->len);
@@ -372,7 +381,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         return;
     size_t total = 0;
     for (uint32_t i = 0; i < n->xattr_count; i++)
-        total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
+        if (xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
+            total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
     if (size == 0) {
         fuse_reply_xattr(req, total);
         return;
@@ -388,6 +398,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     }
     size_t at = 0;
     for (uint32_t i = 0; i < n->xattr_count; i++) {
+        if (!xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
+            continue;
         const char *xn = fs->tree->xattrs[n->xattr_first + i].name;
         size_t len = strlen(xn) + 1;
         memcpy(buf + at, xn, len);
