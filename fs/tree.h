@@ -66,6 +66,10 @@ typedef struct mfs_source_ops {
      * longer be trusted (the file they map changed on disk since it was
      * checked). Called before every read, so it must be cheap (one fstat). */
     bool (*unchanged)(void *ctx, const mfs_bytes *b);
+    /* produce allocates the node's size in memory (a decode): the content
+     * layer reserves that much under its cap before it runs. Otherwise its
+     * bytes are not counted (a mapping of a file: page cache, not ours). */
+    bool in_memory;
 } mfs_source_ops;
 
 typedef struct mfs_node {
