@@ -319,6 +319,8 @@ static void manifest_only(carton_load *cl, carton_file *f, const char *sha)
         carton_fetch_init();
     }
     f->src = carton_src_new(t, CARTON_LINK, f->path, cl->links_dir, f->urls, NULL);
+    f->src->root = cl->links_root;
+    f->src->fetch = cl->fetch;
 }
 
 static void apply_manifest(carton_load *cl)
@@ -627,6 +629,9 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
     cl->e = e;
     cl->warnings = mfs_arr();
     cl->files_dir = mfs_tree_mkdirs(m->tree, MFS_ROOT, "files");
+    carton_fetch_cfg *fc = mfs_tree_own(m->tree, mfs_xcalloc(1, sizeof *fc));
+    carton_fetch_cfg_set(fc, m->opts);
+    cl->fetch = fc;
     if (m->opts->links_dir != NULL) {
         char *real = realpath(m->opts->links_dir, NULL);
         struct stat st;

@@ -50,8 +50,6 @@
 #define CARTON_LINK_TEXT_MAX 4096
 /* Declared sizes above this are absurd whatever the method. */
 #define CARTON_MEMBER_MAX (1ull << 44)
-/* A fetched LINKS file may not be larger than this. */
-#define CARTON_FETCH_MAX (1ull << 40)
 
 typedef enum carton_kind {
     CARTON_ZIP,     /* a zip member: in place when stored, else decoded on open */
@@ -59,6 +57,13 @@ typedef enum carton_kind {
     CARTON_LINK,    /* a LINKS file with no local copy: fetched on open */
     CARTON_FAIL,    /* cannot be served: `reason` says why */
 } carton_kind;
+
+/* Bounds on fetching one LINKS file (from mfs_load_opts, defaults filled in). */
+typedef struct carton_fetch_cfg {
+    uint64_t max;               /* decoded bytes */
+    uint64_t timeout_ms;        /* the whole fetch, every URL */
+    uint64_t reserve;           /* bytes left free in links_dir; 0: 1 GiB or 5 % of it */
+} carton_fetch_cfg;
 
 /* A folder that files are opened under (an unpacked carton, or links_dir),
  * held open for the life of the mount. Paths below it are opened one
@@ -91,8 +96,9 @@ typedef struct carton_src {
     const char *label;          /* the file's path in the carton, for messages */
     const char *path;           /* FILE: below `root` (absolute when root is NULL);
                                    LINK: links_dir or NULL */
-    const carton_root *root;    /* FILE */
+    const carton_root *root;    /* FILE; LINK: links_dir held open, or NULL */
     const char *urls;           /* LINK: newline-separated */
+    const carton_fetch_cfg *fetch;  /* LINK: owned by the tree */
     const char *reason;         /* FAIL */
 } carton_src;
 
@@ -117,9 +123,12 @@ const char *carton_src_storage(const carton_src *s);
 
 /* Starts libcurl's global state once (call from the loading thread). */
 void carton_fetch_init(void);
-/* Fetches a CARTON_LINK source's URLs in turn into s->path/<sha256>
- * (verified, then renamed into place). Returns the size, or -1 with why. */
-int64_t carton_fetch(const carton_src *s, char *why, size_t whysize);
+void carton_fetch_cfg_set(carton_fetch_cfg *c, const mfs_load_opts *o);
+/* The checked bytes of a CARTON_LINK source (its produce operation):
+ * s->path/<sha256> when that copy's sha256 matches, else its URLs fetched
+ * in turn within s->fetch's bounds, checked and kept as s->path/<sha256>. */
+int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, char *why,
+                        size_t whysize);
 
 /* ---- carton_zip.c ------------------------------------------------------ */
 
@@ -178,6 +187,7 @@ typedef struct carton_load {
     const char *links_dir;      /* absolute (tree-owned), or NULL */
     const carton_root *links_root;  /* links_dir, held open; NULL with it */
     const carton_root *root;    /* the folder (NULL for a zip) */
+    const carton_fetch_cfg *fetch;  /* tree-owned */
     mfs_val *warnings;          /* array of strings */
     uint64_t read_total;        /* bytes read at mount so far */
     mfs_budget budget;          /* see CARTON_BUDGET_MIN */

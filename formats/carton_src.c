@@ -63,6 +63,7 @@ carton_src *carton_src_alias(mfs_tree *t, const carton_src *s, const char *label
     a->en = s->en;
     a->linked = s->linked;
     a->root = s->root;
+    a->fetch = s->fetch;
     a->has_sha = sha != NULL;
     if (sha != NULL)
         snprintf(a->sha, sizeof a->sha, "%s", sha);
@@ -210,40 +211,11 @@ static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why
     return map_fd(fd, s->label, s->size, out, why, whysize);
 }
 
-/* Maps the file at the absolute `path` (its last component not followed). */
-static int map_file(const char *path, uint64_t size, mfs_bytes *out, char *why, size_t whysize)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(why, whysize, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return map_fd(fd, path, size, out, why, whysize);
-}
-
+/* Checks what it serves itself (a kept copy is hashed, a download is
+ * hashed as it arrives): no verify operation to hash it again. */
 static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
 {
-    const carton_src *s = ctx;
-    (void)job;
-    if (s->path == NULL) {
-        snprintf(why, whysize, "a LINKS file that is not in the archive; mount with "
-                 "-o links_dir=DIR holding DIR/%s (files fetched from its URLs are kept there)", s->sha);
-        return -1;
-    }
-    char fwhy[512];
-    int64_t got = carton_fetch(s, fwhy, sizeof fwhy);
-    if (got < 0) {
-        snprintf(why, whysize, "%s", fwhy);
-        return -1;
-    }
-    /* The node's size was unknown at mount (the fs serves it unbuffered):
-     * serve the copy the fetch just stored and checked. */
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", s->path, s->sha) >= (int)sizeof path) {
-        snprintf(why, whysize, "links_dir path too long");
-        return -1;
-    }
-    return map_file(path, (uint64_t)got, out, why, whysize);
+    return carton_link_produce(ctx, job, out, why, whysize);
 }
 
 static int verify_sha(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
@@ -274,8 +246,7 @@ static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify =
 static const mfs_source_ops ops_file = { .produce = produce_file, .unchanged = file_unchanged };
 static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
                                                 .unchanged = file_unchanged };
-static const mfs_source_ops ops_link = { .produce = produce_link, .verify = verify_sha,
-                                         .unchanged = file_unchanged };
+static const mfs_source_ops ops_link = { .produce = produce_link };
 static const mfs_source_ops ops_fail = { .verify = verify_fail };
 
 void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s)

@@ -153,10 +153,11 @@ static uint64_t offset_of(const carton_file *f)
     return f && f->src && f->src->kind == CARTON_ZIP ? f->src->en->data_offset : 0;
 }
 
-/* Adds the file and its entry; `data`/`size` are the bytes served. */
-static void add(carton_load *cl, uint32_t dir, const ct *t, const char *dtype, const uint64_t *shape,
-                size_t ndim, const carton_src *src, const uint8_t *data, uint64_t size,
-                uint64_t offset, const char *storage, mfs_val *x)
+/* Adds the file and its entry; `data`/`size` are the bytes served.
+ * Returns the file's node. */
+static uint32_t add(carton_load *cl, uint32_t dir, const ct *t, const char *dtype,
+                    const uint64_t *shape, size_t ndim, const carton_src *src, const uint8_t *data,
+                    uint64_t size, uint64_t offset, const char *storage, mfs_val *x)
 {
     mfs_tensor mt = {
         .name = t->name, .name_len = t->name_len, .dtype = dtype, .shape = shape, .ndim = ndim,
@@ -165,6 +166,7 @@ static void add(carton_load *cl, uint32_t dir, const ct *t, const char *dtype, c
     uint32_t node = mfs_model_add_tensor(cl->m, dir, &mt);
     if (src != NULL)
         carton_src_attach(cl->m->tree, node, src);
+    return node;
 }
 
 /* Serves the raw bytes of `f` (or nothing) as dtype "bytes", flagged. */
@@ -174,8 +176,13 @@ static void add_raw(carton_load *cl, uint32_t dir, const ct *t, const carton_fil
     flag(x, problem, t);
     const carton_src *src = f ? f->src : NULL;
     uint64_t size = src ? src->size : 0;
-    add(cl, dir, t, "bytes", &size, 1, src, src ? carton_src_inplace(src) : NULL, size, offset_of(f),
-        src ? carton_src_storage(src) : "missing", x);
+    uint32_t node = add(cl, dir, t, "bytes", &size, 1, src, src ? carton_src_inplace(src) : NULL,
+                        size, offset_of(f), src ? carton_src_storage(src) : "missing", x);
+    if (src != NULL && src->kind == CARTON_LINK) {
+        /* Like its files/ node: the length is known once fetched. */
+        mfs_tree_add_xattr(cl->m->tree, node, "user.modelfs.size_unknown", "1", 1);
+        mfs_tree_set_size_unknown(cl->m->tree, node);
+    }
 }
 
 static void add_numeric(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
@@ -196,17 +203,23 @@ static void add_numeric(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
         snprintf(problem, PROBLEM_MAX, "shape is not a list of at most %d non-negative integers", MAX_DIMS);
     } else if (!product(dims, ndim, esize, &want)) {
         snprintf(problem, PROBLEM_MAX, "%s of this shape is more than 2^64 bytes", t->dtype);
-    } else if (want != f->src->size) {
-        snprintf(problem, PROBLEM_MAX, "%s of this shape is %llu bytes, %s has %llu%s", t->dtype,
-                 (unsigned long long)want, f->path, (unsigned long long)f->src->size,
-                 f->src->kind == CARTON_LINK ? " (a LINKS file whose size is unknown)" : "");
+    } else if (want != f->src->size && f->src->kind != CARTON_LINK) {
+        snprintf(problem, PROBLEM_MAX, "%s of this shape is %llu bytes, %s has %llu", t->dtype,
+                 (unsigned long long)want, f->path, (unsigned long long)f->src->size);
     }
     if (problem[0]) {
         add_raw(cl, dir, t, f, problem, x);
         return;
     }
-    add(cl, dir, t, t->dtype, dims, ndim, f->src, carton_src_inplace(f->src), f->src->size,
-        offset_of(f), carton_src_storage(f->src), x);
+    /* A LINKS file not fetched yet has no size: the declared one is the
+     * node's, and a fetched file of another length fails to open (EIO).
+     * Its own source: the content layer shares one production between
+     * nodes with the same ctx, and the files/ node's size is unknown. */
+    const carton_src *src = f->src;
+    if (src->kind == CARTON_LINK)
+        src = carton_src_alias(cl->m->tree, src, src->label, src->has_sha ? src->sha : NULL);
+    add(cl, dir, t, t->dtype, dims, ndim, src, carton_src_inplace(src), want, offset_of(f),
+        carton_src_storage(src), x);
 }
 
 /* The strings of a tensor's .toml as a JSON array (tree-owned), or NULL

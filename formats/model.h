@@ -12,9 +12,17 @@
 #include "fs/err.h"
 #include "fs/tree.h"
 
+/* Bounds on fetching one Carton LINKS file, when the user sets none. */
+#define MFS_FETCH_MAX_DEFAULT (16ull << 30)     /* decoded bytes */
+#define MFS_FETCH_TIMEOUT_DEFAULT 3600u         /* seconds, all its URLs together */
+#define MFS_FETCH_RESERVE_DEFAULT (1ull << 30)  /* free bytes left (or 5 % of the disk, if less) */
+
 /* What the user asked of loading (command-line options). */
 typedef struct mfs_load_opts {
     const char *links_dir;   /* content-addressed folder for Carton LINKS: DIR/<sha256> */
+    uint64_t fetch_max;      /* -o fetch_max: 0 = MFS_FETCH_MAX_DEFAULT */
+    uint64_t fetch_timeout;  /* -o fetch_timeout, seconds: 0 = MFS_FETCH_TIMEOUT_DEFAULT */
+    uint64_t fetch_reserve;  /* -o fetch_reserve: 0 = the default reserve */
 } mfs_load_opts;
 
 typedef struct mfs_model {

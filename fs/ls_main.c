@@ -11,6 +11,7 @@
 #include "formats/registry.h"
 #include "fs/blob.h"
 #include "fs/content.h"
+#include "fs/opts.h"
 #include "fs/tree.h"
 
 static const char *prog = "modelfs-ls";
@@ -28,6 +29,12 @@ static void usage(FILE *f)
             "  --verify       produce and check every file that has a checksum or must be\n"
             "                 decoded or fetched (Carton: MANIFEST); report each failure\n"
             "  --links-dir DIR  folder of files named by their sha256, for Carton LINKS\n"
+            "  --fetch-max SIZE      most bytes (decoded) one fetched LINKS file may have\n"
+            "                        (default 16G)\n"
+            "  --fetch-timeout SECS  time for fetching one LINKS file, all its URLs\n"
+            "                        together (default 3600)\n"
+            "  --fetch-reserve SIZE  stop a fetch before the links_dir file system has less\n"
+            "                        than this free (default 1G, or 5%% of it if less)\n"
             "  -h, --help     this text\n"
             "  -V, --version\n"
             "\n"
@@ -137,6 +144,17 @@ int main(int argc, char **argv)
             verify = 1;
         } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
             opts.links_dir = argv[++argi];
+        } else if ((!strcmp(a, "--fetch-max") || !strcmp(a, "--fetch-reserve")) && argi + 1 < argc) {
+            uint64_t *to = !strcmp(a, "--fetch-max") ? &opts.fetch_max : &opts.fetch_reserve;
+            if (!mfs_parse_size(argv[++argi], to) || *to == 0) {
+                fprintf(stderr, "%s: %s %s: not a size above 0 (e.g. 512M)\n", prog, a, argv[argi]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--fetch-timeout") && argi + 1 < argc) {
+            if (!mfs_parse_seconds(argv[++argi], &opts.fetch_timeout)) {
+                fprintf(stderr, "%s: %s %s: not a number of seconds above 0\n", prog, a, argv[argi]);
+                return 2;
+            }
         } else if (!strcmp(a, "--")) {
             argi++;
             break;

@@ -1,0 +1,483 @@
+#!/usr/bin/python3
+"""Carton LINKS against hostile or awkward http servers (issue 7, items 3
+and 9), all on 127.0.0.1 (an ephemeral port, stopped at the end). Every
+fetch is bounded by options a user can set:
+  - an endless body stops at --fetch-max / -o fetch_max (EIO, nothing kept);
+  - a gzip bomb (64 KiB on the wire, 64 MiB decoded) stops at the cap too;
+  - a trickle (1,100 bytes/s, above the low-speed guard) and a server that
+    accepts and never answers end at fetch_timeout;
+  - a fetch that would leave less than fetch_reserve free stops;
+  - a daemon killed (SIGKILL) mid-download leaves nothing in links_dir;
+  - SIGTERM mid-download: the transfer stops, the daemon ends, nothing left;
+  - bad option values are refused.
+And files are right after fetching:
+  - after the first read, stat shows the fetched size and a fresh process
+    reads every byte;
+  - a tensor whose tensor_data/*.bin is a LINKS file reads on the first
+    mount, with its declared dtype and size;
+  - a copy another mount fetched into links_dir (or one put there by hand,
+    good or tampered) is used, checked, and not fetched again.
+
+usage: test_links_hostile.py BUILD_DIR
+"""
+import errno
+import gzip
+import hashlib
+import http.server
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import mfstest  # noqa: E402
+import gen_carton  # noqa: E402
+
+import numpy as np  # noqa: E402  (gen_carton needs it too)
+
+SERVER_MAX_S = 60          # no handler runs longer than this
+BOMB = gzip.compress(bytes(64 << 20), 9)
+STOP = threading.Event()
+
+
+class Server(http.server.BaseHTTPRequestHandler):
+    """/good/SHA, /endless/SHA, /slow-endless/SHA, /bomb/SHA, /trickle/SHA,
+    /silent/SHA, /missing/SHA; requests and body bytes sent are counted."""
+    protocol_version = "HTTP/1.0"
+    data = {}                   # sha -> bytes for /good/
+    lock = threading.Lock()
+    requests = []
+    sent = 0
+
+    def log_message(self, *args):
+        pass
+
+    def count(self, n):
+        with Server.lock:
+            Server.sent += n
+
+    def stream(self, chunk, pause):
+        end = time.monotonic() + SERVER_MAX_S
+        try:
+            while not STOP.is_set() and time.monotonic() < end:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                self.count(len(chunk))
+                if pause:
+                    time.sleep(pause)
+        except OSError:
+            pass  # the client gave up: what we want
+
+    def do_GET(self):
+        kind, _, sha = self.path.strip("/").partition("/")
+        with Server.lock:
+            Server.requests.append(self.path)
+        if kind == "silent":
+            STOP.wait(SERVER_MAX_S)
+            return
+        if kind == "good" and sha in Server.data:
+            body = Server.data[sha]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if kind == "bomb":
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(BOMB)))
+            self.end_headers()
+            try:
+                self.wfile.write(BOMB)
+            except OSError:
+                pass
+            return
+        if kind in ("endless", "slow-endless", "trickle"):
+            self.send_response(200)
+            if kind == "trickle":
+                self.send_header("Content-Length", str(10 << 20))
+            self.end_headers()
+            if kind == "endless":
+                self.stream(bytes(1 << 16), 0)
+            elif kind == "slow-endless":
+                self.stream(bytes(1 << 16), 0.02)      # about 3 MB/s
+            else:
+                self.stream(bytes(110), 0.1)           # 1,100 bytes/s
+            return
+        self.send_response(404)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"no\n")
+
+
+def requests_for(sha):
+    with Server.lock:
+        return [r for r in Server.requests if r.endswith(sha)]
+
+
+def link_carton(path, urls, data):
+    """A carton whose model/linked.bin is `data`, only behind `urls`."""
+    c = gen_carton.Carton(gen_carton.runner_toml("gen/hostile"), "stored")
+    c.add("model/main.py", b"pass\n")
+    c.link("model/linked.bin", data, urls)
+    files = c.finish()
+    with open(path, "wb") as f:
+        f.write(gen_carton.zip_bytes(c.members(files)))
+
+
+def tensor_link_carton(path, base, arr):
+    """A carton with tensor "w" whose tensor_data/tensor_1.bin is a LINKS file."""
+    c = gen_carton.Carton(gen_carton.runner_toml("gen/tensorlink"), "stored")
+    c.tensor("local", np.arange(4, dtype=np.float32))
+    c.tensor("w", arr)
+    data = c.files.pop("tensor_data/tensor_1.bin")
+    sha = hashlib.sha256(data).hexdigest()
+    c.link("tensor_data/tensor_1.bin", data, [base + "/good/" + sha])
+    files = c.finish()
+    with open(path, "wb") as f:
+        f.write(gen_carton.zip_bytes(c.members(files)))
+    return data, sha
+
+
+def read_or_errno(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(), 0
+    except OSError as e:
+        return None, e.errno
+
+
+def fresh_read(path, env):
+    """sha256 and length of the whole file, read to EOF by another process."""
+    r = subprocess.run([sys.executable, "-c",
+                        "import hashlib,sys\n"
+                        "d=open(sys.argv[1],'rb').read()\n"
+                        "print(hashlib.sha256(d).hexdigest(), len(d))", path],
+                       capture_output=True, text=True, timeout=60, env=env)
+    return r.stdout.split() if r.returncode == 0 else ["error", r.stderr.strip()]
+
+
+class Ctx:
+    def __init__(self, build, work, base, env):
+        self.ls = os.path.join(build, "modelfs-ls")
+        self.modelfs = os.path.join(build, "modelfs")
+        self.work, self.base, self.env = work, base, env
+        self.n = 0
+
+    def new(self, kind, data=b"payload\n" * 100):
+        """A carton for one URL kind, and a fresh links_dir."""
+        self.n += 1
+        sha = hashlib.sha256(data).hexdigest()
+        Server.data[sha] = data
+        kinds = kind if isinstance(kind, list) else [kind]
+        model = os.path.join(self.work, "m%d_%s.carton" % (self.n, "_".join(kinds)))
+        link_carton(model, [self.base + "/" + k + "/" + sha for k in kinds], data)
+        ld = os.path.join(self.work, "ld%d" % self.n)
+        os.mkdir(ld)
+        return model, ld, sha, data
+
+    def ls_run(self, args, timeout=120):
+        t0 = time.monotonic()
+        r = subprocess.run([self.ls] + args, capture_output=True, text=True, timeout=timeout,
+                           env=self.env)
+        return r, time.monotonic() - t0
+
+
+# ---- bounds, through modelfs-ls (the same fetch code, no FUSE) -------------------
+
+def check_bounds(c, x):
+    path = "files/model/linked.bin"
+    # An endless body: stops at the cap, keeps nothing.
+    model, ld, sha, _ = x.new("endless")
+    r, t = x.ls_run(["--links-dir", ld, "--fetch-max", "1M", model, path])
+    c.check(r.returncode == 8 and "fetch_max" in r.stderr and "1048576" in r.stderr,
+            "endless body, --fetch-max 1M: exit 8 naming fetch_max: %d %r" % (r.returncode, r.stderr))
+    c.check(t < 30, "endless body stopped in %.1f s" % t)
+    c.equal(os.listdir(ld), [], "endless body: nothing left in links_dir")
+
+    # A gzip bomb: the decoded bytes are counted, not the wire's.
+    model, ld, sha, _ = x.new("bomb")
+    r, t = x.ls_run(["--links-dir", ld, "--fetch-max", "1M", model, path])
+    c.check(r.returncode == 8 and "more than 1048576 bytes (fetch_max)" in r.stderr,
+            "gzip bomb, --fetch-max 1M: stops at the cap: %d %r" % (r.returncode, r.stderr))
+    c.equal(os.listdir(ld), [], "gzip bomb: nothing left in links_dir")
+
+    # A declared Content-Length above the cap fails before any body byte.
+    model, ld, sha, _ = x.new("trickle")
+    r, t = x.ls_run(["--links-dir", ld, "--fetch-max", "1M", model, path])
+    c.check(r.returncode == 8 and "fetch_max" in r.stderr and t < 10,
+            "10 MB declared, --fetch-max 1M: refused at once (%.1f s): %d %r"
+            % (t, r.returncode, r.stderr))
+
+    # A trickle above the low-speed guard, and a silent server: fetch_timeout.
+    for kind in ("trickle", "silent", ["silent", "silent", "good"]):
+        model, ld, sha, _ = x.new(kind)
+        r, t = x.ls_run(["--links-dir", ld, "--fetch-timeout", "3", model, path])
+        c.check(r.returncode == 8 and "fetch_timeout" in r.stderr,
+                "%s, --fetch-timeout 3: exit 8 naming fetch_timeout: %d %r" % (kind, r.returncode, r.stderr))
+        c.check(2.5 < t < 15, "%s: ended after %.1f s (bound 3 s for all URLs)" % (kind, t))
+        c.equal(os.listdir(ld), [], "%s: nothing left in links_dir" % kind)
+
+    # The disk guard: a reserve above the free space stops the first write.
+    model, ld, sha, _ = x.new("good")
+    st = os.statvfs(ld)
+    reserve = st.f_bavail * st.f_frsize + (1 << 30)
+    r, t = x.ls_run(["--links-dir", ld, "--fetch-reserve", str(reserve), model, path])
+    c.check(r.returncode == 8 and "fetch_reserve" in r.stderr,
+            "--fetch-reserve above the free space: exit 8 naming it: %d %r" % (r.returncode, r.stderr))
+    c.equal(os.listdir(ld), [], "reserve: nothing left in links_dir")
+
+    # Within the bounds: the bytes, kept as links_dir/SHA and nothing else.
+    r, t = x.ls_run(["--links-dir", ld, "--fetch-max", "1M", "--fetch-timeout", "30", model, path])
+    c.check(r.returncode == 0, "good file: exit %d %r" % (r.returncode, r.stderr))
+    c.equal(sorted(os.listdir(ld)), [sha], "good file: only links_dir/SHA")
+
+    # A bad value is a usage error.
+    for opt, val in (("--fetch-max", "0"), ("--fetch-max", "-1"), ("--fetch-max", "1X"),
+                     ("--fetch-timeout", "0"), ("--fetch-timeout", "3s"), ("--fetch-reserve", "")):
+        r, _ = x.ls_run([opt, val, model])
+        c.equal(r.returncode, 2, "%s %r: usage error" % (opt, val))
+
+
+# ---- through the mount -------------------------------------------------------------
+
+def mount_opts(ld, *more):
+    return ("-o", ",".join(("links_dir=" + ld,) + more))
+
+
+def check_mount_bounds(c, x):
+    """The -o options reach the fetch: EIO, in bounded time."""
+    for kind, opt in (("endless", "fetch_max=1M"), ("trickle", "fetch_timeout=3"),
+                      ("silent", "fetch_timeout=3")):
+        model, ld, sha, _ = x.new(kind)
+        try:
+            with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld, opt)) as mnt:
+                t0 = time.monotonic()
+                got, err = read_or_errno(os.path.join(mnt, "files", "model", "linked.bin"))
+                t = time.monotonic() - t0
+                c.equal(err, errno.EIO, "mount, %s, -o %s: EIO" % (kind, opt))
+                c.check(t < 20, "mount, %s: open ended after %.1f s" % (kind, t))
+        except RuntimeError as e:
+            c.check(False, "mount -o %s: %s" % (opt, e))
+        c.equal(os.listdir(ld), [], "mount, %s: nothing left in links_dir" % kind)
+
+
+def check_killed(c, x):
+    """SIGKILL of a foreground daemon in the middle of a download."""
+    model, ld, sha, _ = x.new("slow-endless")
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-", dir=x.work)
+    d = subprocess.Popen([x.modelfs, "-f", "-o", "links_dir=" + ld, model, mnt], env=x.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        if not c.check(os.path.ismount(mnt), "killed: mounted"):
+            return
+        result = {}
+
+        def reader():
+            result["r"] = read_or_errno(os.path.join(mnt, "files", "model", "linked.bin"))
+        th = threading.Thread(target=reader, daemon=True)
+        before = Server.sent
+        th.start()
+        end = time.monotonic() + 30
+        while Server.sent - before < (4 << 20) and time.monotonic() < end:
+            time.sleep(0.05)
+        c.check(Server.sent - before >= (4 << 20), "killed: the download was under way")
+        d.send_signal(signal.SIGKILL)
+        d.wait(timeout=30)
+        subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+        th.join(30)
+        c.check(not th.is_alive() and result.get("r", (None, 0))[1] != 0,
+                "killed: the reader got an error: %r" % (result.get("r", (None, None))[1],))
+        c.equal(os.listdir(ld), [], "killed mid-download: nothing left in links_dir")
+    finally:
+        if d.poll() is None:
+            d.kill()
+            d.wait()
+        subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+        for _ in range(50):
+            if not os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        os.rmdir(mnt)
+
+
+def check_stopped(c, x):
+    """SIGTERM to a foreground daemon in the middle of a download: the
+    transfer is abandoned, the daemon ends in bounded time, nothing is left."""
+    model, ld, sha, _ = x.new("slow-endless")
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-", dir=x.work)
+    d = subprocess.Popen([x.modelfs, "-f", "-o", "links_dir=" + ld, model, mnt], env=x.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        if not c.check(os.path.ismount(mnt), "stopped: mounted"):
+            return
+        th = threading.Thread(target=read_or_errno,
+                              args=(os.path.join(mnt, "files", "model", "linked.bin"),), daemon=True)
+        before = Server.sent
+        th.start()
+        end = time.monotonic() + 30
+        while Server.sent - before < (2 << 20) and time.monotonic() < end:
+            time.sleep(0.05)
+        c.check(Server.sent - before >= (2 << 20), "stopped: the download was under way")
+        t0 = time.monotonic()
+        d.send_signal(signal.SIGTERM)
+        try:
+            d.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+        c.check(d.poll() is not None, "stopped: the daemon ended %.1f s after SIGTERM" % (time.monotonic() - t0))
+        time.sleep(0.5)
+        sent = Server.sent
+        time.sleep(1)
+        c.equal(Server.sent, sent, "stopped: the server sends nothing more")
+        th.join(30)
+        c.equal(os.listdir(ld), [], "stopped mid-download: nothing left in links_dir")
+    finally:
+        if d.poll() is None:
+            d.kill()
+            d.wait()
+        subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+        for _ in range(50):
+            if not os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        os.rmdir(mnt)
+
+
+def check_sizes(c, x):
+    """After a fetch, stat tells the size and a fresh process reads it all."""
+    data = np.arange(300000, dtype=np.float32).tobytes()     # 1.2 MB
+    model, ld, sha, _ = x.new("good", data)
+    with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as mnt:
+        p = os.path.join(mnt, "files", "model", "linked.bin")
+        c.equal(os.getxattr(p, "user.modelfs.size_unknown"), b"1", "size unknown before the fetch")
+        c.equal(fresh_read(p, x.env), [sha, str(len(data))], "first read, to EOF, in a fresh process")
+        c.equal(os.stat(p).st_size, len(data), "stat after the fetch: the fetched size")
+        c.equal(fresh_read(p, x.env), [sha, str(len(data))], "second read in a fresh process")
+        arr = np.fromfile(p, dtype=np.float32)
+        c.equal(arr.size, 300000, "np.fromfile after the fetch: every element")
+    c.equal(len(requests_for(sha)), 1, "sizes: one request")
+
+
+def check_tensor_link(c, x):
+    """tensors/w, whose .bin is a LINKS file, on the first mount."""
+    arr = np.arange(1250, dtype=np.float32)             # 5000 bytes
+    model = os.path.join(x.work, "tensorlink.carton")
+    data, sha = tensor_link_carton(model, x.base, arr)
+    Server.data[sha] = data
+    ld = os.path.join(x.work, "ld-tensor")
+    os.mkdir(ld)
+    with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as mnt:
+        p = os.path.join(mnt, "tensors", "w")
+        c.equal(os.getxattr(p, "user.modelfs.dtype"), b"float32", "linked tensor: declared dtype")
+        c.equal(os.getxattr(p, "user.modelfs.shape"), b"[1250]", "linked tensor: declared shape")
+        c.equal(os.stat(p).st_size, 5000, "linked tensor: declared size before the fetch")
+        got, err = read_or_errno(p)
+        c.equal((err, hashlib.sha256(got or b"").hexdigest()), (0, sha), "linked tensor: first mount reads it")
+        f = os.path.join(mnt, "files", "tensor_data", "tensor_1.bin")
+        c.equal(fresh_read(f, x.env), [sha, "5000"], "its files/ node reads it too")
+    c.equal(len(requests_for(sha)), 1, "linked tensor: fetched once for both nodes")
+    r = subprocess.run([x.ls, "--links-dir", ld, model, "tensors/w"], capture_output=True,
+                       timeout=60, env=x.env)
+    c.check(r.returncode == 0 and r.stdout == data, "linked tensor: modelfs-ls after the fetch")
+
+    # A LINKS tensor whose fetched file has another length than declared: EIO.
+    c2 = gen_carton.Carton(gen_carton.runner_toml("gen/tensorlink2"), "stored")
+    c2.tensor("v", np.arange(10, dtype=np.float32))
+    good = c2.files.pop("tensor_data/tensor_0.bin")
+    c2.index[0]["shape"] = [11]          # declares 44 bytes, the file has 40
+    c2.link("tensor_data/tensor_0.bin", good, [x.base + "/good/" + hashlib.sha256(good).hexdigest()])
+    Server.data[hashlib.sha256(good).hexdigest()] = good
+    m2 = os.path.join(x.work, "tensorlink2.carton")
+    with open(m2, "wb") as fh:
+        fh.write(gen_carton.zip_bytes(c2.members(c2.finish())))
+    ld2 = os.path.join(x.work, "ld-tensor2")
+    os.mkdir(ld2)
+    with mfstest.mounted(x.modelfs, m2, x.env, extra=mount_opts(ld2)) as mnt:
+        c.equal(read_or_errno(os.path.join(mnt, "tensors", "v"))[1], errno.EIO,
+                "linked tensor of another length than declared: EIO")
+
+
+def check_kept(c, x):
+    """A copy in links_dir is used (checked) rather than fetched again."""
+    model, ld, sha, data = x.new("good", os.urandom(3 << 20))
+    with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as m1, \
+            mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as m2:
+        rel = os.path.join("files", "model", "linked.bin")
+        c.equal(fresh_read(os.path.join(m1, rel), x.env), [sha, str(len(data))], "kept: first mount fetches")
+        c.equal(fresh_read(os.path.join(m2, rel), x.env), [sha, str(len(data))],
+                "kept: second mount (both mounted before the fetch) reads it")
+        c.equal(len(requests_for(sha)), 1, "kept: the second mount used links_dir/SHA, no request")
+
+    # A tampered copy appears after the mount: checked, fetched again, replaced.
+    model, ld, sha, data = x.new("good", os.urandom(1 << 20))
+    with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as mnt:
+        with open(os.path.join(ld, sha), "wb") as f:
+            f.write(b"x" + data[1:])
+        c.equal(fresh_read(os.path.join(mnt, "files", "model", "linked.bin"), x.env),
+                [sha, str(len(data))], "tampered copy in links_dir: not served, fetched again")
+    c.equal(len(requests_for(sha)), 1, "tampered copy: one request")
+    c.equal(mfstest.sha256_file(os.path.join(ld, sha)), sha, "tampered copy replaced by the good one")
+    c.equal(sorted(os.listdir(ld)), [sha], "tampered copy: nothing else in links_dir")
+
+    # A good copy put there by hand after the mount: no request at all.
+    model, ld, sha, data = x.new("good", os.urandom(1 << 20))
+    with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as mnt:
+        with open(os.path.join(ld, sha), "wb") as f:
+            f.write(data)
+        c.equal(fresh_read(os.path.join(mnt, "files", "model", "linked.bin"), x.env),
+                [sha, str(len(data))], "copy put in links_dir after the mount: served")
+    c.equal(len(requests_for(sha)), 0, "copy put in links_dir after the mount: no request")
+
+
+def main():
+    if len(sys.argv) != 2:
+        mfstest.fail_main(__doc__)
+    build = os.path.abspath(sys.argv[1])
+    c = mfstest.Checker("test_links_hostile")
+    work = tempfile.mkdtemp(prefix="modelfs-hostile-")
+    logdir = os.path.join(work, "san")
+    os.mkdir(logdir)
+    env = mfstest.sanitizer_env(logdir)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    x = Ctx(build, work, "http://127.0.0.1:%d" % srv.server_address[1], env)
+    try:
+        check_bounds(c, x)
+        if mfstest.can_mount():
+            for f in (check_mount_bounds, check_killed, check_stopped, check_sizes, check_tensor_link, check_kept):
+                before = c.failed
+                try:
+                    f(c, x)
+                except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+                    c.check(False, "%s: %r" % (f.__name__, e))
+                print("%s %s" % ("ok  " if c.failed == before else "FAIL", f.__name__), flush=True)
+        else:
+            c.skip("no /dev/fuse or fusermount3: mount checks not run")
+        for rep in mfstest.sanitizer_reports(logdir):
+            c.check(False, "sanitizer report:\n" + rep[:20000])
+    finally:
+        STOP.set()
+        srv.shutdown()
+        srv.server_close()
+        shutil.rmtree(work, ignore_errors=True)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
