@@ -3,7 +3,9 @@
  *
  * mfs_zip_open reads the end-of-central-directory record (ZIP64 aware), every
  * central directory entry and every member's local header, and checks each
- * offset and size against the file with overflow checks. It keeps no
+ * offset and size against the file with overflow checks, and refuses
+ * members whose bytes (local header through compressed data) overlap, so
+ * a small archive cannot multiply decode work. It keeps no
  * mutable state afterwards: mfs_zip_stored_data and mfs_zip_decode only read
  * the archive, so any number of threads may call them at once, on the same
  * entry or on different ones.
