@@ -24,6 +24,7 @@
 
 #include "carton.h"
 #include "fs/blob.h"
+#include "fs/guard.h"
 #include "fs/xalloc.h"
 
 typedef unsigned long long ull;
@@ -221,9 +222,16 @@ static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, char *why
 static int verify_sha(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
 {
     const carton_src *s = ctx;
-    (void)job;
     char got[MFS_SHA256_HEX];
-    mfs_sha256_hex(data, (size_t)len, got);
+    int r = mfs_sha256_hex_mapped(data, len, job, got);
+    if (r == MFS_GUARD_FAULT) {
+        snprintf(why, whysize, "%s changed (shrank) while its sha256 was checked", s->label);
+        return -1;
+    }
+    if (r != 0) {
+        snprintf(why, whysize, "the sha256 check of %s was cancelled", s->label);
+        return -1;
+    }
     if (strcmp(got, s->sha) == 0)
         return 0;
     snprintf(why, whysize, "sha256 %s of %s does not match MANIFEST (%s)", got, s->label, s->sha);
@@ -241,8 +249,8 @@ static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint6
 }
 
 static const mfs_source_ops ops_verify = { .verify = verify_sha };
-static const mfs_source_ops ops_zip = { .produce = produce_zip };
-static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify = verify_sha };
+static const mfs_source_ops ops_zip = { .produce = produce_zip, .in_memory = true };
+static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify = verify_sha, .in_memory = true };
 static const mfs_source_ops ops_file = { .produce = produce_file, .unchanged = file_unchanged };
 static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
                                                 .unchanged = file_unchanged };

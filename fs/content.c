@@ -80,7 +80,10 @@ static uint32_t slot_of(const mfs_content *c, const mfs_node *n)
         if (s == MFS_NONE)
             return MFS_NONE;
         const mfs_node *o = c->slots[s].node;
-        if (o->ctx == n->ctx && o->ops == n->ops)
+        /* Same source, and the same size: a node that expects other
+         * bytes (or a length unknown) gets its own production. */
+        if (o->ctx == n->ctx && o->ops == n->ops && o->size == n->size &&
+            o->size_unknown == n->size_unknown)
             return s;
     }
 }

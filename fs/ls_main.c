@@ -90,17 +90,23 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
         fprintf(stderr, "%s: is a directory\n", prog);
         return 7;
     }
-    const uint8_t *data;
-    uint64_t len;
+    const uint8_t *data = n->data;
+    uint64_t len = n->size;
     char why[512];
-    if (mfs_content_acquire(content, node, &data, &len, why, sizeof why) != 0)
-        return 8;  /* the reason was logged */
+    mfs_held *h = NULL;
+    if (n->ops != NULL) {
+        h = mfs_content_get(content, node, why, sizeof why);
+        if (h == NULL)
+            return 8;  /* the reason was logged */
+        data = h->data;
+        len = h->len;
+    }
     int rc = 0;
     if (len && fwrite(data, 1, len, stdout) != len) {
         perror(prog);
         rc = 1;
     }
-    mfs_content_release(content, node);
+    mfs_held_unref(h);
     return rc;
 }
 
@@ -112,15 +118,14 @@ static int verify_all(const mfs_tree *t, mfs_content *content)
         const mfs_node *n = mfs_tree_node(t, i);
         if (n->kind != MFS_NODE_FILE || n->ops == NULL)
             continue;
-        const uint8_t *data;
-        uint64_t len;
         char why[512];
         checked++;
-        if (mfs_content_acquire(content, i, &data, &len, why, sizeof why) != 0) {
+        mfs_held *h = mfs_content_get(content, i, why, sizeof why);
+        if (h == NULL) {
             failed++;  /* the reason was logged, with the path */
             continue;
         }
-        mfs_content_release(content, i);
+        mfs_held_unref(h);
     }
     printf("verify: %u files checked, %u failed\n", checked, failed);
     return failed ? 8 : 0;
@@ -179,7 +184,7 @@ int main(int argc, char **argv)
         mfs_err_print(prog, model, &e);
         rc = mfs_exit_code(e.code);
     } else {
-        content = mfs_content_new(&tree, MFS_CACHE_DEFAULT);
+        content = mfs_content_new(&tree, mfs_content_default_cap());
         if (verify) {
             rc = verify_all(&tree, content);
         } else if (rest == 1) {

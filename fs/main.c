@@ -22,6 +22,7 @@
 #include "fs/blob.h"
 #include "fs/ll.h"
 #include "fs/log.h"
+#include "fs/opts.h"
 #include "fs/strbuf.h"
 
 static const char *prog = "modelfs";
@@ -37,6 +38,9 @@ struct cli {
     int version;
     char *cache_size;   /* -o cache_size=SIZE */
     char *links_dir;    /* -o links_dir=DIR */
+    char *fetch_max;    /* -o fetch_max=SIZE */
+    char *fetch_timeout;    /* -o fetch_timeout=SECONDS */
+    char *fetch_reserve;    /* -o fetch_reserve=SIZE */
 };
 
 enum { KEY_HELP, KEY_VERSION };
@@ -44,6 +48,9 @@ enum { KEY_HELP, KEY_VERSION };
 static const struct fuse_opt cli_opts[] = {
     { "cache_size=%s", offsetof(struct cli, cache_size), 0 },
     { "links_dir=%s", offsetof(struct cli, links_dir), 0 },
+    { "fetch_max=%s", offsetof(struct cli, fetch_max), 0 },
+    { "fetch_timeout=%s", offsetof(struct cli, fetch_timeout), 0 },
+    { "fetch_reserve=%s", offsetof(struct cli, fetch_reserve), 0 },
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -97,6 +104,12 @@ static void usage(FILE *f)
             "                     K, M or G (default a quarter of RAM, at least 256M); an\n"
             "                     open that does not fit gets ENOMEM and a log line\n"
             "    links_dir=DIR    folder of files named by their sha256, for Carton LINKS\n"
+            "    fetch_max=SIZE   most bytes (decoded) one fetched Carton LINKS file may\n"
+            "                     have (default 16G)\n"
+            "    fetch_timeout=SECONDS  time for fetching one LINKS file, all its URLs\n"
+            "                     together (default 3600)\n"
+            "    fetch_reserve=SIZE  stop a fetch before links_dir's file system has less\n"
+            "                     than this free (default 1G, or 5%% of it if less)\n"
             "  -h, --help      this text and FUSE's options\n"
             "  -V, --version   version\n"
             "\n"
@@ -107,25 +120,13 @@ static void usage(FILE *f)
             prog, mfs_format_names());
 }
 
-/* "512M" -> bytes; false when it is not a size. */
-static bool parse_size(const char *s, uint64_t *out)
+/* -o NAME=VALUE as a size above 0, when given; false after saying why. */
+static bool size_opt(const char *name, const char *value, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || s[0] == '-')
-        return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-        return false;
-    *out = (uint64_t)v << shift;
-    return true;
+    if (value == NULL || (mfs_parse_size(value, out) && *out > 0))
+        return true;
+    fprintf(stderr, "%s: %s=%s: not a size above 0 (e.g. 512M)\n", prog, name, value);
+    return false;
 }
 
 /* fsname=modelfs:PATH, with the characters the option parser treats
@@ -299,11 +300,19 @@ int main(int argc, char **argv)
     }
 
     uint64_t cache_size = mfs_content_default_cap();
-    if (cli.cache_size != NULL && !parse_size(cli.cache_size, &cache_size)) {
+    if (cli.cache_size != NULL && !mfs_parse_size(cli.cache_size, &cache_size)) {
         fprintf(stderr, "%s: cache_size=%s: not a size (e.g. 512M)\n", prog, cli.cache_size);
         goto out_opts;
     }
     mfs_load_opts lopts = { .links_dir = cli.links_dir };
+    if (!size_opt("fetch_max", cli.fetch_max, &lopts.fetch_max) ||
+        !size_opt("fetch_reserve", cli.fetch_reserve, &lopts.fetch_reserve))
+        goto out_opts;
+    if (cli.fetch_timeout && !mfs_parse_seconds(cli.fetch_timeout, &lopts.fetch_timeout)) {
+        fprintf(stderr, "%s: fetch_timeout=%s: not a number of seconds above 0\n", prog,
+                cli.fetch_timeout);
+        goto out_opts;
+    }
     mfs_err err = { 0 };
     mfs_blob blob = { .fd = -1 };
     mfs_content *content = NULL;
@@ -369,6 +378,9 @@ out_tree:
 out_opts:
     free(o.mountpoint);
     free(cli.cache_size);
+    free(cli.fetch_max);
+    free(cli.fetch_timeout);
+    free(cli.fetch_reserve);
     free(cli.links_dir);
 out_args:
     fuse_opt_free_args(&args);
