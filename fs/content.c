@@ -188,6 +188,14 @@ bool mfs_held_valid(const mfs_held *h)
 
 /* ---- the cache ---------------------------------------------------------- */
 
+/* A checked slice of the model file (no produce) costs nothing to keep,
+ * and checking it again (a sha256 of gigabytes) would: such a slot stays
+ * READY for good, outside the LRU list. */
+static bool in_lru(const slot *s)
+{
+    return s->node->ops->produce != NULL;
+}
+
 static void lru_unlink(mfs_content *c, uint32_t i)
 {
     slot *s = &c->slots[i];
@@ -221,8 +229,10 @@ static mfs_held *uncache(mfs_content *c, uint32_t i)
 {
     slot *s = &c->slots[i];
     mfs_held *h = s->held;
-    lru_unlink(c, i);
-    c->ncached--;
+    if (in_lru(s)) {
+        lru_unlink(c, i);
+        c->ncached--;
+    }
     s->held = NULL;
     s->state = S_IDLE;  /* produced, and checked, again on the next open */
     if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) != 1)
@@ -335,9 +345,7 @@ static void finish(mfs_content *c, uint32_t i, int r, const mfs_bytes *b, const 
         s->state = S_READY;
         s->size_known = true;
         s->known_len = b->len;
-        /* A checked slice of the model file costs nothing to keep, and
-         * checking it again (a sha256 of gigabytes) would: kept for good. */
-        if (s->node->ops->produce != NULL) {
+        if (in_lru(s)) {
             lru_push_front(c, i);
             c->ncached++;
             evict(c, 0, &fl);
@@ -461,8 +469,10 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
         case S_READY:
             h = s->held;
             mfs_held_ref(h);
-            lru_unlink(c, i);
-            lru_push_front(c, i);
+            if (in_lru(s)) {
+                lru_unlink(c, i);
+                lru_push_front(c, i);
+            }
             break;
         case S_IDLE: {
             uint64_t need = n->ops->in_memory && !n->size_unknown ? n->size : 0;
@@ -593,13 +603,19 @@ uint64_t mfs_content_held(mfs_content *c)
     return h;
 }
 
-bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms)
+/* Under the lock: no new job starts, running ones are told to stop. */
+static void stop_jobs(mfs_content *c)
 {
-    pthread_mutex_lock(&c->lock);
     c->stopping = true;
     for (uint32_t i = 0; i < c->nslots; i++)
         if (c->slots[i].state == S_BUSY)
             atomic_store(&c->slots[i].job.cancelled, true);
+}
+
+bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms)
+{
+    pthread_mutex_lock(&c->lock);
+    stop_jobs(c);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += wait_ms / 1000;
@@ -619,7 +635,13 @@ void mfs_content_free(mfs_content *c)
 {
     if (c == NULL)
         return;
-    mfs_content_shutdown(c, 0);
+    /* A job thread that has just handed its bytes over (a blocking get
+     * returned) may still be on its way out: wait for every one. */
+    pthread_mutex_lock(&c->lock);
+    stop_jobs(c);
+    while (c->running > 0)
+        pthread_cond_wait(&c->jobs_done, &c->lock);
+    pthread_mutex_unlock(&c->lock);
     for (held_link *l = c->live, *next; l != NULL; l = next) {
         next = l->next;
         held_destroy(&l->h);

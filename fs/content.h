@@ -69,6 +69,7 @@ mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap);
 /* Cancels running jobs and waits up to `wait_ms` for them; false when some
  * did not end (the content is then left allocated: exit the process). */
 bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms);
+/* Cancels running jobs, waits for all of them (however long), frees. */
 void mfs_content_free(mfs_content *c);
 
 void mfs_wait_init(mfs_wait *w, void (*done)(mfs_wait *, mfs_content_status, mfs_held *,
