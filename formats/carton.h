@@ -127,6 +127,15 @@ void carton_fetch_cfg_set(carton_fetch_cfg *c, const mfs_load_opts *o);
 /* The checked bytes of a CARTON_LINK source (its produce operation):
  * s->path/<sha256> when that copy's sha256 matches, else its URLs fetched
  * in turn within s->fetch's bounds, checked and kept as s->path/<sha256>. */
+/* carton_src.c: maps the open file `fd` (taken over: closed, or kept in
+ * *out until its release), which must be a regular file of `size` bytes;
+ * `label` names it in messages. The mapping keeps what the file looked
+ * like, so carton_file_unchanged (an mfs_source_ops.unchanged) sees any
+ * later edit, even one whose mtime was put back. */
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
+                  size_t whysize);
+bool carton_file_unchanged(void *ctx, const mfs_bytes *b);
+
 int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, char *why,
                         size_t whysize);
 

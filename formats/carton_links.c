@@ -46,8 +46,6 @@ typedef unsigned long long ull;
 
 /* Free space is looked at again after this many bytes written. */
 #define DISK_CHECK_EVERY (4ull << 20)
-/* Bytes hashed between two looks at the job. */
-#define HASH_CHUNK ((size_t)16 << 20)
 #define CONNECT_MAX_MS 20000L
 /* Slower than this many bytes/s for LOW_SPEED_SECS: the transfer stalled. */
 #define LOW_SPEED_BYTES 1024L
@@ -387,35 +385,6 @@ static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint
     return kept_fd;
 }
 
-static void release_unmap(mfs_bytes *b)
-{
-    munmap((void *)(uintptr_t)b->data, (size_t)b->len);
-}
-
-/* Maps `size` bytes of `fd` into out. */
-static int map_fd(int fd, uint64_t size, const char *path, mfs_bytes *out, char *why, size_t whysize)
-{
-    static const uint8_t empty[1];
-    if (size == 0) {
-        out->data = empty;
-        return 0;
-    }
-    if (size > SIZE_MAX) {
-        snprintf(why, whysize, "%s: %llu bytes cannot be mapped here", path, (ull)size);
-        return -1;
-    }
-    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        snprintf(why, whysize, "cannot map %s: %s", path, strerror(errno));
-        return -1;
-    }
-    out->data = p;
-    out->len = size;
-    out->charge = size;  /* page cache, but counted so that idle files are unmapped */
-    out->release = release_unmap;
-    return 0;
-}
-
 /* DIR/<sha256> when it is a regular file whose sha256 matches: 1 with its
  * bytes in out; 0 when it is not there or not right (`note` says which);
  * -1 when the job was cancelled. */
@@ -437,35 +406,25 @@ static int use_kept(const carton_src *s, const mfs_job *job, const char *dest, m
         return 0;
     }
     mfs_bytes b = { 0 };
-    int r = map_fd(fd, (uint64_t)st.st_size, dest, &b, note, notesize);
-    close(fd);
-    if (r != 0)
+    if (carton_map_fd(fd, dest, (uint64_t)st.st_size, &b, note, notesize) != 0)
         return 0;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    bool ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-    if (ok && b.len)
+    if (b.len)
         madvise((void *)(uintptr_t)b.data, (size_t)b.len, MADV_SEQUENTIAL);
-    for (uint64_t at = 0; ok && at < b.len; at += HASH_CHUNK) {
-        if (mfs_job_cancelled(job)) {
-            EVP_MD_CTX_free(md);
-            if (b.release)
-                b.release(&b);
-            return -1;
-        }
-        size_t n = b.len - at < HASH_CHUNK ? (size_t)(b.len - at) : HASH_CHUNK;
-        ok = EVP_DigestUpdate(md, b.data + at, n) == 1;
-    }
+    /* Guarded: the copy may be cut short while it is hashed. */
     char got[MFS_SHA256_HEX] = "";
-    if (ok)
-        hex_digest(md, got);
-    EVP_MD_CTX_free(md);
-    if (strcmp(got, s->sha) == 0) {
+    int r = mfs_sha256_hex_mapped(b.data, b.len, job, got);
+    if (r == 0 && strcmp(got, s->sha) == 0) {
         *out = b;
         return 1;
     }
-    snprintf(note, notesize, "the copy %s does not match its sha256 (%s)", dest, got[0] ? got : "?");
     if (b.release)
         b.release(&b);
+    if (r == -1 && mfs_job_cancelled(job))
+        return -1;
+    if (r != 0)
+        got[0] = '\0';
+    snprintf(note, notesize, "the copy %s does not match its sha256 (%s)", dest,
+             got[0] ? got : "it changed while it was hashed");
     return 0;
 }
 
@@ -496,8 +455,7 @@ int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out,
         free(dest);
         return -1;
     }
-    r = map_fd(fd, size, dest, out, why, whysize);
-    close(fd);
+    r = carton_map_fd(fd, dest, size, out, why, whysize);
     free(dest);
     return r;
 }

@@ -140,7 +140,7 @@ static void release_held(mfs_bytes *b)
     }
 }
 
-static bool file_unchanged(void *ctx, const mfs_bytes *b)
+bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
 {
     (void)ctx;
     const held_file *h = b->opaque;
@@ -151,9 +151,7 @@ static bool file_unchanged(void *ctx, const mfs_bytes *b)
            mfs_same_file(&st, h->dev, h->ino, h->size, h->mtime, h->ctime);
 }
 
-/* Maps the open file `fd` (taken over: closed here or kept by *out), which
- * must still be the regular file of `size` bytes that was there at mount. */
-static int map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
                   size_t whysize)
 {
     static const uint8_t empty[1];
@@ -189,8 +187,6 @@ static int map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char
     *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim };
     out->data = p;
     out->len = size;
-    /* Page-cache pages, but counted so that the cache unmaps idle files. */
-    out->charge = size;
     out->release = release_held;
     out->opaque = h;
     return 0;
@@ -209,7 +205,7 @@ static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why
                  "replaced since the mount?)" : "");
         return -1;
     }
-    return map_fd(fd, s->label, s->size, out, why, whysize);
+    return carton_map_fd(fd, s->label, s->size, out, why, whysize);
 }
 
 /* Checks what it serves itself (a kept copy is hashed, a download is
@@ -251,10 +247,14 @@ static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint6
 static const mfs_source_ops ops_verify = { .verify = verify_sha };
 static const mfs_source_ops ops_zip = { .produce = produce_zip, .in_memory = true };
 static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify = verify_sha, .in_memory = true };
-static const mfs_source_ops ops_file = { .produce = produce_file, .unchanged = file_unchanged };
+static const mfs_source_ops ops_file = { .produce = produce_file,
+                                         .unchanged = carton_file_unchanged };
 static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
-                                                .unchanged = file_unchanged };
-static const mfs_source_ops ops_link = { .produce = produce_link };
+                                                .unchanged = carton_file_unchanged };
+/* A links_dir copy is hashed as it is produced (carton_links.c), then
+ * watched for edits like a file of a folder. */
+static const mfs_source_ops ops_link = { .produce = produce_link,
+                                         .unchanged = carton_file_unchanged };
 static const mfs_source_ops ops_fail = { .verify = verify_fail };
 
 void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s)

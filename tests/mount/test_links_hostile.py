@@ -444,6 +444,32 @@ def check_kept(c, x):
     c.equal(len(requests_for(sha)), 0, "copy put in links_dir after the mount: no request")
 
 
+def check_edited(c, x):
+    """A links_dir copy edited in place after it was checked (its mtime put
+    back) is never served: a reader that has it open gets EIO; the next
+    open finds the copy wrong and fetches the file again."""
+    model, ld, sha, data = x.new("good", os.urandom(1 << 20))
+    with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as mnt:
+        path = os.path.join(mnt, "files", "model", "linked.bin")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            c.equal(os.pread(fd, 4096, 0), data[:4096], "edited copy: read before the edit")
+            kept = os.path.join(ld, sha)
+            st = os.stat(kept)
+            with open(kept, "r+b") as f:
+                f.write(b"x")
+            os.utime(kept, ns=(st.st_atime_ns, st.st_mtime_ns))
+            try:
+                got = os.pread(fd, 4096, 0)
+                c.check(False, "links_dir copy edited in place while open: EIO, got %d bytes" % len(got))
+            except OSError as e:
+                c.equal(e.errno, errno.EIO, "links_dir copy edited in place while open: errno")
+        finally:
+            os.close(fd)
+        c.equal(fresh_read(path, x.env), [sha, str(len(data))], "edited copy: the next open fetches again")
+    c.equal(len(requests_for(sha)), 2, "edited copy: fetched twice in all")
+
+
 def main():
     if len(sys.argv) != 2:
         mfstest.fail_main(__doc__)
@@ -460,7 +486,8 @@ def main():
     try:
         check_bounds(c, x)
         if mfstest.can_mount():
-            for f in (check_mount_bounds, check_killed, check_stopped, check_sizes, check_tensor_link, check_kept):
+            for f in (check_mount_bounds, check_killed, check_stopped, check_sizes, check_tensor_link, check_kept,
+                      check_edited):
                 before = c.failed
                 try:
                     f(c, x)
