@@ -18,6 +18,7 @@ The kernel's caches are dropped (root only) so that reads reach the daemon.
 
 usage: test_hostile_files.py BUILD_DIR RTEN_MODEL"""
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +32,8 @@ import mfstest  # noqa: E402
 
 try:
     import gen_carton  # noqa: E402  (needs numpy and zstandard)
+    import gen_rten  # noqa: E402
+    import numpy as np  # noqa: E402
 except ImportError as ex:  # pragma: no cover
     gen_carton = None
     GEN_ERR = str(ex)
@@ -275,6 +278,27 @@ class Ctx:
         self.env = env
 
 
+def check_long_name(c, x, work):
+    """A tensor name over Linux's 64 KiB xattr limit: its user.modelfs.name
+    is left out (getxattr said E2BIG for it, whatever size was asked);
+    the other attributes and model.json are whole."""
+    name = "n" * 70000
+    gen_rten.write_model(work, "longname.rten", gen_rten.Graph(
+        [gen_rten.Const(name, np.arange(3, dtype=np.float32))]))
+    with mfstest.mounted(x.modelfs, os.path.join(work, "longname.rten"), x.env) as mnt:
+        with open(os.path.join(mnt, "model.json"), "rb") as f:
+            doc = json.load(f)
+        c.equal([t["name"] for t in doc["tensors"]], [name], "long name: model.json has it whole")
+        path = os.path.join(mnt, doc["tensors"][0]["path"])
+        c.equal(os.getxattr(path, "user.modelfs.dtype"), b"float32", "long name: dtype xattr")
+        c.check("user.modelfs.name" not in os.listxattr(path), "long name: not listed")
+        try:
+            os.getxattr(path, "user.modelfs.name")
+            c.check(False, "long name: getxattr must fail")
+        except OSError as e:
+            c.equal(errno.errorcode.get(e.errno), "ENODATA", "long name: getxattr errno")
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -295,7 +319,8 @@ def main(argv):
         else:
             for check in (lambda: check_rten_edit(c, x, work, argv[2]),
                           lambda: check_folder_edit(c, x, work),
-                          lambda: check_folder_swap(c, x, work)):
+                          lambda: check_folder_swap(c, x, work),
+                          lambda: check_long_name(c, x, work)):
                 try:
                     check()
                 except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
