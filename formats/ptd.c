@@ -31,7 +31,7 @@
 
 #include "dtype.h"
 #include "fb.h"
-#include "fs/xalloc.h"
+#include "xalloc.h"
 #include "registry.h"
 
 #define FH_POS 8            /* the FH01 header's position */
@@ -49,7 +49,7 @@ enum { TM_NAME, TM_SCALAR_TYPE, TM_SIZES, TM_DIM_ORDER, TM_SEGMENT_INDEX, TM_OFF
 
 /* executorch_flatbuffer.ScalarType (c10 numbering): the schema's enum names
  * (8-10 and 18-21 are commented out there but keep their numbers) and the
- * numpy-style dtype names of formats/dtype.c. */
+ * numpy-style dtype names of formats/layout/dtype.c. */
 static const struct { const char *et, *np; } scalar_types[] = {
     { "BYTE", "uint8" },           { "CHAR", "int8" },
     { "SHORT", "int16" },          { "INT", "int32" },

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "fs/guard.h"
+#include "guard.h"
 
 const mfs_format *const mfs_formats[] = {
     &mfs_format_rten,

@@ -5,9 +5,9 @@
 #ifndef MFS_REGISTRY_H
 #define MFS_REGISTRY_H
 
-#include "fs/blob.h"
-#include "fs/err.h"
-#include "fs/span.h"
+#include "blob.h"
+#include "err.h"
+#include "span.h"
 #include "model.h"
 
 typedef struct mfs_format {

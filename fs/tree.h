@@ -11,10 +11,11 @@
 #ifndef MFS_TREE_H
 #define MFS_TREE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "job.h"
 
 #define MFS_NONE UINT32_MAX
 #define MFS_ROOT 0u
@@ -41,18 +42,6 @@ typedef struct mfs_bytes {
     void (*release)(struct mfs_bytes *b);  /* frees data; NULL if nothing to free */
     void *opaque;           /* for release */
 } mfs_bytes;
-
-/* Handed to produce and verify: `cancelled` becomes true when nobody wants
- * the bytes any more (the mount is going away). Long work (a download, a
- * large decode or hash) polls it between chunks and gives up. */
-typedef struct mfs_job {
-    _Atomic bool cancelled;
-} mfs_job;
-
-static inline bool mfs_job_cancelled(const mfs_job *j)
-{
-    return j != NULL && atomic_load_explicit(&j->cancelled, memory_order_relaxed);
-}
 
 typedef struct mfs_source_ops {
     /* Makes the bytes (exactly the node's size); NULL when the node's data

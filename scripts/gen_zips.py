@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the zip layer's test archives (formats/zip.c), each with
+"""Writes the zip layer's test archives (formats/codecs/zip.c), each with
 NAME.zip.expect.json, for tests/unit/test_zip.c.
 
     /usr/bin/python3 scripts/gen_zips.py OUTDIR
@@ -18,7 +18,7 @@ Expectation (JSON):
    "entries": [{"name", "name_hex", "size", "comp_size", "method",
                 "raw_method", "unsafe", "is_dir", "sha256",
                 "decode_error": true|false, "made_by", "external_attr"}]}
-"unsafe" follows formats/zip.h: an empty name, a leading '/', a backslash,
+"unsafe" follows formats/codecs/zip_read.h: an empty name, a leading '/', a backslash,
 an empty, "." or ".." component, or a directory entry (trailing '/').
 """
 

@@ -9,7 +9,7 @@
  * the machine. */
 #include <stdlib.h>
 
-#include "fs/tree.h"
+#include "tree.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "fs/tree.h"
+#include "tree.h"
 
 static volatile uint8_t sink;
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/registry.h"
+#include "registry.h"
 
 int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "formats/toml_parse.h"
+#include "toml_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

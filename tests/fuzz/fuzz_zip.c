@@ -1,4 +1,4 @@
-/* libFuzzer target for the zip layer (formats/zip.h): any input is either
+/* libFuzzer target for the zip layer (formats/codecs/zip_read.h): any input is either
  * refused with an offset inside the file and a message, or opened into
  * entries whose data lies inside the file; every entry then decodes (cap
  * 1 MiB) to exactly its size or fails with a reason. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/zip.h"
+#include "zip_read.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

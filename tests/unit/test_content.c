@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/content.h"
-#include "fs/tree.h"
+#include "content.h"
+#include "tree.h"
 #include "unit.h"
 
 typedef struct src {

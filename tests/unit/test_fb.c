@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/fb.h"
+#include "fb.h"
 #include "unit.h"
 
 /* A hand-assembled buffer (little-endian):

@@ -1,10 +1,10 @@
-/* fs/hash.c: SipHash against the reference vectors of the SipHash paper
+/* fs/util/hash.c: SipHash against the reference vectors of the SipHash paper
  * (2-4, the rounds the paper's vectors use; 1-3 is the same code with
  * other round counts), and mfs_hash's salt and key use. */
 #include <stdint.h>
 #include <string.h>
 
-#include "fs/hash.h"
+#include "hash.h"
 #include "unit.h"
 
 int main(void)

@@ -1,12 +1,12 @@
-/* Unit tests for the strict JSON reader (formats/json_parse.c). */
+/* Unit tests for the strict JSON reader (tests/support/json_parse.c). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/json_parse.h"
-#include "formats/utf8.h"
+#include "json_parse.h"
+#include "utf8.h"
 
 static int failures;
 

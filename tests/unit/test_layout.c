@@ -2,12 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/doc.h"
-#include "formats/json_write.h"
-#include "formats/model.h"
-#include "formats/names.h"
-#include "formats/toml_write.h"
-#include "fs/tree.h"
+#include "doc.h"
+#include "json_write.h"
+#include "model.h"
+#include "names.h"
+#include "toml_write.h"
+#include "tree.h"
 #include "unit.h"
 
 static int enc_is(const char *name, size_t len, const char *want)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/registry.h"
-#include "fs/tree.h"
+#include "registry.h"
+#include "tree.h"
 #include "unit.h"
 
 static uint8_t *read_file(const char *path, size_t *len)

@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/doc.h"
-#include "formats/json_parse.h"
-#include "formats/json_write.h"
-#include "formats/toml_parse.h"
-#include "formats/toml_write.h"
+#include "doc.h"
+#include "json_parse.h"
+#include "json_write.h"
+#include "toml_parse.h"
+#include "toml_write.h"
 #include "unit.h"
 
 static mfs_val *sample(bool with_nulls)

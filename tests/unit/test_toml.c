@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/json_parse.h"
-#include "formats/toml_parse.h"
-#include "fs/strbuf.h"
+#include "json_parse.h"
+#include "toml_parse.h"
+#include "strbuf.h"
 
 #ifndef MFS_SHARED_DIR
 #define MFS_SHARED_DIR ""

@@ -1,4 +1,4 @@
-/* The zip layer (formats/zip.h) against archives with known contents:
+/* The zip layer (formats/codecs/zip_read.h) against archives with known contents:
  *  - scripts/gen_zips.py's archives (Python's zipfile, and hand-written ones
  *    with zstd members, ZIP64 fields and hostile layouts), each with its
  *    NAME.zip.expect.json: every entry's name, sizes, method and flags, the
@@ -23,11 +23,11 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <zip.h>   /* libzip (ours is formats/zip.h) */
+#include <zip.h>   /* libzip (ours is formats/codecs/zip_read.h) */
 
-#include "formats/doc.h"
-#include "formats/json_parse.h"
-#include "formats/zip.h"
+#include "doc.h"
+#include "json_parse.h"
+#include "zip_read.h"
 #include "unit.h"
 
 #define PYTHON "/usr/bin/python3"

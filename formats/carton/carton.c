@@ -1,0 +1,723 @@
+/* Carton v1 (docs/specification/format.md of VivekPanyam/carton; Carton's
+ * reader is source/carton/src/format/v1/): a zip, or an unpacked folder,
+ * holding carton.toml, MANIFEST, model/, and optionally tensor_data/,
+ * misc/ and LINKS.
+ *
+ * The tree:
+ *   files/PATH      every file of the carton with its folders: zip members
+ *                   (stored ones in place, zero copy; deflate and zstd ones
+ *                   decoded on first open), files of an unpacked folder
+ *                   (mapped on open), and MANIFEST lines whose file is not
+ *                   in the archive (LINKS files, or missing ones that fail
+ *                   on open). Each file MANIFEST lists is checked (sha256)
+ *                   before it is first served; a mismatch is EIO.
+ *                   xattrs: user.modelfs.sha256 (MANIFEST's),
+ *                   user.modelfs.urls (LINKS', one per line) and
+ *                   user.modelfs.size_unknown (carton_links.c).
+ *   tensors/...     tensor_data/index.toml (carton_tensors.c).
+ *   model.json      metadata: carton_toml (the parsed carton.toml, every
+ *                   field as written), manifest_sha256 (the model hash),
+ *                   has_manifest, has_tensor_data, has_links, manifest,
+ *                   links, linked_only_files, missing_files,
+ *                   unlisted_files, warnings; top-level `files` lists every
+ *                   file under files/ (size, storage, offset, sha256, ...).
+ *
+ * Hostile archives: a member whose name has a ".." or "." component, is
+ * absolute, has a backslash, an empty component or a component longer
+ * than 255 bytes (or a NUL: the zip layer drops those) is never exposed;
+ * it is skipped with a warning (metadata.warnings, and stderr at mount).
+ * When several members have one name, the first in the central directory
+ * is used and the others are skipped with a warning; a member that
+ * collides with a folder (a file "a" and a file "a/b") likewise loses to
+ * what came first. A declared size that no data of its method could
+ * decode to refuses the carton; a member that decodes to more or less
+ * than declared fails on open (EIO). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "carton.h"
+#include "log.h"
+#include "strbuf.h"
+#include "xalloc.h"
+#include "registry.h"
+#include "toml_parse.h"
+
+typedef unsigned long long ull;
+
+/* The most any byte of deflate (258 bytes per 2-bit match) or zstd (an
+ * RLE block of 128 KiB in 4 bytes) data can decode to. */
+#define DEFLATE_RATIO 1032u
+#define ZSTD_RATIO 32768u
+#define SYMLINK_HOPS 16
+#define WARNINGS_LOGGED 20
+
+carton_file *carton_add_file(carton_load *cl, const char *path, const mfs_zip_entry *en,
+                             bool in_archive)
+{
+    if (cl->nfiles == cl->cap) {
+        cl->cap = cl->cap ? cl->cap * 2 : 64;
+        cl->files = mfs_xreallocarray(cl->files, cl->cap, sizeof *cl->files);
+    }
+    carton_file *f = &cl->files[cl->nfiles++];
+    memset(f, 0, sizeof *f);
+    f->path = mfs_xstrdup(path);
+    f->en = en;
+    f->in_archive = in_archive;
+    f->node = MFS_NONE;
+    return f;
+}
+
+/* ---- collecting the members of a zip ----------------------------------- */
+
+static void collect_zip(carton_load *cl, const mfs_zip *z)
+{
+    bool *links = carton_zip_symlinks(z);
+    if (z->skipped)
+        carton_warn(cl, "%zu members with a NUL in their name: skipped", z->skipped);
+    for (size_t i = 0; i < z->count; i++) {
+        const mfs_zip_entry *en = &z->entries[i];
+        size_t n = strlen(en->name);
+        if (en->is_dir && n > 1 && carton_safe_path(en->name, n - 1)) {
+            /* A folder entry: its folder appears even when empty. */
+            char *d = mfs_xstrndup(en->name, n - 1);
+            if (mfs_tree_mkdirs(cl->m->tree, cl->files_dir, d) == MFS_NONE) {
+                char *q = carton_quote(en->name, n);
+                carton_warn(cl, "folder member %s: a file is in the way: skipped", q);
+                free(q);
+            }
+            free(d);
+            continue;
+        }
+        if (en->unsafe || !carton_safe_path(en->name, n)) {
+            char *q = carton_quote(en->name, n > 200 ? 200 : n);
+            carton_warn(cl, "member %s (local header at byte %llu): unsafe name: skipped", q,
+                        (ull)en->header_offset);
+            free(q);
+            continue;
+        }
+        carton_add_file(cl, en->name, en, true)->symlink = links[i];
+    }
+    free(links);
+}
+
+/* A declared size that its data cannot decode to: refused (a stored
+ * member holds exactly its size; deflate and zstd have a largest ratio). */
+static int check_size(carton_load *cl, const mfs_zip_entry *en)
+{
+    uint64_t most = CARTON_MEMBER_MAX;
+    if (en->method == MFS_ZIP_STORED && !en->encrypted)
+        most = en->comp_size;
+    else if (en->method == MFS_ZIP_DEFLATE && en->comp_size < CARTON_MEMBER_MAX / DEFLATE_RATIO)
+        most = en->comp_size * DEFLATE_RATIO + 1024;
+    else if (en->method == MFS_ZIP_ZSTD && en->comp_size < CARTON_MEMBER_MAX / ZSTD_RATIO)
+        most = en->comp_size * ZSTD_RATIO + 1024;
+    if (en->size <= most && (en->method != MFS_ZIP_STORED || en->encrypted || en->size == most))
+        return 0;
+    size_t n = strlen(en->name);
+    char *q = carton_quote(en->name, n > 200 ? 200 : n);
+    int r = en->method == MFS_ZIP_STORED
+                ? MFS_CORRUPT(cl->e, en->header_offset, "stored member %s declares %llu bytes but holds %llu",
+                              q, (ull)en->size, (ull)en->comp_size)
+                : MFS_CORRUPT(cl->e, en->header_offset,
+                              "member %s declares %llu bytes, more than its %llu bytes of %s data can hold",
+                              q, (ull)en->size, (ull)en->comp_size, mfs_zip_method_name(en->method));
+    free(q);
+    return r;
+}
+
+/* ---- files by path ------------------------------------------------------ */
+
+static carton_load *sort_cl;  /* qsort has no context argument in C11 */
+
+static int cmp_files(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(sort_cl->files[x].path, sort_cl->files[y].path);
+    return c ? c : (x < y ? -1 : x > y);
+}
+
+/* Sorts the kept files by path; later files with a taken path are dropped. */
+static void index_files(carton_load *cl)
+{
+    free(cl->sorted);
+    cl->sorted = mfs_xcalloc(cl->nfiles ? cl->nfiles : 1, sizeof *cl->sorted);
+    size_t n = 0;
+    for (size_t i = 0; i < cl->nfiles; i++)
+        if (!cl->files[i].dropped)
+            cl->sorted[n++] = i;
+    sort_cl = cl;
+    if (n > 1)
+        qsort(cl->sorted, n, sizeof *cl->sorted, cmp_files);
+    sort_cl = NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        carton_file *f = &cl->files[cl->sorted[i]];
+        if (kept > 0 && strcmp(cl->files[cl->sorted[kept - 1]].path, f->path) == 0) {
+            char *q = carton_quote(f->path, strlen(f->path));
+            carton_warn(cl, "member %s appears again (local header at byte %llu): the first one is used",
+                        q, f->en ? (ull)f->en->header_offset : 0ull);
+            free(q);
+            f->dropped = true;
+            continue;
+        }
+        cl->sorted[kept++] = cl->sorted[i];
+    }
+    cl->nsorted = kept;
+}
+
+static void make_sources(carton_load *cl)
+{
+    mfs_tree *t = cl->m->tree;
+    for (size_t i = 0; i < cl->nfiles; i++) {
+        carton_file *f = &cl->files[i];
+        if (f->dropped || !f->in_archive)
+            continue;
+        if (f->en != NULL) {
+            f->src = carton_src_new(t, CARTON_ZIP, f->path, NULL, NULL, NULL);
+            f->src->zip = cl->zip;
+            f->src->en = f->en;
+            f->src->size = f->en->size;
+        } else {
+            f->src = carton_src_new(t, CARTON_FILE, f->path, f->disk, NULL, NULL);
+            f->src->size = f->size;
+            f->src->root = cl->root;
+        }
+    }
+}
+
+/* ---- MANIFEST and LINKS ---------------------------------------------------- */
+
+/* Where a member's bytes are, for messages; 0 for a file of a folder. */
+static uint64_t at_of(const carton_file *f)
+{
+    return f->en ? f->en->header_offset : 0;
+}
+
+bool carton_spend(carton_load *cl, uint64_t bytes, const char *what)
+{
+    if (mfs_budget_take(&cl->budget, bytes))
+        return true;
+    if (cl->over == NULL)
+        cl->over = what;
+    return false;
+}
+
+/* CARTON_BUDGET_MIN plus so much per byte of the carton (the zip, or the
+ * files of a folder as they are on disk). */
+static void budget_init(carton_load *cl)
+{
+    uint64_t size = cl->m->file_size;
+    if (cl->zip == NULL) {
+        size = 0;
+        for (size_t i = 0; i < cl->nfiles; i++)
+            if (cl->files[i].in_archive && size < CARTON_BUDGET_MAX)
+                size += cl->files[i].size;
+    }
+    uint64_t extra = CARTON_BUDGET_MAX - CARTON_BUDGET_MIN;
+    if (size < extra / CARTON_BUDGET_PER_BYTE)
+        extra = size * CARTON_BUDGET_PER_BYTE;
+    cl->budget_total = CARTON_BUDGET_MIN + extra;
+    cl->budget.left = cl->budget_total;
+}
+
+/* -1 (and the error) once something ran over the budget. */
+static int over_budget(carton_load *cl)
+{
+    if (!cl->budget.exceeded)
+        return 0;
+    carton_file *f = cl->over ? carton_find(cl, cl->over) : NULL;
+    return MFS_CORRUPT(cl->e, f ? at_of(f) : 0,
+                       "%s: reading it at mount needs more than the %llu MiB of memory a carton "
+                       "of this size may use (%llu MiB, and %u bytes per byte of the carton): refused",
+                       cl->over ? cl->over : "the carton", (ull)(cl->budget_total >> 20),
+                       (ull)(CARTON_BUDGET_MIN >> 20), CARTON_BUDGET_PER_BYTE);
+}
+
+/* MANIFEST has a line per file: its cap grows with the carton's files, and
+ * one that cannot be read refuses the carton (a MANIFEST skipped with a
+ * warning would turn every check off). */
+static int read_manifest(carton_load *cl)
+{
+    carton_file *f = carton_find(cl, "MANIFEST");
+    if (f == NULL)
+        return 0;
+    uint64_t cap = CARTON_READ_MAX;
+    size_t nfiles = 0;
+    for (size_t i = 0; i < cl->nfiles; i++) {
+        if (cl->files[i].in_archive && !cl->files[i].dropped) {
+            cap += strlen(cl->files[i].path) + CARTON_MANIFEST_LINE;
+            nfiles++;
+        }
+    }
+    if (f->src != NULL && f->src->size > cap)
+        return MFS_CORRUPT(cl->e, at_of(f),
+                           "MANIFEST is %llu bytes, more than the %llu that lines for the carton's "
+                           "%zu files can take: refused, since none of them could be checked",
+                           (ull)f->src->size, (ull)cap, nfiles);
+    carton_bytes b;
+    char why[400];
+    if (carton_read(cl, f, cap, &b, why, sizeof why) != 0)
+        return MFS_CORRUPT(cl->e, at_of(f), "%s: refused, since nothing could be checked", why);
+    cl->has_manifest = true;
+    mfs_sha256_hex(b.p, b.len, cl->model_hash);
+    carton_parse_manifest(cl, b.p, b.len);
+    carton_bytes_free(&b);
+    return 0;
+}
+
+/* The parsed LINKS in *out (NULL when there is none or it is unreadable:
+ * a warning); -1 when an entry refuses the carton. */
+static int read_links(carton_load *cl, mfs_val **out)
+{
+    *out = NULL;
+    carton_file *f = carton_find(cl, "LINKS");
+    if (f == NULL)
+        return 0;
+    cl->has_links = true;
+    carton_bytes b;
+    char why[400], msg[200];
+    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0) {
+        carton_warn(cl, "%s: no links", why);
+        return 0;
+    }
+    int line = 0, col = 0;
+    mfs_val *doc = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg,
+                                         sizeof msg);
+    carton_bytes_free(&b);
+    if (doc == NULL) {
+        carton_spend(cl, 0, f->path);  /* names LINKS when the budget stopped it */
+        carton_warn(cl, "LINKS: line %d, column %d: %s: no links", line, col, msg);
+        return 0;
+    }
+    *out = doc;
+    return carton_parse_links(cl, doc);
+}
+
+/* A MANIFEST line whose file is not in the archive: a LINKS file (kept in
+ * links_dir, or to fetch) or a missing one. */
+static void manifest_only(carton_load *cl, carton_file *f, const char *sha)
+{
+    mfs_tree *t = cl->m->tree;
+    f->urls = carton_link_urls(cl, sha);
+    if (f->urls == NULL) {
+        f->src = carton_src_new(t, CARTON_FAIL, f->path, NULL, NULL,
+                                "listed in MANIFEST, but neither in the carton nor in LINKS");
+        return;
+    }
+    if (cl->links_dir != NULL) {
+        struct stat st;
+        /* Opened later under the held links_dir (carton_open_at). */
+        if (fstatat(cl->links_root->fd, sha, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+            f->src = carton_src_new(t, CARTON_FILE, f->path, sha, NULL, NULL);
+            f->src->size = (uint64_t)st.st_size;
+            f->src->linked = true;
+            f->src->root = cl->links_root;
+            return;
+        }
+        carton_fetch_init();
+    }
+    f->src = carton_src_new(t, CARTON_LINK, f->path, cl->links_dir, f->urls, NULL);
+    f->src->root = cl->links_root;
+    f->src->fetch = cl->fetch;
+}
+
+static void apply_manifest(carton_load *cl)
+{
+    size_t before = cl->nfiles;
+    for (size_t i = 0; i < cl->nmanifest; i++) {
+        carton_manifest_line *l = &cl->manifest[i];
+        carton_file *f = carton_find(cl, l->path);
+        if (f == NULL)
+            f = carton_add_file(cl, l->path, NULL, false);
+        l->file = (size_t)(f - cl->files);
+    }
+    if (cl->nfiles != before)
+        index_files(cl);
+    for (size_t i = 0; i < cl->nmanifest; i++) {
+        carton_manifest_line *l = &cl->manifest[i];
+        carton_file *f = &cl->files[l->file];
+        f->sha = l->sha;
+        if (!f->in_archive)
+            manifest_only(cl, f, l->sha);
+        if (f->src != NULL) {
+            f->src->has_sha = true;
+            memcpy(f->src->sha, l->sha, MFS_SHA256_HEX);
+        }
+    }
+}
+
+/* ---- symlink members ------------------------------------------------------ */
+
+/* dirname(from) joined with `target` and normalised, or NULL when it
+ * leaves the carton or is not a path we serve. */
+static char *resolve(const char *from, const uint8_t *target, size_t tlen)
+{
+    if (tlen == 0 || target[0] == '/' || memchr(target, 0, tlen) || memchr(target, '\\', tlen))
+        return NULL;
+    mfs_strbuf sb = { 0 };
+    const char *slash = strrchr(from, '/');
+    if (slash != NULL)
+        mfs_sb_add(&sb, from, (size_t)(slash - from));
+    for (size_t i = 0; i < tlen;) {
+        size_t j = i;
+        while (j < tlen && target[j] != '/')
+            j++;
+        size_t n = j - i;
+        const char *c = (const char *)target + i;
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            char *last = sb.len ? memrchr(sb.buf, '/', sb.len) : NULL;
+            if (sb.len == 0) {
+                mfs_sb_free(&sb);
+                return NULL;  /* above the carton's root */
+            }
+            sb.len = last ? (size_t)(last - sb.buf) : 0;
+            sb.buf[sb.len] = '\0';
+        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+            if (sb.len)
+                mfs_sb_addc(&sb, '/');
+            mfs_sb_add(&sb, c, n);
+        }
+        i = j + 1;
+    }
+    if (sb.len == 0 || !carton_safe_path(sb.buf, sb.len)) {
+        mfs_sb_free(&sb);
+        return NULL;
+    }
+    return mfs_sb_take(&sb, NULL);
+}
+
+/* The file a symlink member leads to, following links up to SYMLINK_HOPS
+ * deep, or NULL with the reason. */
+static carton_file *follow(carton_load *cl, carton_file *f, const carton_src *const *raw, char *why,
+                           size_t whysize)
+{
+    carton_file *cur = f;
+    for (int hop = 0; hop < SYMLINK_HOPS; hop++) {
+        carton_bytes b;
+        char rwhy[400];
+        carton_file tmp = *cur;
+        tmp.src = (carton_src *)(uintptr_t)raw[cur - cl->files];  /* its own bytes: the target */
+        if (carton_read(cl, &tmp, CARTON_LINK_TEXT_MAX, &b, rwhy, sizeof rwhy) != 0) {
+            snprintf(why, whysize, "a symlink whose target cannot be read: %s", rwhy);
+            return NULL;
+        }
+        char *to = resolve(cur->path, b.p, b.len);
+        char *q = carton_quote((const char *)b.p, b.len > 200 ? 200 : b.len);
+        carton_bytes_free(&b);
+        carton_file *next = to ? carton_find(cl, to) : NULL;
+        free(to);
+        if (next == NULL || next->src == NULL) {
+            snprintf(why, whysize, "a symlink to %s, which is not a file of the carton", q);
+            free(q);
+            return NULL;
+        }
+        free(q);
+        if (!next->symlink)
+            return next;
+        cur = next;
+    }
+    snprintf(why, whysize, "a symlink chain longer than %d links", SYMLINK_HOPS);
+    return NULL;
+}
+
+/* A symlink member serves its target's bytes (Carton's MANIFEST lists the
+ * target's sha256 for it), checked against its own MANIFEST line. */
+static void resolve_symlinks(carton_load *cl)
+{
+    const carton_src **raw = mfs_xcalloc(cl->nfiles ? cl->nfiles : 1, sizeof *raw);
+    for (size_t i = 0; i < cl->nfiles; i++)
+        raw[i] = cl->files[i].src;
+    for (size_t i = 0; i < cl->nfiles; i++) {
+        carton_file *f = &cl->files[i];
+        if (!f->symlink || f->dropped || f->src == NULL)
+            continue;
+        char why[600];
+        carton_file *to = follow(cl, f, raw, why, sizeof why);
+        if (to == NULL) {
+            carton_src *s = carton_src_new(cl->m->tree, CARTON_FAIL, f->path, NULL, NULL, why);
+            s->has_sha = f->src->has_sha;
+            memcpy(s->sha, f->src->sha, MFS_SHA256_HEX);
+            f->src = s;
+        } else {
+            f->src = carton_src_alias(cl->m->tree, raw[to - cl->files], f->path, f->sha);
+            f->target = to->path;
+        }
+    }
+    free(raw);
+}
+
+/* ---- files/ ------------------------------------------------------------ */
+
+static void place(carton_load *cl, carton_file *f)
+{
+    mfs_tree *t = cl->m->tree;
+    const char *slash = strrchr(f->path, '/');
+    uint32_t dir = cl->files_dir;
+    if (slash != NULL) {
+        char *d = mfs_xstrndup(f->path, (size_t)(slash - f->path));
+        dir = mfs_tree_mkdirs(t, cl->files_dir, d);
+        free(d);
+    }
+    const carton_src *s = f->src;
+    uint32_t node = dir == MFS_NONE ? MFS_NONE
+                    : mfs_tree_add(t, dir, slash ? slash + 1 : f->path, MFS_NODE_FILE,
+                                   carton_src_inplace(s), s->size);
+    if (node == MFS_NONE) {
+        char *q = carton_quote(f->path, strlen(f->path));
+        carton_warn(cl, "%s: a file or folder of that name is in the way: skipped", q);
+        free(q);
+        return;
+    }
+    f->node = node;
+    carton_src_attach(t, node, s);
+    if (f->sha)
+        mfs_tree_add_xattr(t, node, "user.modelfs.sha256", f->sha, 64);
+    if (!f->in_archive && f->urls)
+        mfs_tree_add_xattr(t, node, "user.modelfs.urls", f->urls, strlen(f->urls));
+    if (s->kind == CARTON_LINK) {
+        mfs_tree_add_xattr(t, node, "user.modelfs.size_unknown", "1", 1);
+        mfs_tree_set_size_unknown(t, node);
+    }
+}
+
+static mfs_val *file_entry(const carton_file *f)
+{
+    const carton_src *s = f->src;
+    mfs_val *e = mfs_obj();
+    mfs_obj_set(e, "name", mfs_str(f->path));
+    mfs_obj_set(e, "size", mfs_int((int64_t)s->size));
+    mfs_obj_set(e, "storage", mfs_str(carton_src_storage(s)));
+    if (f->en != NULL) {
+        mfs_obj_set(e, "offset", mfs_int((int64_t)f->en->data_offset));
+        mfs_obj_set(e, "compressed_size", mfs_int((int64_t)f->en->comp_size));
+    }
+    mfs_obj_set(e, "sha256", f->sha ? mfs_str(f->sha) : mfs_null());
+    if (!f->in_archive && f->urls != NULL) {
+        mfs_val *u = mfs_arr();
+        for (const char *p = f->urls; p != NULL;) {
+            const char *nl = strchr(p, '\n');
+            mfs_arr_push(u, nl ? mfs_strn(p, (size_t)(nl - p)) : mfs_str(p));
+            p = nl ? nl + 1 : NULL;
+        }
+        mfs_obj_set(e, "urls", u);
+    }
+    if (f->symlink)
+        mfs_obj_set(e, "symlink_to", f->target ? mfs_str(f->target) : mfs_null());
+    return e;
+}
+
+/* ---- the document ------------------------------------------------------ */
+
+static void add_metadata(carton_load *cl, mfs_val *toml, mfs_val *links)
+{
+    mfs_val *md = cl->m->metadata, *manifest = mfs_obj(), *linked = mfs_arr(), *missing = mfs_arr();
+    mfs_val *unlisted = mfs_arr(), *files = mfs_arr();
+    bool tensor_data = false;
+    for (size_t i = 0; i < cl->nmanifest; i++)
+        mfs_obj_set(manifest, cl->manifest[i].path, mfs_str(cl->manifest[i].sha));
+    for (size_t i = 0; i < cl->nfiles; i++) {
+        const carton_file *f = &cl->files[i];
+        if (f->dropped || f->node == MFS_NONE)
+            continue;
+        tensor_data = tensor_data || strncmp(f->path, "tensor_data/", 12) == 0;
+        if (!f->in_archive)
+            mfs_arr_push(f->urls ? linked : missing, mfs_str(f->path));
+        else if (f->sha == NULL && strcmp(f->path, "MANIFEST") != 0 && strcmp(f->path, "LINKS") != 0)
+            mfs_arr_push(unlisted, mfs_str(f->path));
+        mfs_arr_push(files, file_entry(f));
+    }
+    mfs_obj_set(md, "carton_toml", toml);
+    mfs_obj_set(md, "manifest_sha256", cl->has_manifest ? mfs_str(cl->model_hash) : mfs_null());
+    mfs_obj_set(md, "has_manifest", mfs_bool(cl->has_manifest));
+    mfs_obj_set(md, "has_tensor_data", mfs_bool(tensor_data));
+    mfs_obj_set(md, "has_links", mfs_bool(cl->has_links));
+    mfs_obj_set(md, "manifest", manifest);
+    mfs_obj_set(md, "links", links ? links : mfs_null());
+    mfs_obj_set(md, "linked_only_files", linked);
+    mfs_obj_set(md, "missing_files", missing);
+    mfs_obj_set(md, "unlisted_files", unlisted);
+    mfs_obj_set(md, "warnings", mfs_val_clone(cl->warnings));
+    mfs_obj_set(cl->m->extra, "files", files);
+}
+
+static int64_t spec_version(carton_load *cl, const mfs_val *toml)
+{
+    const mfs_val *v = mfs_obj_get(toml, "spec_version");
+    if (v != NULL && v->type == MFS_V_INT) {
+        if (v->u.i != 1)
+            carton_warn(cl, "carton.toml: spec_version %lld (this reader knows 1)", (long long)v->u.i);
+        return v->u.i;
+    }
+    carton_warn(cl, "carton.toml: no integer spec_version");
+    return 0;
+}
+
+static void log_warnings(const carton_load *cl)
+{
+    size_t n = cl->warnings->u.arr.n;
+    for (size_t i = 0; i < n && i < WARNINGS_LOGGED; i++)
+        mfs_log("modelfs: %s: warning: %s", cl->m->file_name, cl->warnings->u.arr.items[i]->u.s.p);
+    if (n > WARNINGS_LOGGED)
+        mfs_log("modelfs: %s: %zu more warnings in model.json (metadata.warnings)", cl->m->file_name,
+                n - WARNINGS_LOGGED);
+}
+
+static int read_carton_toml(carton_load *cl, mfs_val **out)
+{
+    carton_file *f = carton_find(cl, "carton.toml");
+    if (f == NULL || f->src == NULL || !f->in_archive)
+        return mfs_fail(cl->e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a carton: no carton.toml");
+    uint64_t at = f->en ? f->en->data_offset : 0;
+    carton_bytes b;
+    char why[400], msg[200];
+    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0)
+        return MFS_CORRUPT(cl->e, at, "%s", why);
+    int line = 0, col = 0;
+    *out = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg, sizeof msg);
+    carton_bytes_free(&b);
+    if (*out == NULL && cl->budget.exceeded) {
+        carton_spend(cl, 0, f->path);
+        return over_budget(cl);
+    }
+    if (*out == NULL)
+        return MFS_CORRUPT(cl->e, at, "carton.toml: line %d, column %d: %s", line, col, msg);
+    return 0;
+}
+
+int carton_build(carton_load *cl)
+{
+    budget_init(cl);
+    index_files(cl);
+    for (size_t i = 0; i < cl->nfiles; i++)
+        if (!cl->files[i].dropped && cl->files[i].en && check_size(cl, cl->files[i].en) != 0)
+            return -1;
+    make_sources(cl);
+    mfs_val *toml = NULL;
+    if (read_carton_toml(cl, &toml) != 0)
+        return -1;
+    mfs_model_set_format(cl->m, "carton", spec_version(cl, toml));
+    mfs_val *links = NULL;
+    if (read_manifest(cl) != 0 || read_links(cl, &links) != 0 || over_budget(cl) != 0) {
+        mfs_val_free(toml);
+        mfs_val_free(links);
+        return -1;
+    }
+    apply_manifest(cl);
+    resolve_symlinks(cl);
+    for (size_t i = 0; i < cl->nfiles; i++)
+        if (!cl->files[i].dropped && cl->files[i].src != NULL)
+            place(cl, &cl->files[i]);
+    carton_load_tensors(cl);
+    if (over_budget(cl) != 0) {
+        mfs_val_free(toml);
+        mfs_val_free(links);
+        return -1;
+    }
+    add_metadata(cl, toml, links);
+    log_warnings(cl);
+    return 0;
+}
+
+/* ---- the driver ------------------------------------------------------------ */
+
+static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
+{
+    memset(cl, 0, sizeof *cl);
+    cl->m = m;
+    cl->e = e;
+    cl->warnings = mfs_arr();
+    cl->files_dir = mfs_tree_mkdirs(m->tree, MFS_ROOT, "files");
+    carton_fetch_cfg *fc = mfs_tree_own(m->tree, mfs_xcalloc(1, sizeof *fc));
+    carton_fetch_cfg_set(fc, m->opts);
+    cl->fetch = fc;
+    if (m->opts->links_dir != NULL) {
+        char *real = realpath(m->opts->links_dir, NULL);
+        struct stat st;
+        char why[300];
+        if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
+            (cl->links_root = carton_root_open(m->tree, real, why, sizeof why)) != NULL)
+            cl->links_dir = mfs_tree_own(m->tree, mfs_xstrdup(real));
+        else
+            carton_warn(cl, "links_dir %s is not a folder: not used", m->opts->links_dir);
+        free(real);
+    }
+}
+
+static void load_free(carton_load *cl)
+{
+    for (size_t i = 0; i < cl->nfiles; i++) {
+        free(cl->files[i].path);
+        free(cl->files[i].disk);
+    }
+    for (size_t i = 0; i < cl->nmanifest; i++)
+        free(cl->manifest[i].path);
+    for (size_t i = 0; i < cl->nlinks; i++)
+        free(cl->links[i].urls);
+    free(cl->files);
+    free(cl->sorted);
+    free(cl->manifest);
+    free(cl->links);
+    mfs_val_free(cl->warnings);
+}
+
+static int probe(mfs_span f)
+{
+    return carton_probe_zip(f);
+}
+
+static int load(mfs_model *m, mfs_span file, mfs_err *e)
+{
+    mfs_zip *z = mfs_xcalloc(1, sizeof *z);
+    if (mfs_zip_open(z, file, e) != 0) {
+        free(z);
+        return -1;
+    }
+    /* The directory must live as long as the tree (decoding on open reads
+     * it): the tree frees its three blocks, which is all mfs_zip_close
+     * would free. */
+    mfs_tree_own(m->tree, z);
+    mfs_tree_own(m->tree, z->entries);
+    mfs_tree_own(m->tree, z->names);
+    carton_load cl;
+    load_init(&cl, m, e);
+    cl.zip = z;
+    collect_zip(&cl, z);
+    int r = carton_build(&cl);
+    load_free(&cl);
+    return r;
+}
+
+static int probe_dir(const char *path)
+{
+    return carton_dir_probe(path);
+}
+
+static int load_dir(mfs_model *m, const char *path, mfs_err *e)
+{
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
+    /* Held for the life of the mount: every file is opened below it. */
+    char why[600];
+    const carton_root *root = carton_root_open(m->tree, real, why, sizeof why);
+    free(real);
+    if (root == NULL)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", why);
+    carton_load cl;
+    load_init(&cl, m, e);
+    cl.root = root;
+    carton_dir_collect(&cl);
+    int r = carton_build(&cl);
+    load_free(&cl);
+    return r;
+}
+
+const mfs_format mfs_format_carton = {
+    .name = "carton",
+    .probe = probe,
+    .load = load,
+    .probe_dir = probe_dir,
+    .load_dir = load_dir,
+};

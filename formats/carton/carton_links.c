@@ -1,0 +1,461 @@
+/* The bytes of a LINKS file (format.md "LINKS"): a kept copy in
+ * -o links_dir, or fetched over http(s) with libcurl.
+ *
+ * A file that is in MANIFEST and LINKS but not in the archive has no size
+ * anywhere in the carton, and the tree's sizes are fixed at mount. So:
+ *  - if links_dir holds DIR/<sha256> at mount, that file's size is the
+ *    node's size and its bytes are served from it (carton_src.c, checked);
+ *  - otherwise the node is listed with size 0 and the xattr
+ *    user.modelfs.size_unknown (the fs serves it unbuffered, with the
+ *    produced length). Every open that has to produce it first looks for
+ *    DIR/<sha256> again (a copy fetched earlier in this mount, or by
+ *    another mount) and serves it when its sha256 matches; only then are
+ *    the URLs fetched in turn, into an unnamed file in DIR (O_TMPFILE: a
+ *    killed daemon leaves nothing behind), checked, and linked as
+ *    DIR/<sha256>.
+ * Responses may be compressed (Content-Encoding zstd, br, gzip, deflate):
+ * libcurl decodes every encoding it was built with (ACCEPT_ENCODING "").
+ * The sha256 is of the decoded bytes. Only http and https are followed,
+ * redirects included.
+ *
+ * Every fetch is bounded (carton_fetch_cfg, from -o fetch_max,
+ * fetch_timeout, fetch_reserve): decoded bytes (the write callback counts
+ * them, so a small gzip bomb stops at the cap), time for the whole fetch
+ * (all URLs together), free space left on DIR's file system, and an
+ * unmount (mfs_job_cancelled) stops a transfer within about a second. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "carton.h"
+#include "log.h"
+#include "xalloc.h"
+
+typedef unsigned long long ull;
+
+/* Free space is looked at again after this many bytes written. */
+#define DISK_CHECK_EVERY (4ull << 20)
+#define CONNECT_MAX_MS 20000L
+/* Slower than this many bytes/s for LOW_SPEED_SECS: the transfer stalled. */
+#define LOW_SPEED_BYTES 1024L
+#define LOW_SPEED_SECS 60L
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_start(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void carton_fetch_init(void)
+{
+    pthread_once(&curl_once, curl_start);
+}
+
+void carton_fetch_cfg_set(carton_fetch_cfg *c, const mfs_load_opts *o)
+{
+    c->max = o->fetch_max ? o->fetch_max : MFS_FETCH_MAX_DEFAULT;
+    uint64_t secs = o->fetch_timeout ? o->fetch_timeout : MFS_FETCH_TIMEOUT_DEFAULT;
+    c->timeout_ms = secs > UINT64_MAX / 1000 ? UINT64_MAX : secs * 1000;
+    c->reserve = o->fetch_reserve;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Free bytes for us on the file system of `fd`, and its size; false when
+ * it cannot be told. */
+static bool disk_space(int fd, uint64_t *avail, uint64_t *total)
+{
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0)
+        return false;
+    uint64_t unit = v.f_frsize ? v.f_frsize : v.f_bsize;
+    *avail = unit && v.f_bavail > UINT64_MAX / unit ? UINT64_MAX : (uint64_t)v.f_bavail * unit;
+    *total = unit && v.f_blocks > UINT64_MAX / unit ? UINT64_MAX : (uint64_t)v.f_blocks * unit;
+    return true;
+}
+
+/* The reserve for links_dir's file system: the user's, else 1 GiB or 5 %
+ * of the file system, whichever is less (a small disk stays usable). */
+static uint64_t reserve_for(const carton_fetch_cfg *c, int fd)
+{
+    if (c->reserve)
+        return c->reserve;
+    uint64_t avail, total;
+    if (!disk_space(fd, &avail, &total))
+        return MFS_FETCH_RESERVE_DEFAULT;
+    return total / 20 < MFS_FETCH_RESERVE_DEFAULT ? total / 20 : MFS_FETCH_RESERVE_DEFAULT;
+}
+
+typedef enum stop_kind { STOP_NONE, STOP_TOO_BIG, STOP_WRITE, STOP_DISK, STOP_CANCEL } stop_kind;
+
+typedef struct sink {
+    int fd;
+    EVP_MD_CTX *md;
+    const mfs_job *job;
+    uint64_t got, max, reserve, since_check, avail;
+    int err;            /* STOP_WRITE: errno */
+    stop_kind stop;
+} sink;
+
+/* Room for `len` more bytes and DISK_CHECK_EVERY after them, above the reserve. */
+static bool room_for(sink *s, size_t len)
+{
+    uint64_t avail, total;
+    if (!disk_space(s->fd, &avail, &total))
+        return true;  /* cannot tell: ENOSPC still stops the writes */
+    s->avail = avail;
+    return avail >= s->reserve && avail - s->reserve >= DISK_CHECK_EVERY + (uint64_t)len;
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+    sink *s = ud;
+    size_t len = size * n;  /* libcurl: size is always 1 */
+    if (mfs_job_cancelled(s->job)) {
+        s->stop = STOP_CANCEL;
+        return 0;  /* aborts the transfer */
+    }
+    if (len > s->max - s->got) {
+        s->stop = STOP_TOO_BIG;
+        return 0;
+    }
+    if (s->got == 0 || s->since_check >= DISK_CHECK_EVERY) {
+        if (!room_for(s, len)) {
+            s->stop = STOP_DISK;
+            return 0;
+        }
+        s->since_check = 0;
+    }
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(s->fd, p + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            s->err = w < 0 ? errno : ENOSPC;
+            s->stop = STOP_WRITE;
+            return 0;
+        }
+        done += (size_t)w;
+    }
+    EVP_DigestUpdate(s->md, p, len);
+    s->got += len;
+    s->since_check += len;
+    return len;
+}
+
+/* libcurl calls this at least once a second, even on a silent connection. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    sink *s = ud;
+    if (mfs_job_cancelled(s->job)) {
+        s->stop = STOP_CANCEL;
+        return 1;
+    }
+    return 0;
+}
+
+static void hex_digest(EVP_MD_CTX *md, char out[MFS_SHA256_HEX])
+{
+    unsigned char dig[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    out[0] = '\0';
+    if (EVP_DigestFinal_ex(md, dig, &dlen) != 1 || dlen != 32)
+        return;
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", dig[i]);
+}
+
+/* One URL into the open, empty file `fd`, before `deadline` (now_ms);
+ * 0 when the sha256 of what it wrote is s->sha. */
+static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t reserve, uint64_t deadline,
+                     const mfs_job *job, uint64_t *size, char *why, size_t whysize)
+{
+    const carton_fetch_cfg *cfg = s->fetch;
+    uint64_t now = now_ms();
+    if (now >= deadline) {
+        snprintf(why, whysize, "%s: not tried: the fetch_timeout of %llu s is used up", url,
+                 (ull)(cfg->timeout_ms / 1000));
+        return -1;
+    }
+    long left = deadline - now > (uint64_t)LONG_MAX ? LONG_MAX : (long)(deadline - now);
+    CURL *c = curl_easy_init();
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (c == NULL || md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        snprintf(why, whysize, "cannot start a transfer (out of memory)");
+        curl_easy_cleanup(c);
+        EVP_MD_CTX_free(md);
+        return -1;
+    }
+    sink k = { .fd = fd, .md = md, .job = job, .max = cfg->max, .reserve = reserve };
+    char err[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);   /* we run on worker threads */
+    /* A declared length above the cap fails before any byte is written
+     * (the decoded bytes are counted by on_data whatever is declared). */
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+                     (curl_off_t)(cfg->max > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cfg->max));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left < CONNECT_MAX_MS ? left : CONNECT_MAX_MS);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECS);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &k);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &k);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+    CURLcode rc = curl_easy_perform(c);
+    char got[MFS_SHA256_HEX];
+    hex_digest(md, got);
+    EVP_MD_CTX_free(md);
+    curl_easy_cleanup(c);
+    switch (k.stop) {
+    case STOP_TOO_BIG:
+        snprintf(why, whysize, "%s: more than %llu bytes (fetch_max)", url, (ull)cfg->max);
+        return -1;
+    case STOP_WRITE:
+        snprintf(why, whysize, "%s: cannot write the download: %s", url, strerror(k.err));
+        return -1;
+    case STOP_DISK:
+        snprintf(why, whysize, "%s: stopped after %llu bytes: %s would have less than %llu bytes "
+                 "free (fetch_reserve; %llu free)", url, (ull)k.got, s->path, (ull)reserve,
+                 (ull)k.avail);
+        return -1;
+    case STOP_CANCEL:
+        snprintf(why, whysize, "%s: abandoned: the file system is being unmounted", url);
+        return -1;
+    case STOP_NONE:
+        break;
+    }
+    if (rc == CURLE_FILESIZE_EXCEEDED) {
+        snprintf(why, whysize, "%s: declares more than %llu bytes (fetch_max)", url, (ull)cfg->max);
+        return -1;
+    }
+    /* libcurl's clock and ours differ by a few ms: "about at the deadline". */
+    if (rc == CURLE_OPERATION_TIMEDOUT && now_ms() + 1000 >= deadline) {
+        snprintf(why, whysize, "%s: %s (fetch_timeout: %llu s for the whole fetch)", url,
+                 err[0] ? err : curl_easy_strerror(rc), (ull)(cfg->timeout_ms / 1000));
+        return -1;
+    }
+    if (rc != CURLE_OK) {
+        snprintf(why, whysize, "%s: %s", url, err[0] ? err : curl_easy_strerror(rc));
+        return -1;
+    }
+    if (strcmp(got, s->sha) != 0) {
+        snprintf(why, whysize, "%s: sha256 %s of the %llu bytes fetched does not match %s", url,
+                 got[0] ? got : "?", (ull)k.got, s->sha);
+        return -1;
+    }
+    *size = k.got;
+    return 0;
+}
+
+/* links_dir itself: the folder held open at mount when there is one (no
+ * path lookup that a swapped symlink could redirect), else its path. */
+static int dir_fd(const carton_src *s)
+{
+    return s->root != NULL ? s->root->fd : AT_FDCWD;
+}
+
+static const char *in_dir(const carton_src *s, const char *full, const char *name)
+{
+    return s->root != NULL ? name : full;
+}
+
+/* An unnamed file in links_dir (nothing to clean up after a crash), or where
+ * the file system cannot do that, a named one: `tmp` then holds its path. */
+static int make_temp(const carton_src *s, char *tmp, size_t tmpsize)
+{
+    const char *dir = s->path;
+    tmp[0] = '\0';
+    int fd = openat(dir_fd(s), in_dir(s, dir, "."), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    if (snprintf(tmp, tmpsize, "%s/.modelfs-fetch-XXXXXX", dir) >= (int)tmpsize) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        tmp[0] = '\0';
+    return fd;
+}
+
+/* Gives the checked download its name DIR/<sha256>, replacing whatever is
+ * there (a bad copy; a good one is the same bytes). */
+static int keep(const carton_src *s, int fd, const char *tmp, const char *dest)
+{
+    const char *name = in_dir(s, dest, s->sha);
+    if (fsync(fd) != 0)
+        return -1;
+    if (tmp[0])
+        return renameat(AT_FDCWD, tmp, dir_fd(s), name);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int r = linkat(AT_FDCWD, proc, dir_fd(s), name, AT_SYMLINK_FOLLOW);
+        if (r != 0 && errno == ENOENT)  /* no /proc: needs CAP_DAC_READ_SEARCH */
+            r = linkat(fd, "", dir_fd(s), name, AT_EMPTY_PATH);
+        if (r == 0 || errno != EEXIST)
+            return r;
+        if (unlinkat(dir_fd(s), name, 0) != 0 && errno != ENOENT)
+            return -1;
+    }
+    return -1;
+}
+
+/* Fetches s->urls in turn (one deadline for all of them) into s->path; the
+ * open, checked file of *size bytes, or -1 with why. */
+static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint64_t *size,
+                 char *why, size_t whysize)
+{
+    carton_fetch_init();
+    const carton_fetch_cfg *cfg = s->fetch;
+    uint64_t start = now_ms();
+    uint64_t deadline = cfg->timeout_ms > UINT64_MAX - start ? UINT64_MAX : start + cfg->timeout_ms;
+    size_t tmpsize = strlen(s->path) + 32;
+    char *tmp = mfs_xmalloc(tmpsize);
+    int kept_fd = -1;
+    unsigned tried = 0;
+    snprintf(why, whysize, "no URL");
+    for (const char *u = s->urls; u != NULL && *u && kept_fd < 0 && !mfs_job_cancelled(job);) {
+        const char *nl = strchr(u, '\n');
+        char *url = mfs_xstrndup(u, nl ? (size_t)(nl - u) : strlen(u));
+        u = nl ? nl + 1 : NULL;
+        int fd = make_temp(s, tmp, tmpsize);
+        if (fd < 0) {
+            snprintf(why, whysize, "cannot create a file in %s: %s", s->path, strerror(errno));
+            free(url);
+            break;
+        }
+        char one[600];
+        if (fetch_one(s, url, fd, reserve_for(cfg, fd), deadline, job, size, one, sizeof one) == 0) {
+            if (keep(s, fd, tmp, dest) == 0) {
+                tmp[0] = '\0';
+            } else {
+                /* The bytes are good: serve them (a named temporary file is
+                 * removed below; the open fd keeps it); the next open fetches again. */
+                mfs_log("%s: cannot keep the copy fetched from %s as %s: %s", s->label, url, dest,
+                        strerror(errno));
+            }
+            kept_fd = fd;
+            fd = -1;
+        } else {
+            /* Every URL's failure, in order: "URL: problem; URL: problem". */
+            size_t at = tried++ ? strlen(why) : 0;
+            if (at < whysize)
+                snprintf(why + at, whysize - at, "%s%s", at ? "; " : "", one);
+        }
+        if (fd >= 0)
+            close(fd);
+        if (tmp[0])
+            unlink(tmp);
+        free(url);
+    }
+    free(tmp);
+    return kept_fd;
+}
+
+/* DIR/<sha256> when it is a regular file whose sha256 matches: 1 with its
+ * bytes in out; 0 when it is not there or not right (`note` says which);
+ * -1 when the job was cancelled. */
+static int use_kept(const carton_src *s, const mfs_job *job, const char *dest, mfs_bytes *out,
+                    char *note, size_t notesize)
+{
+    note[0] = '\0';
+    int fd = s->root != NULL ? carton_open_at(s->root, s->sha, false)
+                             : open(dest, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            snprintf(note, notesize, "cannot open %s: %s", dest, strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(note, notesize, "%s is not a regular file", dest);
+        close(fd);
+        return 0;
+    }
+    mfs_bytes b = { 0 };
+    if (carton_map_fd(fd, dest, (uint64_t)st.st_size, &b, note, notesize) != 0)
+        return 0;
+    if (b.len)
+        madvise((void *)(uintptr_t)b.data, (size_t)b.len, MADV_SEQUENTIAL);
+    /* Guarded: the copy may be cut short while it is hashed. */
+    char got[MFS_SHA256_HEX] = "";
+    int r = mfs_sha256_hex_mapped(b.data, b.len, job, got);
+    if (r == 0 && strcmp(got, s->sha) == 0) {
+        *out = b;
+        return 1;
+    }
+    if (b.release)
+        b.release(&b);
+    if (r == -1 && mfs_job_cancelled(job))
+        return -1;
+    if (r != 0)
+        got[0] = '\0';
+    snprintf(note, notesize, "the copy %s does not match its sha256 (%s)", dest,
+             got[0] ? got : "it changed while it was hashed");
+    return 0;
+}
+
+int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, char *why,
+                        size_t whysize)
+{
+    if (s->path == NULL) {
+        snprintf(why, whysize, "a LINKS file that is not in the archive; mount with "
+                 "-o links_dir=DIR holding DIR/%s (files fetched from its URLs are kept there)", s->sha);
+        return -1;
+    }
+    size_t destsize = strlen(s->path) + 2 + MFS_SHA256_HEX;
+    char *dest = mfs_xmalloc(destsize);
+    snprintf(dest, destsize, "%s/%s", s->path, s->sha);
+    char note[400];
+    int r = use_kept(s, job, dest, out, note, sizeof note);
+    if (r != 0) {
+        if (r < 0)
+            snprintf(why, whysize, "%s: abandoned: the file system is being unmounted", dest);
+        free(dest);
+        return r > 0 ? 0 : -1;
+    }
+    if (note[0])
+        mfs_log("%s: %s: fetching it again", s->label, note);
+    uint64_t size = 0;
+    int fd = fetch(s, job, dest, &size, why, whysize);
+    if (fd < 0) {
+        free(dest);
+        return -1;
+    }
+    r = carton_map_fd(fd, dest, size, out, why, whysize);
+    free(dest);
+    return r;
+}

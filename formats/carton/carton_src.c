@@ -1,0 +1,282 @@
+/* Where a carton file's bytes come from, and the produce / verify
+ * operations fs/content.c calls on first open (see carton.h).
+ *
+ *  - stored zip member: served in place from the mapped zip (zero copy);
+ *    with a MANIFEST line, checked (sha256) before it is first served;
+ *  - deflate / zstd member: decoded on open into a buffer of exactly its
+ *    declared size (formats/zip_decode.c stops at that size and checks the
+ *    CRC), then checked. A decoded member must fit in memory: one larger
+ *    than half the machine's RAM (at least 1 GiB) fails to open, rather
+ *    than have the daemon killed;
+ *  - a file on disk (unpacked folder, links_dir/<sha256>): mapped on open
+ *    and unmapped when the cache lets go of it, so memory stays bounded;
+ *  - a LINKS file with no local copy: fetched (carton_links.c);
+ *  - nothing: the open fails with the reason (a MANIFEST line whose file is
+ *    neither in the carton nor in LINKS, a dangling symlink, ...). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "carton.h"
+#include "blob.h"
+#include "guard.h"
+#include "xalloc.h"
+
+typedef unsigned long long ull;
+
+static size_t slen(const char *s) { return s ? strlen(s) + 1 : 0; }
+
+static const char *put(char **at, const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(*at, s, n);
+    const char *r = *at;
+    *at += n;
+    return r;
+}
+
+carton_src *carton_src_new(mfs_tree *t, carton_kind kind, const char *label, const char *path,
+                           const char *urls, const char *reason)
+{
+    size_t extra = slen(label) + slen(path) + slen(urls) + slen(reason);
+    carton_src *s = mfs_xcalloc(1, sizeof *s + extra);
+    char *at = (char *)(s + 1);
+    s->kind = kind;
+    s->label = put(&at, label);
+    s->path = put(&at, path);
+    s->urls = put(&at, urls);
+    s->reason = put(&at, reason);
+    return mfs_tree_own(t, s);
+}
+
+carton_src *carton_src_alias(mfs_tree *t, const carton_src *s, const char *label, const char *sha)
+{
+    carton_src *a = carton_src_new(t, s->kind, label, s->path, s->urls, s->reason);
+    a->size = s->size;
+    a->zip = s->zip;
+    a->en = s->en;
+    a->linked = s->linked;
+    a->root = s->root;
+    a->fetch = s->fetch;
+    a->has_sha = sha != NULL;
+    if (sha != NULL)
+        snprintf(a->sha, sizeof a->sha, "%s", sha);
+    return a;
+}
+
+const uint8_t *carton_src_inplace(const carton_src *s)
+{
+    return s->kind == CARTON_ZIP ? mfs_zip_stored_data(s->zip, s->en) : NULL;
+}
+
+const char *carton_src_storage(const carton_src *s)
+{
+    switch (s->kind) {
+    case CARTON_ZIP:  return mfs_zip_method_name(s->en->method);
+    case CARTON_FILE: return s->linked ? "links_dir" : "file";
+    case CARTON_LINK: return "link";
+    case CARTON_FAIL: break;
+    }
+    return "missing";
+}
+
+/* ---- the operations ---------------------------------------------------- */
+
+static void release_free(mfs_bytes *b)
+{
+    free((void *)(uintptr_t)b->data);
+}
+
+static uint64_t decode_cap(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+    return half > (1ull << 30) ? half : (1ull << 30);
+}
+
+static int produce_zip(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+{
+    const carton_src *s = ctx;
+    (void)job;
+    uint8_t *buf;
+    if (mfs_zip_decode(s->zip, s->en, decode_cap(), &buf, why, whysize) != 0)
+        return -1;
+    out->data = buf;
+    out->len = s->en->size;
+    out->charge = s->en->size;
+    out->release = release_free;
+    return 0;
+}
+
+/* What a mapped file of the folder (or links_dir) keeps while its bytes
+ * are in use: the file, and what it looked like when it was mapped, so that
+ * an edit afterwards (even one whose mtime is put back: ctime moves) is
+ * seen before the next read and answered with EIO rather than served as
+ * checked bytes. The fd costs a descriptor per file in the cache; one
+ * fstat per read is the price of the check. */
+typedef struct held_file {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    uint64_t size;
+    struct timespec mtime, ctime;
+} held_file;
+
+static void release_held(mfs_bytes *b)
+{
+    held_file *h = b->opaque;
+    if (b->len > 0)
+        munmap((void *)(uintptr_t)b->data, (size_t)b->len);
+    if (h != NULL) {
+        close(h->fd);
+        free(h);
+    }
+}
+
+bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
+{
+    (void)ctx;
+    const held_file *h = b->opaque;
+    struct stat st;
+    if (h == NULL)
+        return true;  /* nothing mapped: an empty file */
+    return fstat(h->fd, &st) == 0 &&
+           mfs_same_file(&st, h->dev, h->ino, h->size, h->mtime, h->ctime);
+}
+
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
+                  size_t whysize)
+{
+    static const uint8_t empty[1];
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whysize, "cannot stat %s: %s", label, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+        snprintf(why, whysize, "%s changed since the mount: a regular file of %llu bytes then, %s now",
+                 label, (ull)size, S_ISREG(st.st_mode) ? "another size" : "not a regular file");
+        close(fd);
+        return -1;
+    }
+    if (size == 0) {
+        close(fd);
+        out->data = empty;
+        return 0;
+    }
+    if (size > SIZE_MAX) {
+        close(fd);
+        snprintf(why, whysize, "%s: %llu bytes cannot be mapped here", label, (ull)size);
+        return -1;
+    }
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+        snprintf(why, whysize, "cannot map %s: %s", label, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    held_file *h = mfs_xmalloc(sizeof *h);
+    *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim };
+    out->data = p;
+    out->len = size;
+    out->release = release_held;
+    out->opaque = h;
+    return 0;
+}
+
+static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+{
+    const carton_src *s = ctx;
+    (void)job;
+    /* Below the held folder, no symlink followed (see carton_open_at). */
+    int fd = s->root ? carton_open_at(s->root, s->path, false)
+                     : open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(why, whysize, "cannot open %s: %s%s", s->label, strerror(errno),
+                 errno == ELOOP || errno == ENOTDIR ? " (a symlink or a file in the way: "
+                 "replaced since the mount?)" : "");
+        return -1;
+    }
+    return carton_map_fd(fd, s->label, s->size, out, why, whysize);
+}
+
+/* Checks what it serves itself (a kept copy is hashed, a download is
+ * hashed as it arrives): no verify operation to hash it again. */
+static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+{
+    return carton_link_produce(ctx, job, out, why, whysize);
+}
+
+static int verify_sha(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+{
+    const carton_src *s = ctx;
+    char got[MFS_SHA256_HEX];
+    int r = mfs_sha256_hex_mapped(data, len, job, got);
+    if (r == MFS_GUARD_FAULT) {
+        snprintf(why, whysize, "%s changed (shrank) while its sha256 was checked", s->label);
+        return -1;
+    }
+    if (r != 0) {
+        snprintf(why, whysize, "the sha256 check of %s was cancelled", s->label);
+        return -1;
+    }
+    if (strcmp(got, s->sha) == 0)
+        return 0;
+    snprintf(why, whysize, "sha256 %s of %s does not match MANIFEST (%s)", got, s->label, s->sha);
+    return -1;
+}
+
+static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+{
+    const carton_src *s = ctx;
+    (void)job;
+    (void)data;
+    (void)len;
+    snprintf(why, whysize, "%s", s->reason ? s->reason : "unavailable");
+    return -1;
+}
+
+static const mfs_source_ops ops_verify = { .verify = verify_sha };
+static const mfs_source_ops ops_zip = { .produce = produce_zip, .in_memory = true };
+static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify = verify_sha, .in_memory = true };
+static const mfs_source_ops ops_file = { .produce = produce_file,
+                                         .unchanged = carton_file_unchanged };
+static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
+                                                .unchanged = carton_file_unchanged };
+/* A links_dir copy is hashed as it is produced (carton_links.c), then
+ * watched for edits like a file of a folder. */
+static const mfs_source_ops ops_link = { .produce = produce_link,
+                                         .unchanged = carton_file_unchanged };
+static const mfs_source_ops ops_fail = { .verify = verify_fail };
+
+void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s)
+{
+    const mfs_source_ops *ops = NULL;
+    switch (s->kind) {
+    case CARTON_ZIP:
+        if (carton_src_inplace(s) != NULL)
+            ops = s->has_sha ? &ops_verify : NULL;
+        else
+            ops = s->has_sha ? &ops_zip_verify : &ops_zip;
+        break;
+    case CARTON_FILE:
+        ops = s->has_sha ? &ops_file_verify : &ops_file;
+        break;
+    case CARTON_LINK:
+        ops = &ops_link;
+        break;
+    case CARTON_FAIL:
+        ops = &ops_fail;
+        break;
+    }
+    if (ops != NULL)
+        mfs_tree_set_source(t, node, ops, (void *)(uintptr_t)s);
+}

@@ -1,0 +1,159 @@
+/* Small shared pieces of the Carton driver: warnings, path rules, finding a
+ * file of the carton by path, and reading the few files parsed at mount. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "carton.h"
+#include "strbuf.h"
+#include "xalloc.h"
+
+typedef unsigned long long ull;
+
+void carton_warn(carton_load *cl, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mfs_arr_push(cl->warnings, mfs_str(msg));
+}
+
+bool carton_safe_path(const char *path, size_t len)
+{
+    if (len == 0 || memchr(path, '\0', len) || memchr(path, '\\', len))
+        return false;
+    for (size_t i = 0; i <= len;) {
+        size_t j = i;
+        while (j < len && path[j] != '/')
+            j++;
+        size_t n = j - i;
+        if (n == 0 || n > MFS_NAME_MAX || (n == 1 && path[i] == '.') ||
+            (n == 2 && path[i] == '.' && path[i + 1] == '.'))
+            return false;  /* also a leading, trailing or doubled '/' */
+        i = j + 1;
+    }
+    return true;
+}
+
+char *carton_quote(const char *s, size_t len)
+{
+    mfs_strbuf sb = { 0 };
+    mfs_sb_addc(&sb, '"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+            mfs_sb_addf(&sb, "\\x%02x", c);
+        else
+            mfs_sb_addc(&sb, (char)c);
+    }
+    mfs_sb_addc(&sb, '"');
+    return mfs_sb_take(&sb, NULL);
+}
+
+static int cmp_key(const void *key, const void *elem)
+{
+    const carton_load *cl = ((const void *const *)key)[0];
+    const char *path = ((const void *const *)key)[1];
+    return strcmp(path, cl->files[*(const size_t *)elem].path);
+}
+
+carton_file *carton_find(carton_load *cl, const char *path)
+{
+    const void *key[2] = { cl, path };
+    const size_t *i = bsearch(key, cl->sorted, cl->nsorted, sizeof *cl->sorted, cmp_key);
+    return i ? &cl->files[*i] : NULL;
+}
+
+static int read_disk(const carton_src *s, uint8_t *buf, char *why, size_t whysize)
+{
+    const char *path = s->path;
+    uint64_t size = s->size;
+    /* Below the held folder with no symlink followed, as on open. */
+    int fd = s->root ? carton_open_at(s->root, path, false)
+                     : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(why, whysize, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+        snprintf(why, whysize, "%s changed while it was being read", path);
+        close(fd);
+        return -1;
+    }
+    for (uint64_t done = 0; done < size;) {
+        ssize_t r = read(fd, buf + done, (size_t)(size - done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            snprintf(why, whysize, "cannot read %s: %s", path, r ? strerror(errno) : "it got shorter");
+            close(fd);
+            return -1;
+        }
+        done += (uint64_t)r;
+    }
+    close(fd);
+    return 0;
+}
+
+int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, char *why,
+                size_t whysize)
+{
+    memset(out, 0, sizeof *out);
+    const carton_src *s = f->src;
+    if (s == NULL || (s->kind != CARTON_ZIP && s->kind != CARTON_FILE) || !f->in_archive) {
+        snprintf(why, whysize, "%s is not in the carton itself", f->path);
+        return -1;
+    }
+    if (s->size > cap) {
+        snprintf(why, whysize, "%s is %llu bytes, more than the %llu read at mount", f->path,
+                 (ull)s->size, (ull)cap);
+        return -1;
+    }
+    if (s->size > CARTON_READ_TOTAL - cl->read_total) {
+        snprintf(why, whysize, "reading %s would pass the %llu bytes read at mount in all", f->path,
+                 (ull)CARTON_READ_TOTAL);
+        return -1;
+    }
+    /* Decoded or read bytes are memory the carton makes us take (a file in
+     * place in the mapping costs nothing). */
+    if (carton_src_inplace(s) == NULL && !carton_spend(cl, s->size, f->path)) {
+        snprintf(why, whysize, "%s: reading it would pass the memory budget of the mount", f->path);
+        return -1;
+    }
+    cl->read_total += s->size;
+    out->len = (size_t)s->size;
+    if (s->kind == CARTON_ZIP) {
+        out->p = carton_src_inplace(s);
+        if (out->p != NULL)
+            return 0;
+        char zwhy[400];
+        if (mfs_zip_decode(s->zip, s->en, cap, &out->owned, zwhy, sizeof zwhy) != 0) {
+            snprintf(why, whysize, "%s: %s", f->path, zwhy);
+            return -1;
+        }
+    } else {
+        out->owned = mfs_xmalloc(out->len ? out->len : 1);
+        if (read_disk(s, out->owned, why, whysize) != 0) {
+            carton_bytes_free(out);
+            return -1;
+        }
+    }
+    out->p = out->owned;
+    return 0;
+}
+
+void carton_bytes_free(carton_bytes *b)
+{
+    free(b->owned);
+    memset(b, 0, sizeof *b);
+}

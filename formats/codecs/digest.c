@@ -1,0 +1,75 @@
+#include "digest.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+
+#include "guard.h"
+#include "utf8.h"
+
+void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    static const uint8_t empty;
+    if (EVP_Digest(n ? p : &empty, n, md, &len, EVP_sha256(), NULL) != 1 || len != 32) {
+        hex[0] = '\0';  /* cannot happen with a working libcrypto; never matches */
+        return;
+    }
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Hashed in pieces: between them a cancelled job stops the work. */
+#define PIECE (4u << 20)
+
+struct hashing {
+    EVP_MD_CTX *md;
+    const uint8_t *p;
+    uint64_t n;
+    const mfs_job *job;
+};
+
+static int hash_guarded(void *arg)
+{
+    struct hashing *h = arg;
+    for (uint64_t at = 0; at < h->n; at += PIECE) {
+        if (mfs_job_cancelled(h->job))
+            return -1;
+        size_t len = h->n - at < PIECE ? (size_t)(h->n - at) : PIECE;
+        if (EVP_DigestUpdate(h->md, h->p + at, len) != 1)
+            return -1;
+    }
+    return 0;
+}
+
+int mfs_sha256_hex_mapped(const void *p, uint64_t n, const mfs_job *job, char hex[MFS_SHA256_HEX])
+{
+    hex[0] = '\0';
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return -1;
+    }
+    struct hashing h = { md, p, n, job };
+    int r = mfs_guard_run(hash_guarded, &h);
+    unsigned char dig[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (r == 0 && (EVP_DigestFinal_ex(md, dig, &len) != 1 || len != 32))
+        r = -1;
+    EVP_MD_CTX_free(md);
+    if (r != 0)
+        return r;
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+    return 0;
+}
+
+bool mfs_is_sha256_hex(const char *s, size_t len)
+{
+    if (len != 64)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (mfs_hexval(s[i]) < 0)
+            return false;
+    return true;
+}

@@ -1,0 +1,24 @@
+/* SHA-256 (OpenSSL's libcrypto), for Carton's MANIFEST and LINKS. */
+#ifndef MFS_DIGEST_H
+#define MFS_DIGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
+
+#define MFS_SHA256_HEX 65   /* 64 lowercase hex digits + NUL */
+
+/* hex = lowercase sha256 of the n bytes at p. */
+void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX]);
+
+/* The same for bytes of a mapped file that may shrink or be cancelled
+ * meanwhile: 0, MFS_GUARD_FAULT (fs/guard.h) when the mapping faulted, -1
+ * when `job` was cancelled (or libcrypto failed). */
+int mfs_sha256_hex_mapped(const void *p, uint64_t n, const mfs_job *job, char hex[MFS_SHA256_HEX]);
+
+/* True when `s` (len bytes) is 64 hex digits (either case). */
+bool mfs_is_sha256_hex(const char *s, size_t len);
+
+#endif

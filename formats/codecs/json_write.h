@@ -1,0 +1,22 @@
+/* Writes a document as JSON: two-space indentation, arrays of scalars on one
+ * line, object keys in insertion order, a final newline. Bytes that are not
+ * valid UTF-8 become U+FFFD (JSON text must be Unicode; callers that need
+ * the exact bytes keep them elsewhere, e.g. a hex field). NaN and infinities
+ * have no JSON form and are written as null. */
+#ifndef MFS_JSON_WRITE_H
+#define MFS_JSON_WRITE_H
+
+#include "doc.h"
+#include "strbuf.h"
+
+void mfs_json_write(mfs_strbuf *sb, const mfs_val *v);
+/* A quoted string for n bytes at s, valid both as a JSON string and as a
+ * TOML basic string: the escapes \" \\ \b \f \n \r \t and \u00XX (other
+ * control characters and DEL) mean the same in both. */
+void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n);
+
+/* Shortest %g form that reads back to the same finite double, always with
+ * a '.' or an exponent so that it stays a float in TOML too. */
+void mfs_format_double(char *out, size_t size, double f);
+
+#endif

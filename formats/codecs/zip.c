@@ -1,0 +1,415 @@
+/* The zip directory: end record (and its ZIP64 twin), central directory,
+ * local headers. Layout facts (APPNOTE): local header 30 bytes + name +
+ * extra; central directory entry 46 bytes + name + extra + comment; end
+ * record 22 bytes + comment; ZIP64 locator 20 bytes just before the end
+ * record; ZIP64 end record 56 bytes; ZIP64 extra field id 0x0001.
+ *
+ * libzip is not used here: its public API does not expose a member's local
+ * header offset, which zero-copy serving needs, and its zip_t is not safe
+ * for concurrent reads. The unit test uses it as an independent reader. */
+#include "zip_read.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+#define SIG_LOCAL   0x04034b50u
+#define SIG_CENTRAL 0x02014b50u
+#define SIG_END     0x06054b50u
+#define SIG_END64   0x06064b50u
+#define SIG_LOC64   0x07064b50u
+
+enum { LOCAL_LEN = 30, CENTRAL_LEN = 46, END_LEN = 22, END64_LEN = 56, LOC64_LEN = 20 };
+
+typedef unsigned long long ull;   /* for printf */
+
+/* Where the central directory is, as the end records describe it. */
+typedef struct cdir {
+    uint64_t offset, size;  /* relative to the span */
+    uint64_t count;         /* entries the end record announces */
+    bool zip64;
+    uint64_t end_rec;       /* the record the directory must end before */
+} cdir;
+
+static uint64_t at(mfs_span f, uint64_t pos) { return f.base + pos; }
+
+/* The end record: the last signature whose comment ends exactly at the end
+ * of the file, else the last one whose comment at least fits (trailing
+ * bytes after the archive). It lies within 22 + 65535 bytes of the end. */
+static int find_end(mfs_span f, uint64_t *pos, mfs_err *e)
+{
+    if (f.len < END_LEN)
+        return MFS_CORRUPT(e, f.base, "too short for a zip archive (%llu bytes)", (ull)f.len);
+    uint64_t last = f.len - END_LEN;
+    uint64_t first = last > 0xFFFF ? last - 0xFFFF : 0;
+    bool fits = false;
+    uint64_t fit = 0;
+    for (uint64_t p = last + 1; p-- > first;) {
+        uint32_t sig;
+        uint16_t clen;
+        if (!mfs_rd_u32(f, p, &sig) || sig != SIG_END || !mfs_rd_u16(f, p + 20, &clen))
+            continue;
+        if (clen == f.len - p - END_LEN) {
+            *pos = p;
+            return 0;
+        }
+        if (!fits && clen < f.len - p - END_LEN) {
+            fits = true;
+            fit = p;
+        }
+    }
+    if (!fits)
+        return MFS_CORRUPT(e, at(f, first), "no zip end of central directory record in the last %llu bytes",
+                           (ull)(f.len - first));
+    *pos = fit;
+    return 0;
+}
+
+/* The ZIP64 end record located by the locator at `lp`. */
+static int read_end64(mfs_span f, uint64_t lp, cdir *cd, mfs_err *e)
+{
+    uint32_t ldisk = 0, ndisks = 0, sig = 0, disk = 0, cd_disk = 0;
+    uint64_t r = 0, rsize = 0, on_disk = 0, total = 0, size = 0, off = 0;
+    (void)(mfs_rd_u32(f, lp + 4, &ldisk) && mfs_rd_u64(f, lp + 8, &r) &&
+           mfs_rd_u32(f, lp + 16, &ndisks));  /* the caller checked the 20 bytes */
+    if (ldisk != 0 || ndisks > 1)
+        return MFS_CORRUPT(e, at(f, lp), "multi-disk zip (ZIP64 locator: disk %u of %u) is not supported",
+                           ldisk, ndisks);
+    if (r > lp || lp - r < END64_LEN)
+        return MFS_CORRUPT(e, at(f, lp), "ZIP64 end record offset %llu is not before its locator",
+                           (ull)r);
+    if (!mfs_rd_u32(f, r, &sig) || sig != SIG_END64)
+        return MFS_CORRUPT(e, at(f, r), "no ZIP64 end of central directory record (signature 0x%08x)",
+                           sig);
+    (void)(mfs_rd_u64(f, r + 4, &rsize) && mfs_rd_u32(f, r + 16, &disk) &&
+           mfs_rd_u32(f, r + 20, &cd_disk) && mfs_rd_u64(f, r + 24, &on_disk) &&
+           mfs_rd_u64(f, r + 32, &total) && mfs_rd_u64(f, r + 40, &size) &&
+           mfs_rd_u64(f, r + 48, &off));  /* inside the 56 bytes checked above */
+    /* rsize counts the bytes after its own field: 44 fixed + extensible data. */
+    if (rsize < END64_LEN - 12 || rsize > lp - r - 12)
+        return MFS_CORRUPT(e, at(f, r), "ZIP64 end record size %llu is invalid", (ull)rsize);
+    if (disk != 0 || cd_disk != 0 || on_disk != total)
+        return MFS_CORRUPT(e, at(f, r), "multi-disk zip (ZIP64 end record) is not supported");
+    cd->offset = off;
+    cd->size = size;
+    cd->count = total;
+    cd->zip64 = true;
+    cd->end_rec = r;
+    return 0;
+}
+
+static int read_end(mfs_span f, cdir *cd, mfs_err *e)
+{
+    uint64_t p = 0;
+    if (find_end(f, &p, e) != 0)
+        return -1;
+    uint16_t disk = 0, cd_disk = 0, on_disk = 0, total = 0;
+    uint32_t size = 0, off = 0, lsig = 0;
+    (void)(mfs_rd_u16(f, p + 4, &disk) && mfs_rd_u16(f, p + 6, &cd_disk) &&
+           mfs_rd_u16(f, p + 8, &on_disk) && mfs_rd_u16(f, p + 10, &total) &&
+           mfs_rd_u32(f, p + 12, &size) && mfs_rd_u32(f, p + 16, &off));  /* find_end checked */
+    /* A ZIP64 locator right before the end record makes the ZIP64 record
+     * authoritative (the classic fields then hold 0xFFFF.. placeholders). */
+    if (p >= LOC64_LEN && mfs_rd_u32(f, p - LOC64_LEN, &lsig) && lsig == SIG_LOC64) {
+        if (read_end64(f, p - LOC64_LEN, cd, e) != 0)
+            return -1;
+    } else {
+        if (disk != 0 || cd_disk != 0 || on_disk != total)
+            return MFS_CORRUPT(e, at(f, p), "multi-disk zip (disk %u, directory on disk %u) is not supported",
+                               disk, cd_disk);
+        cd->offset = off;
+        cd->size = size;
+        cd->count = total;
+        cd->zip64 = false;
+        cd->end_rec = p;
+    }
+    if (cd->offset > cd->end_rec || cd->size > cd->end_rec - cd->offset)
+        return MFS_CORRUPT(e, at(f, cd->end_rec),
+                           "central directory (%llu bytes at byte %llu) runs past its end record",
+                           (ull)cd->size, (ull)at(f, cd->offset));
+    return 0;
+}
+
+/* The central directory entry at `pos`: checks its signature and that it
+ * fits before `end`; *rec = its whole length. */
+static int central_entry(mfs_span f, uint64_t pos, uint64_t end, uint64_t *rec, mfs_err *e)
+{
+    uint32_t sig = 0;
+    uint16_t nlen = 0, xlen = 0, clen = 0;
+    if (end - pos < CENTRAL_LEN)
+        return MFS_CORRUPT(e, at(f, pos), "truncated central directory entry (%llu bytes left)",
+                           (ull)(end - pos));
+    (void)(mfs_rd_u32(f, pos, &sig) && mfs_rd_u16(f, pos + 28, &nlen) &&
+           mfs_rd_u16(f, pos + 30, &xlen) && mfs_rd_u16(f, pos + 32, &clen));  /* end <= len */
+    if (sig != SIG_CENTRAL)
+        return MFS_CORRUPT(e, at(f, pos), "bad central directory entry signature 0x%08x", sig);
+    *rec = (uint64_t)CENTRAL_LEN + nlen + xlen + clen;
+    if (*rec > end - pos)
+        return MFS_CORRUPT(e, at(f, pos), "central directory entry (%llu bytes) runs past the directory's end",
+                           (ull)*rec);
+    return 0;
+}
+
+/* First pass: every entry well formed, their number agrees with the end
+ * record, and how much room the kept names need. */
+static int scan_dir(mfs_span f, const cdir *cd, size_t *kept, uint64_t *name_bytes, mfs_err *e)
+{
+    uint64_t pos = cd->offset, end = cd->offset + cd->size, records = 0, rec;
+    *kept = 0;
+    *name_bytes = 0;
+    while (pos < end) {
+        if (central_entry(f, pos, end, &rec, e) != 0)
+            return -1;
+        uint16_t nlen = 0;
+        (void)mfs_rd_u16(f, pos + 28, &nlen);
+        if (memchr(f.p + pos + CENTRAL_LEN, 0, nlen) == NULL) {
+            (*kept)++;
+            *name_bytes += (uint64_t)nlen + 1;
+        }
+        records++;
+        pos += rec;
+    }
+    /* Some writers store the count modulo 65536 when they skip ZIP64. */
+    if (records != cd->count && (cd->zip64 || (records & 0xFFFF) != cd->count))
+        return MFS_CORRUPT(e, at(f, cd->end_rec),
+                           "end record announces %llu entries, the central directory holds %llu",
+                           (ull)cd->count, (ull)records);
+    return 0;
+}
+
+/* Replaces the 0xFFFF.. placeholders of an entry by the values of its ZIP64
+ * extra field (id 1), which holds, in this order, only the saturated ones. */
+static int apply_zip64(mfs_span f, uint64_t pos, uint64_t xpos, uint16_t xlen, bool need_size,
+                       bool need_csize, bool need_lho, uint64_t *size, uint64_t *csize,
+                       uint64_t *lho, mfs_err *e)
+{
+    uint64_t x = 0;
+    while (xlen - x >= 4) {
+        uint16_t id = 0, dlen = 0;
+        (void)(mfs_rd_u16(f, xpos + x, &id) && mfs_rd_u16(f, xpos + x + 2, &dlen));
+        if (dlen > xlen - x - 4)
+            break;  /* a malformed tail (padding): nothing more to find */
+        if (id == 0x0001) {
+            uint64_t q = xpos + x + 4, qend = q + dlen;
+            uint64_t *dst[3] = { need_size ? size : NULL, need_csize ? csize : NULL,
+                                 need_lho ? lho : NULL };
+            for (int i = 0; i < 3; i++) {
+                if (dst[i] == NULL)
+                    continue;
+                if (qend - q < 8)
+                    return MFS_CORRUPT(e, at(f, xpos + x), "ZIP64 extra field too short (%u bytes)", dlen);
+                (void)mfs_rd_u64(f, q, dst[i]);
+                q += 8;
+            }
+            return 0;
+        }
+        x += 4 + (uint64_t)dlen;
+    }
+    return MFS_CORRUPT(e, at(f, pos), "central directory entry has 0xFFFFFFFF sizes or offset "
+                       "but no ZIP64 extra field");
+}
+
+/* Follows the local header at `lho` to the member's data and checks that
+ * header and data lie before the central directory. */
+static int local_data(mfs_span f, const cdir *cd, uint64_t pos, uint64_t lho, uint64_t csize,
+                      uint64_t *data, mfs_err *e)
+{
+    uint32_t sig = 0;
+    uint16_t nlen = 0, xlen = 0;
+    if (lho > cd->offset || cd->offset - lho < LOCAL_LEN)
+        return MFS_CORRUPT(e, at(f, pos), "local header offset %llu is outside the members' area "
+                           "(before byte %llu)", (ull)at(f, lho), (ull)at(f, cd->offset));
+    (void)(mfs_rd_u32(f, lho, &sig) && mfs_rd_u16(f, lho + 26, &nlen) &&
+           mfs_rd_u16(f, lho + 28, &xlen));  /* lho + 30 <= cd->offset <= len */
+    if (sig != SIG_LOCAL)
+        return MFS_CORRUPT(e, at(f, lho), "bad local header signature 0x%08x", sig);
+    uint64_t d = lho + LOCAL_LEN + nlen + xlen;
+    if (d > cd->offset)
+        return MFS_CORRUPT(e, at(f, lho), "local header name and extra field (%u + %u bytes) run "
+                           "past the central directory at byte %llu", nlen, xlen, (ull)at(f, cd->offset));
+    if (csize > cd->offset - d)
+        return MFS_CORRUPT(e, at(f, d), "member data (%llu bytes) runs past the central directory "
+                           "at byte %llu", (ull)csize, (ull)at(f, cd->offset));
+    *data = d;
+    return 0;
+}
+
+/* A name the caller must not turn into a path: see mfs_zip_entry.unsafe. */
+static bool name_unsafe(const char *s, size_t n)
+{
+    if (n == 0 || memchr(s, '\\', n) != NULL)
+        return true;
+    for (size_t i = 0; i <= n;) {
+        size_t j = i;
+        while (j < n && s[j] != '/')
+            j++;
+        size_t len = j - i;
+        if (len == 0 || (len == 1 && s[i] == '.') || (len == 2 && s[i] == '.' && s[i + 1] == '.'))
+            return true;  /* also catches a leading '/' and a trailing '/' */
+        i = j + 1;
+    }
+    return false;
+}
+
+static mfs_zip_method method_of(uint16_t m)
+{
+    switch (m) {
+    case 0:  return MFS_ZIP_STORED;
+    case 8:  return MFS_ZIP_DEFLATE;
+    case 93: return MFS_ZIP_ZSTD;
+    default: return MFS_ZIP_OTHER;
+    }
+}
+
+/* Second pass over a directory scan_dir accepted: fills the entries. */
+static int fill_entries(mfs_zip *z, const cdir *cd, mfs_err *e)
+{
+    mfs_span f = z->file;
+    uint64_t pos = cd->offset, end = cd->offset + cd->size, rec;
+    char *names = z->names;
+    while (pos < end) {
+        /* Cannot fail (scan_dir passed), but checked so that rec is never
+         * used unset, whatever the compiler can prove. */
+        if (central_entry(f, pos, end, &rec, e) != 0)
+            return -1;
+        uint16_t made_by = 0, flags = 0, method = 0, nlen = 0, xlen = 0;
+        uint32_t crc = 0, csize32 = 0, size32 = 0, lho32 = 0, attr = 0;
+        (void)(mfs_rd_u16(f, pos + 4, &made_by) && mfs_rd_u16(f, pos + 8, &flags) &&
+               mfs_rd_u16(f, pos + 10, &method) && mfs_rd_u32(f, pos + 38, &attr) &&
+               mfs_rd_u32(f, pos + 16, &crc) && mfs_rd_u32(f, pos + 20, &csize32) &&
+               mfs_rd_u32(f, pos + 24, &size32) && mfs_rd_u16(f, pos + 28, &nlen) &&
+               mfs_rd_u16(f, pos + 30, &xlen) && mfs_rd_u32(f, pos + 42, &lho32));
+        const char *name = (const char *)f.p + pos + CENTRAL_LEN;
+        if (memchr(name, 0, nlen) != NULL) {
+            z->skipped++;
+            pos += rec;
+            continue;
+        }
+        uint64_t size = size32, csize = csize32, lho = lho32;
+        if (size32 == UINT32_MAX || csize32 == UINT32_MAX || lho32 == UINT32_MAX) {
+            if (apply_zip64(f, pos, pos + CENTRAL_LEN + nlen, xlen, size32 == UINT32_MAX,
+                            csize32 == UINT32_MAX, lho32 == UINT32_MAX, &size, &csize, &lho, e) != 0)
+                return -1;
+        }
+        mfs_zip_entry *en = &z->entries[z->count];
+        uint64_t data = 0;
+        if (local_data(f, cd, pos, lho, csize, &data, e) != 0)
+            return -1;
+        memcpy(names, name, nlen);
+        names[nlen] = '\0';
+        en->name = names;
+        names += nlen + 1;
+        en->is_dir = nlen > 0 && name[nlen - 1] == '/';
+        en->unsafe = en->is_dir || name_unsafe(name, nlen);
+        en->encrypted = (flags & 1) != 0;
+        en->raw_method = method;
+        en->method = method_of(method);
+        en->comp_size = csize;
+        en->size = size;
+        en->header_offset = at(f, lho);
+        en->data_offset = at(f, data);
+        en->crc32 = crc;
+        en->made_by = made_by;
+        en->external_attr = attr;
+        z->count++;
+        pos += rec;
+    }
+    return 0;
+}
+
+/* A member's name for a message: at most 80 bytes, control characters,
+ * quotes and backslashes as '?' (names are untrusted). */
+static void printable(const char *name, char out[81])
+{
+    size_t i = 0;
+    for (; name[i] != '\0' && i < 80; i++) {
+        unsigned char c = (unsigned char)name[i];
+        out[i] = c < 0x20 || c == 0x7f || c == '"' || c == '\\' ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const mfs_zip_entry *x = *(const mfs_zip_entry *const *)a, *y = *(const mfs_zip_entry *const *)b;
+    if (x->header_offset != y->header_offset)
+        return x->header_offset < y->header_offset ? -1 : 1;
+    return x < y ? -1 : x > y;  /* directory order: the same message every time */
+}
+
+/* Members may not share bytes: a small archive whose many entries point at
+ * one compressed stream (a zip bomb) would otherwise multiply decode work
+ * per byte of input. Each member's range is its local header through the
+ * end of its compressed data; sorted by start, each must end before the
+ * next begins. */
+static int check_overlaps(const mfs_zip *z, mfs_err *e)
+{
+    if (z->count < 2)
+        return 0;
+    const mfs_zip_entry **by = mfs_xreallocarray(NULL, z->count, sizeof *by);
+    for (size_t i = 0; i < z->count; i++)
+        by[i] = &z->entries[i];
+    qsort(by, z->count, sizeof *by, cmp_start);
+    int r = 0;
+    for (size_t i = 1; i < z->count; i++) {
+        const mfs_zip_entry *a = by[i - 1], *b = by[i];
+        uint64_t a_end = a->data_offset + a->comp_size;  /* inside the file: local_data checked */
+        if (b->header_offset < a_end) {
+            char an[81], bn[81];
+            printable(a->name, an);
+            printable(b->name, bn);
+            r = MFS_CORRUPT(e, b->header_offset, "members \"%s\" (bytes %llu to %llu) and \"%s\" "
+                            "(from byte %llu) overlap: refused (a zip bomb shares one stream "
+                            "between many members)", an, (ull)a->header_offset, (ull)a_end, bn,
+                            (ull)b->header_offset);
+            break;
+        }
+    }
+    free(by);
+    return r;
+}
+
+int mfs_zip_open(mfs_zip *z, mfs_span file, mfs_err *e)
+{
+    memset(z, 0, sizeof *z);
+    z->file = file;
+    cdir cd = { 0 };
+    size_t kept;
+    uint64_t name_bytes;
+    if (read_end(file, &cd, e) != 0 || scan_dir(file, &cd, &kept, &name_bytes, e) != 0)
+        return -1;
+    /* Both are bounded by the directory's size, hence by the file's. */
+    z->entries = mfs_xcalloc(kept ? kept : 1, sizeof *z->entries);
+    z->names = mfs_xmalloc(name_bytes ? (size_t)name_bytes : 1);
+    if (fill_entries(z, &cd, e) != 0 || check_overlaps(z, e) != 0) {
+        mfs_zip_close(z);
+        return -1;
+    }
+    return 0;
+}
+
+void mfs_zip_close(mfs_zip *z)
+{
+    free(z->entries);
+    free(z->names);
+    memset(z, 0, sizeof *z);
+}
+
+const char *mfs_zip_method_name(mfs_zip_method m)
+{
+    switch (m) {
+    case MFS_ZIP_STORED:  return "stored";
+    case MFS_ZIP_DEFLATE: return "deflate";
+    case MFS_ZIP_ZSTD:    return "zstd";
+    case MFS_ZIP_OTHER:   break;
+    }
+    return "other";
+}
+
+const uint8_t *mfs_zip_stored_data(const mfs_zip *z, const mfs_zip_entry *en)
+{
+    if (en->method != MFS_ZIP_STORED || en->encrypted || en->comp_size != en->size)
+        return NULL;
+    return z->file.p + (en->data_offset - z->file.base);
+}

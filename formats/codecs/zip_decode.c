@@ -1,0 +1,206 @@
+/* Decoding one zip member into a buffer of exactly its declared size.
+ * Every call owns its decoder state (a z_stream or a ZSTD_DCtx), so calls
+ * from several threads never share anything but the read-only mapping.
+ *
+ * The compressed bytes are read from the mapping of the archive, which
+ * may shrink while we read it: the decoding runs under fs/guard.h, and
+ * all decoder state lives in mfs_zip_decode's frame so that it can be
+ * freed when a fault abandons the decode half-way. */
+#include "zip_read.h"
+
+#include "guard.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+typedef unsigned long long ull;   /* for printf */
+
+static int say(char *why, size_t whysize, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int say(char *why, size_t whysize, const char *fmt, ...)
+{
+    if (why != NULL && whysize > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whysize, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Raw inflate (no zlib header) of src into exactly `size` bytes. zlib counts
+ * in uInt, so input and output are fed in pieces of at most UINT_MAX. When
+ * the output is full, one spare byte tells a stream that would go on from
+ * one that ends there. */
+static int inflate_into(z_stream *zs, const uint8_t *src, uint64_t src_len, uint8_t *dst,
+                        uint64_t size, uint64_t at, char *why, size_t whysize)
+{
+    uint64_t in_left = src_len, out_left = size, given_out = 0;
+    uint8_t spare;
+    bool over = false;
+    int rc = -1;
+    for (;;) {
+        if (zs->avail_in == 0 && in_left > 0) {
+            uInt n = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+            zs->next_in = (Bytef *)(uintptr_t)src;  /* zlib does not write through next_in */
+            zs->avail_in = n;
+            src += n;
+            in_left -= n;
+        }
+        if (zs->avail_out == 0) {
+            if (out_left > 0) {
+                uInt n = out_left > UINT_MAX ? UINT_MAX : (uInt)out_left;
+                zs->next_out = dst;
+                zs->avail_out = n;
+                dst += n;
+                out_left -= n;
+                given_out += n;
+            } else if (!over) {
+                zs->next_out = &spare;
+                zs->avail_out = 1;
+                over = true;
+            } else {
+                say(why, whysize, "deflate data at byte %llu decodes to more than the declared %llu bytes",
+                    (ull)at, (ull)size);
+                break;
+            }
+        }
+        int r = inflate(zs, Z_NO_FLUSH);
+        if (r == Z_STREAM_END) {
+            uint64_t produced = over ? given_out + 1 - zs->avail_out : given_out - zs->avail_out;
+            if (over && zs->avail_out == 0)
+                say(why, whysize, "deflate data at byte %llu decodes to more than the declared %llu bytes",
+                    (ull)at, (ull)size);
+            else if (produced != size)
+                say(why, whysize, "deflate data at byte %llu decodes to %llu bytes, %llu declared",
+                    (ull)at, (ull)produced, (ull)size);
+            else
+                rc = 0;
+            break;
+        }
+        if (r == Z_OK)
+            continue;  /* progress was made */
+        if (r == Z_BUF_ERROR && zs->avail_in == 0 && in_left == 0) {
+            say(why, whysize, "deflate data at byte %llu is truncated (%llu bytes without an end of stream)",
+                (ull)at, (ull)src_len);
+            break;
+        }
+        say(why, whysize, "deflate data at byte %llu is invalid: %s", (ull)at,
+            zs->msg != NULL ? zs->msg : zError(r));
+        break;
+    }
+    return rc;
+}
+
+/* zstd in one pass into the final buffer: no window buffer is allocated,
+ * and libzstd stops with dstSize_tooSmall as soon as a block would pass the
+ * declared size (or up front when a frame header announces more). Several
+ * concatenated frames and skippable frames are accepted. */
+static int zstd_into(ZSTD_DCtx *dc, const uint8_t *src, uint64_t src_len, uint8_t *dst,
+                     uint64_t size, uint64_t at, char *why, size_t whysize)
+{
+    size_t r = ZSTD_decompressDCtx(dc, dst, (size_t)size, src, (size_t)src_len);
+    if (ZSTD_isError(r)) {
+        if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+            return say(why, whysize, "zstd data at byte %llu decodes to more than the declared %llu bytes",
+                       (ull)at, (ull)size);
+        return say(why, whysize, "zstd data at byte %llu is invalid: %s", (ull)at, ZSTD_getErrorName(r));
+    }
+    if (r != size)
+        return say(why, whysize, "zstd data at byte %llu decodes to %llu bytes, %llu declared", (ull)at,
+                   (ull)r, (ull)size);
+    return 0;
+}
+
+/* What one decode owns; see mfs_guard_run. */
+struct decode {
+    const mfs_zip_entry *en;
+    const uint8_t *src;
+    uint8_t *buf;
+    z_stream zs;
+    ZSTD_DCtx *dc;
+    char *why;
+    size_t whysize;
+};
+
+/* Reads the mapping: runs under the guard. */
+static int decode_guarded(void *arg)
+{
+    struct decode *d = arg;
+    const mfs_zip_entry *en = d->en;
+    switch (en->method) {
+    case MFS_ZIP_STORED:
+        if (en->comp_size != en->size)
+            return say(d->why, d->whysize, "stored member's compressed size %llu differs from its size %llu",
+                       (ull)en->comp_size, (ull)en->size);
+        if (en->size)
+            memcpy(d->buf, d->src, (size_t)en->size);
+        return 0;
+    case MFS_ZIP_DEFLATE:
+        return inflate_into(&d->zs, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->why,
+                            d->whysize);
+    case MFS_ZIP_ZSTD:
+        return zstd_into(d->dc, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->why,
+                         d->whysize);
+    default:
+        return say(d->why, d->whysize, "unsupported compression method %u", en->raw_method);
+    }
+}
+
+int mfs_zip_decode(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap, uint8_t **out,
+                   char *why, size_t whysize)
+{
+    *out = NULL;
+    if (en->encrypted)
+        return say(why, whysize, "encrypted member");
+    if (en->method == MFS_ZIP_OTHER)
+        return say(why, whysize, "unsupported compression method %u", en->raw_method);
+    if (en->size > cap)
+        return say(why, whysize, "declared size %llu exceeds the cap of %llu bytes", (ull)en->size,
+                   (ull)cap);
+    /* open checked the range; re-checked so a stray entry cannot read outside. */
+    uint64_t rel = en->data_offset - z->file.base;
+    if (en->data_offset < z->file.base || !mfs_span_has(z->file, rel, en->comp_size) ||
+        en->size > SIZE_MAX - 1 || en->comp_size > SIZE_MAX)
+        return say(why, whysize, "member data out of range");
+    const uint8_t *src = z->file.p + rel;
+    uint8_t *buf = malloc(en->size ? (size_t)en->size : 1);
+    if (buf == NULL)
+        return say(why, whysize, "out of memory for %llu bytes", (ull)en->size);
+    /* Decoder state is ours, not the guarded function's (see the top). */
+    struct decode d = { .en = en, .src = src, .buf = buf, .why = why, .whysize = whysize };
+    if (en->method == MFS_ZIP_DEFLATE && inflateInit2(&d.zs, -15) != Z_OK) {
+        free(buf);
+        return say(why, whysize, "zlib cannot start a raw inflate");
+    }
+    if (en->method == MFS_ZIP_ZSTD && (d.dc = ZSTD_createDCtx()) == NULL) {
+        free(buf);
+        return say(why, whysize, "out of memory for a zstd decoder");
+    }
+    int rc = mfs_guard_run(decode_guarded, &d);
+    if (en->method == MFS_ZIP_DEFLATE)
+        inflateEnd(&d.zs);
+    ZSTD_freeDCtx(d.dc);
+    if (rc == MFS_GUARD_FAULT)
+        rc = say(why, whysize, "the archive shrank while the member at byte %llu was decoded",
+                 (ull)en->data_offset);
+    if (rc == 0) {
+        uint32_t crc = (uint32_t)crc32_z(0, buf, (z_size_t)en->size);
+        if (crc != en->crc32)
+            rc = say(why, whysize, "CRC-32 mismatch: the data gives %08x, the central directory says %08x",
+                     crc, en->crc32);
+    }
+    if (rc != 0) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    return 0;
+}

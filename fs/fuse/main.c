@@ -1,0 +1,388 @@
+/* modelfs MODEL MOUNTPOINT: loads the model, builds the tree, mounts it.
+ *
+ * Everything that can fail because of the model happens before the mount,
+ * so errors reach the terminal with their exit code. Without -f the process
+ * forks after mounting; the parent returns only once the daemon has served
+ * a first request (the mount is usable on the caller's next line). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "blob.h"
+#include "ll.h"
+#include "log.h"
+#include "opts.h"
+#include "strbuf.h"
+
+static const char *prog = "modelfs";
+
+/* How long the parent waits for the daemon to come up. */
+#define READY_TIMEOUT_MS 60000
+
+struct cli {
+    const char *model;
+    const char *mountpoint;
+    int extra_args;
+    int help;
+    int version;
+    char *cache_size;   /* -o cache_size=SIZE */
+    char *links_dir;    /* -o links_dir=DIR */
+    char *fetch_max;    /* -o fetch_max=SIZE */
+    char *fetch_timeout;    /* -o fetch_timeout=SECONDS */
+    char *fetch_reserve;    /* -o fetch_reserve=SIZE */
+};
+
+enum { KEY_HELP, KEY_VERSION };
+
+static const struct fuse_opt cli_opts[] = {
+    { "cache_size=%s", offsetof(struct cli, cache_size), 0 },
+    { "links_dir=%s", offsetof(struct cli, links_dir), 0 },
+    { "fetch_max=%s", offsetof(struct cli, fetch_max), 0 },
+    { "fetch_timeout=%s", offsetof(struct cli, fetch_timeout), 0 },
+    { "fetch_reserve=%s", offsetof(struct cli, fetch_reserve), 0 },
+    FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),
+    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_END,
+};
+
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+    (void)out;
+    struct cli *c = data;
+    switch (key) {
+    case KEY_HELP:
+        c->help = 1;
+        return 0;
+    case KEY_VERSION:
+        c->version = 1;
+        return 0;
+    case FUSE_OPT_KEY_NONOPT:
+        if (c->model == NULL) {
+            c->model = arg;
+            return 0;
+        }
+        if (c->mountpoint == NULL) {
+            c->mountpoint = arg;
+            return 1;  /* fuse_parse_cmdline takes it from here */
+        }
+        c->extra_args++;
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [options] MODEL MOUNTPOINT\n"
+            "Mount a machine-learning model file as a read-only directory tree.\n"
+            "\n"
+            "  MODEL           a model file; the format is recognised by its bytes\n"
+            "                  (%s)\n"
+            "  MOUNTPOINT      an existing directory\n"
+            "\n"
+            "options:\n"
+            "  -f              stay in the foreground\n"
+            "  -d              debug output (implies -f)\n"
+            "  -s              single-threaded\n"
+            "  -o OPT[,OPT...] mount options: FUSE's (e.g. allow_other) and modelfs's:\n"
+            "    cache_size=SIZE  memory for decoded (compressed) files, open or not, with\n"
+            "                     K, M or G (default a quarter of RAM, at least 256M); an\n"
+            "                     open that does not fit gets ENOMEM and a log line\n"
+            "    links_dir=DIR    folder of files named by their sha256, for Carton LINKS\n"
+            "    fetch_max=SIZE   most bytes (decoded) one fetched Carton LINKS file may\n"
+            "                     have (default 16G)\n"
+            "    fetch_timeout=SECONDS  time for fetching one LINKS file, all its URLs\n"
+            "                     together (default 3600)\n"
+            "    fetch_reserve=SIZE  stop a fetch before links_dir's file system has less\n"
+            "                     than this free (default 1G, or 5%% of it if less)\n"
+            "  -h, --help      this text and FUSE's options\n"
+            "  -V, --version   version\n"
+            "\n"
+            "Unmount with: fusermount3 -u MOUNTPOINT (or SIGINT/SIGTERM to a foreground modelfs).\n"
+            "MODEL may also be a folder holding an unpacked carton.\n"
+            "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
+            "4 not a recognised model, 5 corrupt model, 6 mount failed.\n",
+            prog, mfs_format_names());
+}
+
+/* -o NAME=VALUE as a size above 0, when given; false after saying why. */
+static bool size_opt(const char *name, const char *value, uint64_t *out)
+{
+    if (value == NULL || (mfs_parse_size(value, out) && *out > 0))
+        return true;
+    fprintf(stderr, "%s: %s=%s: not a size above 0 (e.g. 512M)\n", prog, name, value);
+    return false;
+}
+
+/* fsname=modelfs:PATH, with the characters the option parser treats
+ * specially escaped. */
+static char *fsname_opt(const char *model)
+{
+    mfs_strbuf sb = { 0 };
+    mfs_sb_adds(&sb, "-ofsname=modelfs:");
+    for (const char *p = model; *p; p++) {
+        if (*p == ',' || *p == '\\')
+            mfs_sb_addc(&sb, '\\');
+        mfs_sb_addc(&sb, *p);
+    }
+    return mfs_sb_take(&sb, NULL);
+}
+
+/* Daemonizing: the parent waits on a pipe for one status byte. */
+static int ready_fd = -1;
+
+static void daemon_ready(char status)
+{
+    if (ready_fd < 0)
+        return;
+    if (status == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDOUT_FILENO);
+            dup2(null, STDERR_FILENO);
+            if (null > STDERR_FILENO)
+                close(null);
+        }
+    }
+    ssize_t w = write(ready_fd, &status, 1);
+    (void)w;
+    close(ready_fd);
+    ready_fd = -1;
+}
+
+/* Returns in the child; the parent exits with the daemon's verdict. */
+static int daemonize(void)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0) {
+        close(p[1]);
+        struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+        char status = 1;
+        int r = poll(&pfd, 1, READY_TIMEOUT_MS);
+        if (r <= 0 || read(p[0], &status, 1) != 1) {
+            fprintf(stderr, "%s: the daemon did not come up\n", prog);
+            _exit(6);
+        }
+        _exit(status == 0 ? 0 : 6);
+    }
+    close(p[0]);
+    ready_fd = p[1];
+    setsid();
+    if (chdir("/") != 0)
+        return -1;
+    return 0;
+}
+
+/* Kernel read-ahead for this mount (its bdi): with 4 MiB, sequential reads
+ * keep several 1 MiB requests in flight for the worker threads; measured
+ * better than 1 MiB and than 16 MiB (bench/read_bench.py). Best effort:
+ * needs root. */
+#define MFS_READAHEAD_KB 4096
+
+static void set_readahead(dev_t dev)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", major(dev), minor(dev));
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return;
+    char kb[16];
+    int n = snprintf(kb, sizeof kb, "%u", MFS_READAHEAD_KB);
+    ssize_t w = write(fd, kb, (size_t)n);
+    (void)w;
+    close(fd);
+}
+
+/* Runs beside the session loop: the stat() is served by the loop, and it
+ * can only complete after the kernel's INIT, so once it returns the mount
+ * works and the kernel has settled its read-ahead (which we then raise). */
+static void *ready_thread(void *arg)
+{
+    const char *mountpoint = arg;
+    struct stat st;
+    if (stat(mountpoint, &st) == 0) {
+        set_readahead(st.st_dev);
+        daemon_ready(0);
+    } else {
+        fprintf(stderr, "%s: %s: mounted but not usable: %s\n", prog, mountpoint, strerror(errno));
+        daemon_ready(1);
+    }
+    return NULL;
+}
+
+static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, ready_thread, o->mountpoint) != 0) {
+        daemon_ready(1);
+        return 1;
+    }
+    pthread_detach(t);
+    if (o->singlethread)
+        return fuse_session_loop(se);
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(cfg, (unsigned)o->clone_fd);
+    /* fuse_parse_cmdline leaves these at -1 unless given with -o; libfuse
+     * 3.14 complains when handed -1, so pass only real values. */
+    if (o->max_threads > 0 && o->max_threads <= 100000)
+        fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
+    if (o->max_idle_threads <= 100000)
+        fuse_loop_cfg_set_idle_threads(cfg, o->max_idle_threads);
+    int r = fuse_session_loop_mt(se, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct cli cli = { 0 };
+    struct fuse_cmdline_opts o = { 0 };
+    int rc = 2;
+
+    if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) != 0)
+        goto out_args;
+    if (cli.help) {
+        usage(stdout);
+        printf("\nFUSE options:\n");
+        fuse_cmdline_help();
+        fuse_lowlevel_help();
+        rc = 0;
+        goto out_args;
+    }
+    if (cli.version) {
+        printf("modelfs %s (libfuse %s)\n", MODELFS_VERSION, fuse_pkgversion());
+        rc = 0;
+        goto out_args;
+    }
+    if (cli.model == NULL || cli.mountpoint == NULL || cli.extra_args) {
+        fprintf(stderr, "%s: %s\n", prog,
+                cli.extra_args ? "too many arguments" : "expected MODEL and MOUNTPOINT");
+        usage(stderr);
+        goto out_args;
+    }
+    struct stat mst;
+    bool no_mp = stat(cli.mountpoint, &mst) != 0;
+    if (no_mp || !S_ISDIR(mst.st_mode)) {
+        fprintf(stderr, "%s: %s: mount point %s\n", prog, cli.mountpoint,
+                no_mp ? strerror(errno) : "is not a directory");
+        rc = 6;
+        goto out_args;
+    }
+    char *fsname = fsname_opt(cli.model);
+    int added = fuse_opt_insert_arg(&args, 1, "-oro,default_permissions,subtype=modelfs,max_read=1048576") |
+                fuse_opt_insert_arg(&args, 1, fsname);
+    free(fsname);
+    if (added != 0 || fuse_parse_cmdline(&args, &o) != 0 || o.mountpoint == NULL) {
+        fprintf(stderr, "%s: invalid arguments (try --help)\n", prog);
+        goto out_opts;
+    }
+
+    uint64_t cache_size = mfs_content_default_cap();
+    if (cli.cache_size != NULL && !mfs_parse_size(cli.cache_size, &cache_size)) {
+        fprintf(stderr, "%s: cache_size=%s: not a size (e.g. 512M)\n", prog, cli.cache_size);
+        goto out_opts;
+    }
+    mfs_load_opts lopts = { .links_dir = cli.links_dir };
+    if (!size_opt("fetch_max", cli.fetch_max, &lopts.fetch_max) ||
+        !size_opt("fetch_reserve", cli.fetch_reserve, &lopts.fetch_reserve))
+        goto out_opts;
+    if (cli.fetch_timeout && !mfs_parse_seconds(cli.fetch_timeout, &lopts.fetch_timeout)) {
+        fprintf(stderr, "%s: fetch_timeout=%s: not a number of seconds above 0\n", prog,
+                cli.fetch_timeout);
+        goto out_opts;
+    }
+    mfs_err err = { 0 };
+    mfs_blob blob = { .fd = -1 };
+    mfs_content *content = NULL;
+    mfs_tree tree;
+    mfs_tree_init(&tree);
+    if (mfs_load_path(&tree, &blob, cli.model, &lopts, &err) != 0) {
+        mfs_err_print(prog, cli.model, &err);
+        rc = mfs_exit_code(err.code);
+        goto out_tree;
+    }
+
+    content = mfs_content_new(&tree, cache_size);
+    mfs_fs fs = { .tree = &tree, .blob = &blob, .uid = getuid(), .gid = getgid(), .mtime = blob.mtime,
+                  .content = content };
+    struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
+    if (se == NULL) {
+        fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
+        rc = 2;
+        goto out_tree;
+    }
+    if (fuse_set_signal_handlers(se) != 0) {
+        rc = 1;
+        goto out_session;
+    }
+    if (fuse_session_mount(se, o.mountpoint) != 0) {
+        fprintf(stderr, "%s: cannot mount on %s\n", prog, o.mountpoint);
+        rc = 6;
+        goto out_signals;
+    }
+    if (!o.foreground) {
+        if (daemonize() != 0) {
+            fprintf(stderr, "%s: cannot daemonize: %s\n", prog, strerror(errno));
+            rc = 1;
+            goto out_unmount;
+        }
+        mfs_log_to_syslog("modelfs");
+    }
+    /* libfuse reports the signal that stopped the loop as its result; an
+     * unmount by signal is a clean exit. */
+    int served = serve(se, &o);
+    rc = served == 0 || served == SIGINT || served == SIGTERM || served == SIGHUP ? 0 : 1;
+    daemon_ready(1);  /* no-op if the daemon already said it was ready */
+    /* Downloads and decodes still running answer opens through the
+     * session: stop them before it goes. One that will not stop (a
+     * library call that does not return) leaves everything as it is for
+     * the exit to clean up. */
+    if (!mfs_content_shutdown(content, 10000)) {
+        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", cli.model);
+        fuse_session_unmount(se);
+        _exit(rc);
+    }
+
+out_unmount:
+    fuse_session_unmount(se);
+out_signals:
+    fuse_remove_signal_handlers(se);
+out_session:
+    fuse_session_destroy(se);
+out_tree:
+    mfs_content_free(content);
+    mfs_tree_destroy(&tree);
+    mfs_blob_close(&blob);
+out_opts:
+    free(o.mountpoint);
+    free(cli.cache_size);
+    free(cli.fetch_max);
+    free(cli.fetch_timeout);
+    free(cli.fetch_reserve);
+    free(cli.links_dir);
+out_args:
+    fuse_opt_free_args(&args);
+    return rc;
+}

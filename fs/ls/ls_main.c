@@ -1,0 +1,208 @@
+/* modelfs-ls: the same tree as the mount, with no FUSE.
+ *   modelfs-ls MODEL          every path, its kind and size
+ *   modelfs-ls MODEL PATH     that file's bytes on stdout
+ *   modelfs-ls -x MODEL PATH  that node's xattrs, "name=value" lines
+ *   modelfs-ls --verify MODEL every checked/produced file made and checked
+ * It is the oracle the mount tests compare against. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+#include "blob.h"
+#include "content.h"
+#include "opts.h"
+#include "tree.h"
+
+static const char *prog = "modelfs-ls";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [options] MODEL [PATH]\n"
+            "List the tree modelfs would mount for MODEL, or write one file of it.\n"
+            "\n"
+            "  MODEL          a model file (%s), or a folder holding an unpacked carton\n"
+            "  PATH           a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
+            "                 its bytes are written to stdout exactly as the mount serves them\n"
+            "  -x             with PATH: print the node's extended attributes instead\n"
+            "  --verify       produce and check every file that has a checksum or must be\n"
+            "                 decoded or fetched (Carton: MANIFEST); report each failure\n"
+            "  --links-dir DIR  folder of files named by their sha256, for Carton LINKS\n"
+            "  --fetch-max SIZE      most bytes (decoded) one fetched LINKS file may have\n"
+            "                        (default 16G)\n"
+            "  --fetch-timeout SECS  time for fetching one LINKS file, all its URLs\n"
+            "                        together (default 3600)\n"
+            "  --fetch-reserve SIZE  stop a fetch before the links_dir file system has less\n"
+            "                        than this free (default 1G, or 5%% of it if less)\n"
+            "  -h, --help     this text\n"
+            "  -V, --version\n"
+            "\n"
+            "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
+            "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
+            "to verify or could not be read.\n",
+            prog, mfs_format_names());
+}
+
+static void list(const mfs_tree *t, uint32_t dir)
+{
+    const mfs_node *d = mfs_tree_node(t, dir);
+    for (uint32_t i = 0; i < d->child_count; i++) {
+        uint32_t c = t->children[d->child_first + i];
+        const mfs_node *n = mfs_tree_node(t, c);
+        char *path = mfs_tree_path(t, c);
+        if (n->kind == MFS_NODE_DIR) {
+            printf("d %12s %s/\n", "-", path);
+            list(t, c);
+        } else {
+            printf("f %12llu %s\n", (unsigned long long)n->size, path);
+        }
+        free(path);
+    }
+}
+
+static uint32_t resolve(const mfs_tree *t, const char *path)
+{
+    uint32_t cur = MFS_ROOT;
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return MFS_NONE;
+    for (char *save = NULL, *c = strtok_r(copy, "/", &save); c != NULL && cur != MFS_NONE;
+         c = strtok_r(NULL, "/", &save))
+        cur = mfs_tree_lookup(t, cur, c);
+    free(copy);
+    return cur;
+}
+
+static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xattrs)
+{
+    const mfs_node *n = mfs_tree_node(t, node);
+    if (xattrs) {
+        for (uint32_t i = 0; i < n->xattr_count; i++) {
+            const mfs_xattr *x = &t->xattrs[n->xattr_first + i];
+            printf("%s=", x->name);
+            fwrite(x->value, 1, x->len, stdout);
+            putchar('\n');
+        }
+        return 0;
+    }
+    if (n->kind != MFS_NODE_FILE) {
+        fprintf(stderr, "%s: is a directory\n", prog);
+        return 7;
+    }
+    const uint8_t *data = n->data;
+    uint64_t len = n->size;
+    char why[512];
+    mfs_held *h = NULL;
+    if (n->ops != NULL) {
+        h = mfs_content_get(content, node, why, sizeof why);
+        if (h == NULL)
+            return 8;  /* the reason was logged */
+        data = h->data;
+        len = h->len;
+    }
+    int rc = 0;
+    if (len && fwrite(data, 1, len, stdout) != len) {
+        perror(prog);
+        rc = 1;
+    }
+    mfs_held_unref(h);
+    return rc;
+}
+
+/* Produces and checks every file that has something to produce or check. */
+static int verify_all(const mfs_tree *t, mfs_content *content)
+{
+    unsigned checked = 0, failed = 0;
+    for (uint32_t i = 0; i < t->count; i++) {
+        const mfs_node *n = mfs_tree_node(t, i);
+        if (n->kind != MFS_NODE_FILE || n->ops == NULL)
+            continue;
+        char why[512];
+        checked++;
+        mfs_held *h = mfs_content_get(content, i, why, sizeof why);
+        if (h == NULL) {
+            failed++;  /* the reason was logged, with the path */
+            continue;
+        }
+        mfs_held_unref(h);
+    }
+    printf("verify: %u files checked, %u failed\n", checked, failed);
+    return failed ? 8 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    int xattrs = 0, verify = 0, argi = 1;
+    mfs_load_opts opts = { 0 };
+    for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
+        const char *a = argv[argi];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("modelfs-ls %s\n", MODELFS_VERSION);
+            return 0;
+        } else if (!strcmp(a, "-x")) {
+            xattrs = 1;
+        } else if (!strcmp(a, "--verify")) {
+            verify = 1;
+        } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
+            opts.links_dir = argv[++argi];
+        } else if ((!strcmp(a, "--fetch-max") || !strcmp(a, "--fetch-reserve")) && argi + 1 < argc) {
+            uint64_t *to = !strcmp(a, "--fetch-max") ? &opts.fetch_max : &opts.fetch_reserve;
+            if (!mfs_parse_size(argv[++argi], to) || *to == 0) {
+                fprintf(stderr, "%s: %s %s: not a size above 0 (e.g. 512M)\n", prog, a, argv[argi]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--fetch-timeout") && argi + 1 < argc) {
+            if (!mfs_parse_seconds(argv[++argi], &opts.fetch_timeout)) {
+                fprintf(stderr, "%s: %s %s: not a number of seconds above 0\n", prog, a, argv[argi]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--")) {
+            argi++;
+            break;
+        } else {
+            fprintf(stderr, "%s: unknown option '%s' (try --help)\n", prog, a);
+            return 2;
+        }
+    }
+    int rest = argc - argi;
+    if (rest < 1 || rest > 2 || (xattrs && rest != 2) || (verify && rest != 1)) {
+        usage(stderr);
+        return 2;
+    }
+    const char *model = argv[argi];
+    mfs_err e = { 0 };
+    mfs_blob blob = { .fd = -1 };
+    mfs_tree tree;
+    mfs_tree_init(&tree);
+    mfs_content *content = NULL;
+    int rc = 0;
+    if (mfs_load_path(&tree, &blob, model, &opts, &e) != 0) {
+        mfs_err_print(prog, model, &e);
+        rc = mfs_exit_code(e.code);
+    } else {
+        content = mfs_content_new(&tree, mfs_content_default_cap());
+        if (verify) {
+            rc = verify_all(&tree, content);
+        } else if (rest == 1) {
+            list(&tree, MFS_ROOT);
+        } else {
+            uint32_t node = resolve(&tree, argv[argi + 1]);
+            if (node == MFS_NONE) {
+                fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[argi + 1]);
+                rc = 7;
+            } else {
+                rc = dump(&tree, content, node, xattrs);
+            }
+        }
+    }
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = 1;
+    mfs_content_free(content);
+    mfs_tree_destroy(&tree);
+    mfs_blob_close(&blob);
+    return rc;
+}
