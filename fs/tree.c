@@ -6,40 +6,24 @@
 #include "hash.h"
 #include "xalloc.h"
 
-/* Names come from the model file: keyed (fs/hash.h), so that no file can
- * choose names that all land in one slot. Only lookups depend on it. */
+/* Names come from the model file: keyed (fs/util/hash.h), so that no file
+ * can choose names that all land in one slot. Only lookups depend on it. */
 static uint64_t hash_key(uint32_t parent, const char *name)
 {
     return mfs_hash(parent, name, strlen(name));
 }
 
-/* Slot holding (parent, name), or the empty slot where it would go. */
-static uint32_t *hash_slot(const mfs_tree *t, uint32_t parent, const char *name)
-{
-    uint32_t mask = t->hash_cap - 1;
-    uint32_t i = (uint32_t)hash_key(parent, name) & mask;
-    for (;;) {
-        uint32_t *slot = &t->hash[i];
-        if (*slot == MFS_NONE)
-            return slot;
-        const mfs_node *n = &t->nodes[*slot];
-        if (n->parent == parent && strcmp(n->name, name) == 0)
-            return slot;
-        i = (i + 1) & mask;
-    }
-}
+typedef struct name_key {
+    const mfs_tree *t;
+    uint32_t parent;
+    const char *name;
+} name_key;
 
-static void hash_grow(mfs_tree *t)
+static bool is_name(const void *key, uint32_t node)
 {
-    uint32_t old_cap = t->hash_cap;
-    uint32_t *old = t->hash;
-    t->hash_cap = old_cap ? old_cap * 2 : 64;
-    t->hash = mfs_xmalloc(sizeof *t->hash * t->hash_cap);
-    memset(t->hash, 0xff, sizeof *t->hash * t->hash_cap);
-    for (uint32_t i = 0; i < old_cap; i++)
-        if (old[i] != MFS_NONE)
-            *hash_slot(t, t->nodes[old[i]].parent, t->nodes[old[i]].name) = old[i];
-    free(old);
+    const name_key *k = key;
+    const mfs_node *n = &k->t->nodes[node];
+    return n->parent == k->parent && strcmp(n->name, k->name) == 0;
 }
 
 #define ARENA_BLOCK (256u << 10)  /* above malloc's mmap threshold: a mapping of its own */
@@ -75,7 +59,6 @@ void mfs_tree_init(mfs_tree *t)
     t->nodes[0].name = arena_strdup(t, "");
     t->nodes[0].parent = MFS_ROOT;
     t->nodes[0].kind = MFS_NODE_DIR;
-    hash_grow(t);
 }
 
 typedef struct mfs_tree_dtor {
@@ -106,24 +89,17 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->nodes);
     free(t->children);
     free(t->xattrs);
-    free(t->hash);
+    mfs_table_free(&t->names);
     free(t->owned);
     memset(t, 0, sizeof *t);
-}
-
-bool mfs_tree_valid_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n == 0 || n > MFS_NAME_MAX || strchr(name, '/') != NULL)
-        return false;
-    return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
 uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name)
 {
     if (parent >= t->count)
         return MFS_NONE;
-    return *hash_slot(t, parent, name);
+    name_key k = { t, parent, name };
+    return mfs_table_find(&t->names, hash_key(parent, name), is_name, &k);
 }
 
 uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind kind,
@@ -132,8 +108,9 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     if (t->finished || parent >= t->count || t->nodes[parent].kind != MFS_NODE_DIR ||
         !mfs_tree_valid_name(name) || t->count == MFS_NONE - 1)
         return MFS_NONE;
-    uint32_t *slot = hash_slot(t, parent, name);
-    if (*slot != MFS_NONE)
+    name_key k = { t, parent, name };
+    uint64_t h = hash_key(parent, name);
+    if (mfs_table_find(&t->names, h, is_name, &k) != MFS_NONE)
         return MFS_NONE;
     if (t->count == t->cap) {
         t->cap *= 2;
@@ -147,10 +124,7 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     n->kind = (uint8_t)kind;
     n->data = data;
     n->size = kind == MFS_NODE_FILE ? size : 0;
-    *slot = idx;
-    /* Keep the table at most half full so probes stay short. */
-    if ((uint64_t)t->count * 2 > t->hash_cap)
-        hash_grow(t);
+    mfs_table_add(&t->names, h, idx);
     return idx;
 }
 

@@ -14,12 +14,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "job.h"
+#include "path.h"
+#include "table.h"
 
 #define MFS_NONE UINT32_MAX
 #define MFS_ROOT 0u
-#define MFS_NAME_MAX 255
 
 typedef enum mfs_kind { MFS_NODE_DIR, MFS_NODE_FILE } mfs_kind;
 
@@ -83,8 +85,7 @@ typedef struct mfs_tree {
     uint32_t *children;     /* per directory, sorted by name (bytewise) */
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
-    uint32_t *hash;         /* (parent, name) -> node index; open addressing */
-    uint32_t hash_cap;
+    mfs_table names;        /* (parent, name) -> node index */
     void **owned;
     size_t owned_count, owned_cap;
     /* Names and xattr values live in large blocks of their own, not among
@@ -99,9 +100,11 @@ typedef struct mfs_tree {
 void mfs_tree_init(mfs_tree *t);
 void mfs_tree_destroy(mfs_tree *t);
 
-/* True when `name` can be a path component here: 1..255 bytes, no '/' or
- * NUL, not "." or "..". */
-bool mfs_tree_valid_name(const char *name);
+/* True when `name` can be a path component here (mfs_name_ok). */
+static inline bool mfs_tree_valid_name(const char *name)
+{
+    return mfs_name_ok(name, strlen(name));
+}
 
 /* Adds a child; returns its index, or MFS_NONE when the name is invalid,
  * already taken, or the parent is not a directory. */
