@@ -70,7 +70,12 @@ def sanitizer_reports(logdir):
 
 
 def unmount(mnt):
+    """Unmounts `mnt` (retrying while it is busy); True once it is not
+    mounted. A daemon that already exited (SIGTERM, kill) unmounted itself
+    or left a dead mount: no retries then."""
     for _ in range(50):
+        if not os.path.ismount(mnt):
+            return True
         r = subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
         if r.returncode == 0:
             return True
