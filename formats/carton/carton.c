@@ -39,6 +39,7 @@
 
 #include "carton.h"
 #include "log.h"
+#include "path.h"
 #include "strbuf.h"
 #include "xalloc.h"
 #include "registry.h"
@@ -53,33 +54,16 @@ typedef unsigned long long ull;
 #define SYMLINK_HOPS 16
 #define WARNINGS_LOGGED 20
 
-carton_file *carton_add_file(carton_load *cl, const char *path, const mfs_zip_entry *en,
-                             bool in_archive)
-{
-    if (cl->nfiles == cl->cap) {
-        cl->cap = cl->cap ? cl->cap * 2 : 64;
-        cl->files = mfs_xreallocarray(cl->files, cl->cap, sizeof *cl->files);
-    }
-    carton_file *f = &cl->files[cl->nfiles++];
-    memset(f, 0, sizeof *f);
-    f->path = mfs_xstrdup(path);
-    f->en = en;
-    f->in_archive = in_archive;
-    f->node = MFS_NONE;
-    return f;
-}
-
 /* ---- collecting the members of a zip ----------------------------------- */
 
 static void collect_zip(carton_load *cl, const mfs_zip *z)
 {
-    bool *links = carton_zip_symlinks(z);
     if (z->skipped)
         carton_warn(cl, "%zu members with a NUL in their name: skipped", z->skipped);
     for (size_t i = 0; i < z->count; i++) {
         const mfs_zip_entry *en = &z->entries[i];
         size_t n = strlen(en->name);
-        if (en->is_dir && n > 1 && carton_safe_path(en->name, n - 1)) {
+        if (en->is_dir && n > 1 && mfs_path_ok(en->name, n - 1)) {
             /* A folder entry: its folder appears even when empty. */
             char *d = mfs_xstrndup(en->name, n - 1);
             if (mfs_tree_mkdirs(cl->m->tree, cl->files_dir, d) == MFS_NONE) {
@@ -90,16 +74,15 @@ static void collect_zip(carton_load *cl, const mfs_zip *z)
             free(d);
             continue;
         }
-        if (en->unsafe || !carton_safe_path(en->name, n)) {
+        if (en->unsafe) {
             char *q = carton_quote(en->name, n > 200 ? 200 : n);
             carton_warn(cl, "member %s (local header at byte %llu): unsafe name: skipped", q,
                         (ull)en->header_offset);
             free(q);
             continue;
         }
-        carton_add_file(cl, en->name, en, true)->symlink = links[i];
+        carton_add_file(cl, en->name, en, true)->symlink = mfs_zip_is_symlink(en);
     }
-    free(links);
 }
 
 /* A declared size that its data cannot decode to: refused (a stored
@@ -193,15 +176,6 @@ static void make_sources(carton_load *cl)
 static uint64_t at_of(const carton_file *f)
 {
     return f->en ? f->en->header_offset : 0;
-}
-
-bool carton_spend(carton_load *cl, uint64_t bytes, const char *what)
-{
-    if (mfs_budget_take(&cl->budget, bytes))
-        return true;
-    if (cl->over == NULL)
-        cl->over = what;
-    return false;
 }
 
 /* CARTON_BUDGET_MIN plus so much per byte of the carton (the zip, or the
@@ -354,6 +328,7 @@ static void apply_manifest(carton_load *cl)
  * leaves the carton or is not a path we serve. */
 static char *resolve(const char *from, const uint8_t *target, size_t tlen)
 {
+    /* A NUL or backslash anywhere, even in a component ".." takes back. */
     if (tlen == 0 || target[0] == '/' || memchr(target, 0, tlen) || memchr(target, '\\', tlen))
         return NULL;
     mfs_strbuf sb = { 0 };
@@ -381,7 +356,7 @@ static char *resolve(const char *from, const uint8_t *target, size_t tlen)
         }
         i = j + 1;
     }
-    if (sb.len == 0 || !carton_safe_path(sb.buf, sb.len)) {
+    if (!mfs_path_ok(sb.buf, sb.len)) {
         mfs_sb_free(&sb);
         return NULL;
     }
@@ -662,9 +637,24 @@ static void load_free(carton_load *cl)
     mfs_val_free(cl->warnings);
 }
 
+#define SIG_LOCAL 0x04034b50u
+
+/* A central directory holding carton.toml, or else (a truncated carton:
+ * load then says what is wrong) a first local header of that name, since
+ * Carton's packer writes it first. A local header is 30 bytes (name length
+ * at +26) + name + extra. */
 static int probe(mfs_span f)
 {
-    return carton_probe_zip(f);
+    static const char name[] = "carton.toml";
+    const size_t len = sizeof name - 1;
+    if (mfs_zip_has_name(f, name, len))
+        return 120;  /* end record, directory signature, an 11-byte name */
+    uint32_t sig;
+    uint16_t nlen;
+    if (mfs_rd_u32(f, 0, &sig) && sig == SIG_LOCAL && mfs_rd_u16(f, 26, &nlen) && nlen == len &&
+        mfs_span_has(f, 30, nlen) && memcmp(f.p + 30, name, len) == 0)
+        return 100;
+    return 0;
 }
 
 static int load(mfs_model *m, mfs_span file, mfs_err *e)

@@ -139,17 +139,6 @@ bool carton_file_unchanged(void *ctx, const mfs_bytes *b);
 int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, char *why,
                         size_t whysize);
 
-/* ---- carton_zip.c ------------------------------------------------------ */
-
-/* How sure we are that `f` is a packed carton: a central directory holding
- * carton.toml, or else a first local header named carton.toml (a truncated
- * carton: the loader then reports what is wrong). 0 = not a carton. */
-int carton_probe_zip(mfs_span f);
-/* For each entry of `z` (in order), whether it is a Unix symlink (what
- * Carton's packer writes for links inside model/). malloc'd, z->count
- * items; all false when the attributes cannot be read. */
-bool *carton_zip_symlinks(const mfs_zip *z);
-
 /* ---- load state (carton.c, carton_dir.c, carton_tensors.c) ------------- */
 
 typedef struct carton_file {
@@ -212,6 +201,8 @@ typedef struct carton_bytes {
     uint8_t *owned;
 } carton_bytes;
 
+/* ---- carton_util.c: what the files below share ------------------------- */
+
 /* Appends a file (a zip member `en`, or a file of a folder when `en` is
  * NULL and the caller fills `disk` and `size`; see carton_file). */
 carton_file *carton_add_file(carton_load *cl, const char *path, const mfs_zip_entry *en,
@@ -228,9 +219,6 @@ bool carton_spend(carton_load *cl, uint64_t bytes, const char *what);
 int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, char *why,
                 size_t whysize);
 void carton_bytes_free(carton_bytes *b);
-/* True when `path` is a relative path whose components are valid tree
- * names: no "", ".", "..", no leading '/', no backslash, each 1..255 bytes. */
-bool carton_safe_path(const char *path, size_t len);
 /* A printable, quoted form of untrusted bytes for messages (malloc'd). */
 char *carton_quote(const char *s, size_t len);
 

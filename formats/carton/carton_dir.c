@@ -11,16 +11,11 @@
  * the same tree. Bytes are mapped on open (carton_src.c), never read at
  * mount, except the few small files the driver parses.
  *
- * The folder may belong to a user other than the one mounting it (root
- * mounting a user's folder with allow_other). So the walk and every later
- * open go through a directory fd of the folder taken once at mount, one
- * component at a time with O_NOFOLLOW: replacing a folder by a symlink
- * after the mount makes its files fail to open instead of leading the
- * daemon to files that user could not read. */
+ * The walk, like every later open, goes through the folder held open at
+ * mount (carton_root.c) with O_NOFOLLOW at each step. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,67 +40,6 @@ int carton_dir_probe(const char *path)
     int bid = stat(p, &st) == 0 && S_ISREG(st.st_mode) ? 64 : 0;
     free(p);
     return bid;
-}
-
-/* ---- the held folder ------------------------------------------------------ */
-
-static void root_close(void *arg)
-{
-    carton_root *r = arg;
-    if (r->fd >= 0)
-        close(r->fd);
-    r->fd = -1;
-}
-
-carton_root *carton_root_open(mfs_tree *t, const char *path, char *why, size_t whysize)
-{
-    /* The folder itself is the mounter's choice: a symlink to it is fine. */
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(why, whysize, "cannot open the folder %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t n = strlen(path) + 1;
-    carton_root *r = mfs_tree_own(t, mfs_xmalloc(sizeof *r + n));
-    r->fd = fd;
-    r->path = memcpy((char *)(r + 1), path, n);
-    mfs_tree_on_destroy(t, root_close, r);
-    return r;
-}
-
-int carton_open_at(const carton_root *r, const char *rel, bool dir)
-{
-    int cur = r->fd;
-    const char *p = rel;
-    for (;;) {
-        const char *slash = strchr(p, '/');
-        size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        char comp[NAME_MAX + 1];
-        if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
-            (n == 2 && p[0] == '.' && p[1] == '.')) {
-            if (cur != r->fd)
-                close(cur);
-            errno = EINVAL;
-            return -1;
-        }
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        /* A symlink at any step fails (ELOOP, or ENOTDIR with O_DIRECTORY);
-         * O_NONBLOCK: a FIFO put in a file's place cannot block the open. */
-        int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-        if (slash != NULL || dir)
-            flags |= O_DIRECTORY;
-        int next = openat(cur, comp, flags);
-        int err = errno;
-        if (cur != r->fd)
-            close(cur);
-        if (next < 0 || slash == NULL) {
-            errno = err;
-            return next;
-        }
-        cur = next;
-        p = slash + 1;
-    }
 }
 
 /* ---- the walk at mount ------------------------------------------------------ */

@@ -57,7 +57,7 @@ void carton_parse_manifest(carton_load *cl, const uint8_t *p, size_t len)
             char *q = carton_quote(s, n > 200 ? 200 : n);
             carton_warn(cl, "MANIFEST line %zu is not PATH=SHA256: %s", lineno, q);
             free(q);
-        } else if (!carton_safe_path(s, (size_t)(eq - s))) {
+        } else if (!mfs_path_ok(s, (size_t)(eq - s))) {
             char *q = carton_quote(s, (size_t)(eq - s));
             carton_warn(cl, "MANIFEST line %zu: unsafe path %s ignored", lineno, q);
             free(q);

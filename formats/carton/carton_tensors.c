@@ -109,7 +109,7 @@ static carton_file *data_file(carton_load *cl, const ct *t, char *problem)
         snprintf(problem, PROBLEM_MAX, "no file");
         return NULL;
     }
-    if (!carton_safe_path(file, len)) {
+    if (!mfs_path_ok(file, len)) {
         char *q = carton_quote(file, len);
         snprintf(problem, PROBLEM_MAX, "unsafe file name %s", q);
         free(q);

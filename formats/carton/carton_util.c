@@ -1,5 +1,7 @@
-/* Small shared pieces of the Carton driver: warnings, path rules, finding a
- * file of the carton by path, and reading the few files parsed at mount. */
+/* Small shared pieces of the Carton driver: the list of files, warnings,
+ * the mount's budget, finding a file of the carton by path, and reading the
+ * few files parsed at mount. Below carton.c, carton_dir.c and the parsers
+ * of MANIFEST, LINKS and index.toml, which all call it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -25,21 +27,29 @@ void carton_warn(carton_load *cl, const char *fmt, ...)
     mfs_arr_push(cl->warnings, mfs_str(msg));
 }
 
-bool carton_safe_path(const char *path, size_t len)
+carton_file *carton_add_file(carton_load *cl, const char *path, const mfs_zip_entry *en,
+                             bool in_archive)
 {
-    if (len == 0 || memchr(path, '\0', len) || memchr(path, '\\', len))
-        return false;
-    for (size_t i = 0; i <= len;) {
-        size_t j = i;
-        while (j < len && path[j] != '/')
-            j++;
-        size_t n = j - i;
-        if (n == 0 || n > MFS_NAME_MAX || (n == 1 && path[i] == '.') ||
-            (n == 2 && path[i] == '.' && path[i + 1] == '.'))
-            return false;  /* also a leading, trailing or doubled '/' */
-        i = j + 1;
+    if (cl->nfiles == cl->cap) {
+        cl->cap = cl->cap ? cl->cap * 2 : 64;
+        cl->files = mfs_xreallocarray(cl->files, cl->cap, sizeof *cl->files);
     }
-    return true;
+    carton_file *f = &cl->files[cl->nfiles++];
+    memset(f, 0, sizeof *f);
+    f->path = mfs_xstrdup(path);
+    f->en = en;
+    f->in_archive = in_archive;
+    f->node = MFS_NONE;
+    return f;
+}
+
+bool carton_spend(carton_load *cl, uint64_t bytes, const char *what)
+{
+    if (mfs_budget_take(&cl->budget, bytes))
+        return true;
+    if (cl->over == NULL)
+        cl->over = what;
+    return false;
 }
 
 char *carton_quote(const char *s, size_t len)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path.h"
 #include "xalloc.h"
 
 #define SIG_LOCAL   0x04034b50u
@@ -235,23 +236,6 @@ static int local_data(mfs_span f, const cdir *cd, uint64_t pos, uint64_t lho, ui
     return 0;
 }
 
-/* A name the caller must not turn into a path: see mfs_zip_entry.unsafe. */
-static bool name_unsafe(const char *s, size_t n)
-{
-    if (n == 0 || memchr(s, '\\', n) != NULL)
-        return true;
-    for (size_t i = 0; i <= n;) {
-        size_t j = i;
-        while (j < n && s[j] != '/')
-            j++;
-        size_t len = j - i;
-        if (len == 0 || (len == 1 && s[i] == '.') || (len == 2 && s[i] == '.' && s[i + 1] == '.'))
-            return true;  /* also catches a leading '/' and a trailing '/' */
-        i = j + 1;
-    }
-    return false;
-}
-
 static mfs_zip_method method_of(uint16_t m)
 {
     switch (m) {
@@ -301,7 +285,7 @@ static int fill_entries(mfs_zip *z, const cdir *cd, mfs_err *e)
         en->name = names;
         names += nlen + 1;
         en->is_dir = nlen > 0 && name[nlen - 1] == '/';
-        en->unsafe = en->is_dir || name_unsafe(name, nlen);
+        en->unsafe = en->is_dir || !mfs_path_ok(name, nlen);
         en->encrypted = (flags & 1) != 0;
         en->raw_method = method;
         en->method = method_of(method);
@@ -394,6 +378,23 @@ void mfs_zip_close(mfs_zip *z)
     free(z->entries);
     free(z->names);
     memset(z, 0, sizeof *z);
+}
+
+bool mfs_zip_has_name(mfs_span file, const char *name, size_t len)
+{
+    mfs_err e = { 0 };  /* a probe has nothing to report */
+    cdir cd = { 0 };
+    if (read_end(file, &cd, &e) != 0)
+        return false;
+    uint64_t pos = cd.offset, end = cd.offset + cd.size, rec;
+    while (pos < end && central_entry(file, pos, end, &rec, &e) == 0) {
+        uint16_t nlen = 0;
+        (void)mfs_rd_u16(file, pos + 28, &nlen);  /* central_entry checked the 46 bytes */
+        if (nlen == len && memcmp(file.p + pos + CENTRAL_LEN, name, len) == 0)
+            return true;
+        pos += rec;
+    }
+    return false;
 }
 
 const char *mfs_zip_method_name(mfs_zip_method m)

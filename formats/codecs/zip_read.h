@@ -29,10 +29,11 @@ typedef enum { MFS_ZIP_STORED, MFS_ZIP_DEFLATE, MFS_ZIP_ZSTD, MFS_ZIP_OTHER } mf
 typedef struct mfs_zip_entry {
     char *name;                 /* as stored, NUL-terminated (entries whose
                                    name contains a NUL are skipped) */
-    bool unsafe;                /* a ".." or "." component, an absolute path, a
-                                   backslash, an empty component (also the empty
-                                   name), or a directory entry: the caller skips
-                                   it with a warning */
+    bool unsafe;                /* not a path mfs_path_ok accepts (a ".." or "."
+                                   component, an absolute path, a backslash, an
+                                   empty component, also the empty name, or a
+                                   component over 255 bytes), or a directory
+                                   entry: the caller skips it with a warning */
     bool is_dir;                /* the name ends in '/' */
     bool encrypted;             /* general-purpose flag bit 0: decode refuses it */
     mfs_zip_method method;
@@ -76,6 +77,17 @@ const uint8_t *mfs_zip_stored_data(const mfs_zip *z, const mfs_zip_entry *en);
  * encrypted member or an unsupported method, or when memory runs out. */
 int mfs_zip_decode(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap, uint8_t **out,
                    char *why, size_t whysize);
+
+/* Whether the central directory (the one mfs_zip_open would read) lists a
+ * member named name[0..len), looking no further than the first malformed
+ * entry and at no local header: a cheap test for a format's probe. */
+bool mfs_zip_has_name(mfs_span file, const char *name, size_t len);
+
+/* A Unix symbolic link: made by Unix (host 3) with S_IFLNK in the mode. */
+static inline bool mfs_zip_is_symlink(const mfs_zip_entry *en)
+{
+    return (en->made_by >> 8) == 3 && ((en->external_attr >> 16) & 0170000) == 0120000;
+}
 
 /* The method's name: "stored", "deflate", "zstd", "other". */
 const char *mfs_zip_method_name(mfs_zip_method m);
