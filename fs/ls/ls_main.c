@@ -2,6 +2,7 @@
  *   modelfs-ls MODEL          every path, its kind and size
  *   modelfs-ls MODEL PATH     that file's bytes on stdout
  *   modelfs-ls -x MODEL PATH  that node's xattrs, "name=value" lines
+ *   modelfs-ls --sha256 MODEL PATH...  "SHA256  SIZE  PATH" per PATH
  *   modelfs-ls --verify MODEL every checked/produced file made and checked
  * It is the oracle the mount tests compare against. */
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "registry.h"
 #include "blob.h"
 #include "content.h"
+#include "digest.h"
 #include "opts.h"
 #include "tree.h"
 
@@ -20,12 +22,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [options] MODEL [PATH]\n"
+            "       %s --sha256 [options] MODEL PATH...\n"
             "List the tree modelfs would mount for MODEL, or write one file of it.\n"
             "\n"
             "  MODEL          a model file (%s), or a folder holding an unpacked carton\n"
             "  PATH           a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
             "                 its bytes are written to stdout exactly as the mount serves them\n"
             "  -x             with PATH: print the node's extended attributes instead\n"
+            "  --sha256       with one or more PATHs: print \"SHA256  SIZE  PATH\" for each\n"
+            "                 (the bytes' lowercase sha256 and length) instead of the bytes;\n"
+            "                 every PATH is tried, the exit code is the first failure's\n"
             "  --verify       produce and check every file that has a checksum or must be\n"
             "                 decoded or fetched (Carton: MANIFEST); report each failure\n"
             "  --links-dir DIR  folder of files named by their sha256, for Carton LINKS\n"
@@ -41,7 +47,7 @@ static void usage(FILE *f)
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
             "to verify or could not be read.\n",
-            prog, mfs_format_names());
+            prog, prog, mfs_format_names());
 }
 
 static void list(const mfs_tree *t, uint32_t dir)
@@ -110,6 +116,34 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
     return rc;
 }
 
+/* --sha256: "SHA256  SIZE  PATH" for one PATH of the tree (as given). */
+static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, const char *path)
+{
+    uint32_t node = resolve(t, path);
+    if (node == MFS_NONE || mfs_tree_node(t, node)->kind != MFS_NODE_FILE) {
+        fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
+                "no such path in the tree" : "is a directory", path);
+        return 7;
+    }
+    const mfs_node *n = mfs_tree_node(t, node);
+    const uint8_t *data = n->data;
+    uint64_t len = n->size;
+    char why[512];
+    mfs_held *h = NULL;
+    if (n->ops != NULL) {
+        h = mfs_content_get(content, node, why, sizeof why);
+        if (h == NULL)
+            return 8;  /* the reason was logged */
+        data = h->data;
+        len = h->len;
+    }
+    char hex[MFS_SHA256_HEX];
+    mfs_sha256_hex(data, (size_t)len, hex);
+    printf("%s  %llu  %s\n", hex, (unsigned long long)len, path);
+    mfs_held_unref(h);
+    return 0;
+}
+
 /* Produces and checks every file that has something to produce or check. */
 static int verify_all(const mfs_tree *t, mfs_content *content)
 {
@@ -133,7 +167,7 @@ static int verify_all(const mfs_tree *t, mfs_content *content)
 
 int main(int argc, char **argv)
 {
-    int xattrs = 0, verify = 0, argi = 1;
+    int xattrs = 0, verify = 0, sums = 0, argi = 1;
     mfs_load_opts opts = { 0 };
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         const char *a = argv[argi];
@@ -147,6 +181,8 @@ int main(int argc, char **argv)
             xattrs = 1;
         } else if (!strcmp(a, "--verify")) {
             verify = 1;
+        } else if (!strcmp(a, "--sha256")) {
+            sums = 1;
         } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
             opts.links_dir = argv[++argi];
         } else if ((!strcmp(a, "--fetch-max") || !strcmp(a, "--fetch-reserve")) && argi + 1 < argc) {
@@ -169,7 +205,8 @@ int main(int argc, char **argv)
         }
     }
     int rest = argc - argi;
-    if (rest < 1 || rest > 2 || (xattrs && rest != 2) || (verify && rest != 1)) {
+    if (rest < 1 || (rest > 2 && !sums) || (xattrs && rest != 2) || (verify && rest != 1) ||
+        (sums && (rest < 2 || xattrs || verify))) {
         usage(stderr);
         return 2;
     }
@@ -187,6 +224,12 @@ int main(int argc, char **argv)
         content = mfs_content_new(&tree, mfs_content_default_cap());
         if (verify) {
             rc = verify_all(&tree, content);
+        } else if (sums) {
+            for (int i = argi + 1; i < argc; i++) {
+                int r = sum_one(&tree, content, model, argv[i]);
+                if (rc == 0)
+                    rc = r;
+            }
         } else if (rest == 1) {
             list(&tree, MFS_ROOT);
         } else {
