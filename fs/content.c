@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -30,7 +31,7 @@ typedef struct slot {
     uint64_t reserved;      /* BUSY: bytes counted for the production */
     uint32_t prev, next;    /* LRU of READY slots; MFS_NONE ends */
     uint32_t qnext;         /* queue of BUSY slots waiting for a thread */
-    char *reason;           /* BAD */
+    mfs_err *reason;        /* BAD */
     mfs_job job;
 } slot;
 
@@ -48,8 +49,7 @@ struct mfs_content {
     pthread_cond_t jobs_done;
     slot *slots;
     uint32_t nslots;
-    uint32_t *index;        /* (ops, ctx) -> slot; open addressing, MFS_NONE empty */
-    uint32_t index_mask;
+    mfs_table index;        /* (ops, ctx, size) -> slot */
     uint32_t head, tail;    /* most / least recently used READY slot */
     uint32_t ncached;
     uint32_t qhead, qtail;
@@ -65,27 +65,30 @@ uint64_t mfs_content_default_cap(void)
     return quarter > (256ull << 20) ? quarter : (256ull << 20);
 }
 
-/* ctx pointers are ours, not the input's: a plain mix suffices. */
-static uint32_t key_hash(const mfs_node *n)
+static uint64_t key_hash(const mfs_node *n)
 {
-    uint64_t k = (uint64_t)(uintptr_t)n->ctx * 0x9e3779b97f4a7c15ull ^
-                 (uint64_t)(uintptr_t)n->ops * 0xc2b2ae3d27d4eb4full;
-    return (uint32_t)(k >> 32) ^ (uint32_t)k;
+    return mfs_hash((uint64_t)(uintptr_t)n->ops, &n->ctx, sizeof n->ctx);
+}
+
+typedef struct slot_key {
+    const mfs_content *c;
+    const mfs_node *n;
+} slot_key;
+
+static bool same_source(const void *key, uint32_t s)
+{
+    const slot_key *k = key;
+    const mfs_node *o = k->c->slots[s].node, *n = k->n;
+    /* Same source, and the same size: a node that expects other bytes (or
+     * a length unknown) gets its own production. */
+    return o->ctx == n->ctx && o->ops == n->ops && o->size == n->size &&
+           o->size_unknown == n->size_unknown;
 }
 
 static uint32_t slot_of(const mfs_content *c, const mfs_node *n)
 {
-    for (uint32_t i = key_hash(n) & c->index_mask;; i = (i + 1) & c->index_mask) {
-        uint32_t s = c->index[i];
-        if (s == MFS_NONE)
-            return MFS_NONE;
-        const mfs_node *o = c->slots[s].node;
-        /* Same source, and the same size: a node that expects other
-         * bytes (or a length unknown) gets its own production. */
-        if (o->ctx == n->ctx && o->ops == n->ops && o->size == n->size &&
-            o->size_unknown == n->size_unknown)
-            return s;
-    }
+    slot_key k = { c, n };
+    return mfs_table_find(&c->index, key_hash(n), same_source, &k);
 }
 
 mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
@@ -96,25 +99,16 @@ mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
     uint32_t with_ops = 0;
     for (uint32_t i = 0; i < t->count; i++)
         with_ops += t->nodes[i].kind == MFS_NODE_FILE && t->nodes[i].ops != NULL;
-    uint32_t size = 16;
-    while (size < 2ull * with_ops)
-        size *= 2;
-    c->index = mfs_xreallocarray(NULL, size, sizeof *c->index);
-    memset(c->index, 0xff, (size_t)size * sizeof *c->index);
-    c->index_mask = size - 1;
     c->slots = mfs_xcalloc(with_ops ? with_ops : 1, sizeof *c->slots);
     for (uint32_t i = 0; i < t->count; i++) {
         const mfs_node *n = &t->nodes[i];
         if (n->kind != MFS_NODE_FILE || n->ops == NULL || slot_of(c, n) != MFS_NONE)
             continue;
-        uint32_t h = key_hash(n) & c->index_mask;
-        while (c->index[h] != MFS_NONE)
-            h = (h + 1) & c->index_mask;
         slot *s = &c->slots[c->nslots];
         s->node = n;
         s->node_index = i;
         s->prev = s->next = s->qnext = MFS_NONE;
-        c->index[h] = c->nslots++;
+        mfs_table_add(&c->index, key_hash(n), c->nslots++);
     }
     c->head = c->tail = c->qhead = c->qtail = MFS_NONE;
     pthread_mutex_init(&c->lock, NULL);
@@ -131,10 +125,12 @@ static void held_destroy(mfs_held *h)
     free((held_link *)h);
 }
 
-/* Under the lock. */
+/* Under the lock; NULL when memory ran out. */
 static mfs_held *held_new(mfs_content *c, const mfs_node *n, const mfs_bytes *b, unsigned refs)
 {
-    held_link *l = mfs_xcalloc(1, sizeof *l);
+    held_link *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return NULL;
     l->h.bytes = *b;
     if (!n->ops->in_memory)
         l->h.bytes.charge = 0;
@@ -281,27 +277,26 @@ static void free_all(freelist *fl)
 
 /* ---- jobs --------------------------------------------------------------- */
 
-static void log_node(const mfs_content *c, uint32_t node, const char *msg)
+static void log_node(const mfs_content *c, uint32_t node, const mfs_err *e)
 {
-    char *path = mfs_tree_path(c->tree, node);
-    mfs_log("modelfs: %s: %s", path, msg);
+    char *path = mfs_tree_path_try(c->tree, node);
+    mfs_log("modelfs: %s: %s", path ? path : "(a file; out of memory for its path)", e->msg);
     free(path);
 }
 
-/* Produces and checks slot `i`'s bytes; no lock held. 0, or -1 with why. */
-static int make(slot *s, mfs_bytes *b, char *why, size_t whysize)
+/* Produces and checks slot `i`'s bytes; no lock held. 0, or -1 with e. */
+static int make(slot *s, mfs_bytes *b, mfs_err *e)
 {
     const mfs_node *n = s->node;
     const mfs_source_ops *ops = n->ops;
     memset(b, 0, sizeof *b);
     if (ops->produce != NULL) {
-        if (ops->produce(n->ctx, &s->job, b, why, whysize) != 0) {
-            if (!why[0])
-                snprintf(why, whysize, "cannot produce the file's bytes");
+        if (ops->produce(n->ctx, &s->job, b, e) != 0) {
+            mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "cannot produce the file's bytes");
             return -1;
         }
         if (b->len != n->size && !n->size_unknown) {
-            snprintf(why, whysize, "produced %llu bytes where %llu were expected",
+            mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "produced %llu bytes where %llu were expected",
                      (unsigned long long)b->len, (unsigned long long)n->size);
             goto fail;
         }
@@ -309,9 +304,8 @@ static int make(slot *s, mfs_bytes *b, char *why, size_t whysize)
         b->data = n->data;
         b->len = n->size;
     }
-    if (ops->verify != NULL && ops->verify(n->ctx, &s->job, b->data, b->len, why, whysize) != 0) {
-        if (!why[0])
-            snprintf(why, whysize, "verification failed");
+    if (ops->verify != NULL && ops->verify(n->ctx, &s->job, b->data, b->len, e) != 0) {
+        mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET, "verification failed");
         goto fail;
     }
     return 0;
@@ -323,7 +317,7 @@ fail:
 }
 
 /* Under the lock, then without it: hands the result to every waiter. */
-static void finish(mfs_content *c, uint32_t i, int r, const mfs_bytes *b, const char *why)
+static void finish(mfs_content *c, uint32_t i, int r, mfs_bytes *b, const mfs_err *e)
 {
     slot *s = &c->slots[i];
     bool cancelled = mfs_job_cancelled(&s->job);
@@ -339,8 +333,17 @@ static void finish(mfs_content *c, uint32_t i, int r, const mfs_bytes *b, const 
     mfs_content_status st = MFS_CONTENT_OK;
     mfs_held *h = NULL;
     freelist fl = { NULL };
+    mfs_err oom = { 0 };
+    if (r == 0 && (h = held_new(c, s->node, b, nwait + 1)) == NULL) {
+        /* Good bytes, but nothing to keep them in: this open fails, the
+         * next one makes them again. */
+        if (b->release)
+            b->release(b);
+        mfs_fail(&oom, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        e = &oom;
+        r = -1;
+    }
     if (r == 0) {
-        h = held_new(c, s->node, b, nwait + 1);
         s->held = h;
         s->state = S_READY;
         s->size_known = true;
@@ -353,19 +356,27 @@ static void finish(mfs_content *c, uint32_t i, int r, const mfs_bytes *b, const 
     } else if (cancelled) {
         s->state = S_IDLE;
         st = MFS_CONTENT_CANCELLED;
+    } else if (e->code == MFS_E_NOMEM) {
+        /* Says nothing about the file: the next open tries again. */
+        s->state = S_IDLE;
+        st = MFS_CONTENT_NOMEM;
+        log_node(c, s->node_index, e);
     } else {
-        /* Sticky: the same bytes would fail the same way. */
-        s->state = S_BAD;
+        /* Sticky: the same bytes would fail the same way. With no memory
+         * to keep the reason, the next open makes the file again. */
         free(s->reason);
-        s->reason = mfs_xstrdup(why);
+        s->reason = malloc(sizeof *s->reason);
+        if (s->reason != NULL)
+            *s->reason = *e;
+        s->state = s->reason != NULL ? S_BAD : S_IDLE;
         st = MFS_CONTENT_BAD;
-        log_node(c, s->node_index, why);
+        log_node(c, s->node_index, e);
     }
     pthread_mutex_unlock(&c->lock);
     free_all(&fl);
     while (w != NULL) {
         mfs_wait *next = w->next;
-        w->done(w, st, h, why);
+        w->done(w, st, h, st == MFS_CONTENT_OK ? NULL : e);
         w = next;
     }
     pthread_mutex_lock(&c->lock);
@@ -383,15 +394,15 @@ static void *job_main(void *arg)
             c->qtail = MFS_NONE;
         s->qnext = MFS_NONE;
         pthread_mutex_unlock(&c->lock);
-        char why[512] = "";
+        mfs_err e = { 0 };
         mfs_bytes b;
         int r = -1;
         if (mfs_job_cancelled(&s->job))
-            snprintf(why, sizeof why, "cancelled");
+            mfs_fail(&e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
         else
-            r = make(s, &b, why, sizeof why);
+            r = make(s, &b, &e);
         pthread_mutex_lock(&c->lock);
-        finish(c, i, r, &b, why);
+        finish(c, i, r, &b, &e);
     }
     if (--c->running == 0)
         pthread_cond_broadcast(&c->jobs_done);
@@ -422,14 +433,16 @@ static void start_job(mfs_content *c, uint32_t i)
     if (c->running == 0) {
         c->qhead = c->qtail = MFS_NONE;
         atomic_store(&s->job.cancelled, true);
-        finish(c, i, -1, NULL, "cannot start a thread to produce the file");
+        mfs_err e = { 0 };
+        mfs_fail(&e, MFS_E_INTERNAL, MFS_NO_OFFSET, "cannot start a thread to produce the file");
+        finish(c, i, -1, NULL, &e);
     }
 }
 
 /* ---- opening ------------------------------------------------------------ */
 
 void mfs_wait_init(mfs_wait *w, void (*done)(mfs_wait *, mfs_content_status, mfs_held *,
-                                              const char *))
+                                              const mfs_err *))
 {
     memset(w, 0, sizeof *w);
     w->done = done;
@@ -441,8 +454,10 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
     if (n == NULL || n->kind != MFS_NODE_FILE || n->ops == NULL) {
+        mfs_err e = { 0 };
+        mfs_fail(&e, MFS_E_INTERNAL, MFS_NO_OFFSET, "not a produced file");
         w->state = W_DONE;
-        w->done(w, MFS_CONTENT_BAD, NULL, "not a produced file");
+        w->done(w, MFS_CONTENT_BAD, NULL, &e);
         return;
     }
     freelist fl = { NULL };
@@ -451,10 +466,10 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
     slot *s = &c->slots[i];
     mfs_content_status st = MFS_CONTENT_OK;
     mfs_held *h = NULL;
-    char why[512] = "";
+    mfs_err e = { 0 };
     if (w->state == W_CANCEL_PENDING || c->stopping) {
         st = MFS_CONTENT_CANCELLED;
-        snprintf(why, sizeof why, "cancelled");
+        mfs_fail(&e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
     } else {
         /* Bytes that map a file changed on disk since their check are
          * dropped: made and checked again, so the change shows as EIO. */
@@ -464,7 +479,7 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
         switch (s->state) {
         case S_BAD:
             st = MFS_CONTENT_BAD;
-            snprintf(why, sizeof why, "%s", s->reason);
+            e = *s->reason;
             break;
         case S_READY:
             h = s->held;
@@ -479,7 +494,7 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
             evict(c, need, &fl);
             if (need > c->cap || c->used > c->cap - need) {
                 st = MFS_CONTENT_NOMEM;
-                snprintf(why, sizeof why,
+                mfs_fail(&e, MFS_E_NOMEM, MFS_NO_OFFSET,
                          "needs %llu bytes of memory; cache_size=%llu has %llu free now (raise -o cache_size)",
                          (unsigned long long)need, (unsigned long long)c->cap,
                          (unsigned long long)(c->used < c->cap ? c->cap - c->used : 0));
@@ -512,8 +527,8 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
     pthread_mutex_unlock(&c->lock);
     free_all(&fl);
     if (st == MFS_CONTENT_NOMEM)
-        log_node(c, node, why);
-    w->done(w, st, h, why);
+        log_node(c, node, &e);
+    w->done(w, st, h, st == MFS_CONTENT_OK ? NULL : &e);
 }
 
 bool mfs_content_cancel(mfs_content *c, mfs_wait *w)
@@ -545,22 +560,23 @@ typedef struct sync_wait {
     bool done;
     mfs_content_status st;
     mfs_held *h;
-    char why[512];
+    mfs_err e;
 } sync_wait;
 
-static void sync_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const char *why)
+static void sync_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *e)
 {
     sync_wait *sw = (sync_wait *)w;
     pthread_mutex_lock(&sw->m);
     sw->st = st;
     sw->h = h;
-    snprintf(sw->why, sizeof sw->why, "%s", why ? why : "");
+    if (e != NULL)
+        sw->e = *e;
     sw->done = true;
     pthread_cond_signal(&sw->cv);
     pthread_mutex_unlock(&sw->m);
 }
 
-mfs_held *mfs_content_get(mfs_content *c, uint32_t node, char *why, size_t whysize)
+mfs_held *mfs_content_get(mfs_content *c, uint32_t node, mfs_err *e)
 {
     sync_wait sw;
     memset(&sw, 0, sizeof sw);
@@ -574,8 +590,8 @@ mfs_held *mfs_content_get(mfs_content *c, uint32_t node, char *why, size_t whysi
     pthread_mutex_unlock(&sw.m);
     pthread_cond_destroy(&sw.cv);
     pthread_mutex_destroy(&sw.m);
-    if (sw.st != MFS_CONTENT_OK)
-        snprintf(why, whysize, "%s", sw.why);
+    if (sw.st != MFS_CONTENT_OK && e != NULL)
+        *e = sw.e;
     return sw.st == MFS_CONTENT_OK ? sw.h : NULL;
 }
 
@@ -651,6 +667,6 @@ void mfs_content_free(mfs_content *c)
     pthread_cond_destroy(&c->jobs_done);
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
-    free(c->index);
+    mfs_table_free(&c->index);
     free(c);
 }

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "tree.h"
 
 /* A quarter of the machine's memory, at least 256 MiB. */
@@ -46,7 +47,8 @@ typedef struct mfs_held {
 typedef enum mfs_content_status {
     MFS_CONTENT_OK,
     MFS_CONTENT_BAD,        /* cannot be produced or does not verify (sticky) */
-    MFS_CONTENT_NOMEM,      /* does not fit under the cap now */
+    MFS_CONTENT_NOMEM,      /* does not fit under the cap now, or memory ran
+                               out while it was made (not sticky) */
     MFS_CONTENT_CANCELLED,  /* the open was cancelled, or the mount is ending */
 } mfs_content_status;
 
@@ -54,10 +56,11 @@ typedef enum mfs_content_status {
  * called exactly once (unless mfs_content_cancel returns true), maybe
  * before mfs_content_open returns, maybe on a job thread. With
  * MFS_CONTENT_OK it hands over one reference (release with
- * mfs_held_unref). */
+ * mfs_held_unref) and `e` is NULL; otherwise `e` says why (valid during
+ * the call only). */
 typedef struct mfs_wait mfs_wait;
 struct mfs_wait {
-    void (*done)(mfs_wait *w, mfs_content_status st, mfs_held *h, const char *why);
+    void (*done)(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *e);
     /* private */
     mfs_wait *next;
     uint32_t slot;
@@ -73,7 +76,7 @@ bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms);
 void mfs_content_free(mfs_content *c);
 
 void mfs_wait_init(mfs_wait *w, void (*done)(mfs_wait *, mfs_content_status, mfs_held *,
-                                              const char *));
+                                              const mfs_err *));
 void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w);
 /* Takes `w` off its wait. True: `done` will not be called (the caller
  * answers the open itself). False: `done` was or will be called; when `w`
@@ -82,8 +85,8 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w);
 bool mfs_content_cancel(mfs_content *c, mfs_wait *w);
 
 /* Blocking form for programs without FUSE (modelfs-ls, tests): the bytes
- * with one reference, or NULL with the reason in `why`. */
-mfs_held *mfs_content_get(mfs_content *c, uint32_t node, char *why, size_t whysize);
+ * with one reference, or NULL with the reason in `e`. */
+mfs_held *mfs_content_get(mfs_content *c, uint32_t node, mfs_err *e);
 
 void mfs_held_ref(mfs_held *h);
 void mfs_held_unref(mfs_held *h);

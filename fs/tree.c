@@ -153,6 +153,8 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
                         size_t len)
 {
+    if (node >= t->count)
+        return;  /* a node that was refused (MFS_NONE): like mfs_tree_set_source */
     if (t->xattr_count == t->xattr_cap) {
         t->xattr_cap = t->xattr_cap ? t->xattr_cap * 2 : 64;
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_cap, sizeof *t->xattrs);
@@ -243,6 +245,14 @@ void mfs_tree_finish(mfs_tree *t)
 
 char *mfs_tree_path(const mfs_tree *t, uint32_t node)
 {
+    char *r = mfs_tree_path_try(t, node);
+    if (r == NULL)
+        mfs_oom();
+    return r;
+}
+
+char *mfs_tree_path_try(const mfs_tree *t, uint32_t node)
+{
     size_t len = 0, depth = 0;
     for (uint32_t i = node; i != MFS_ROOT && i < t->count; i = t->nodes[i].parent) {
         len += strlen(t->nodes[i].name);
@@ -250,7 +260,9 @@ char *mfs_tree_path(const mfs_tree *t, uint32_t node)
     }
     if (depth > 1)
         len += depth - 1;  /* separators */
-    char *r = mfs_xmalloc(len + 1);
+    char *r = malloc(len + 1);
+    if (r == NULL)
+        return NULL;
     r[len] = '\0';
     size_t end = len;
     for (uint32_t i = node; i != MFS_ROOT && i < t->count; i = t->nodes[i].parent) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "err.h"
 #include "job.h"
 #include "path.h"
 #include "table.h"
@@ -47,12 +48,14 @@ typedef struct mfs_bytes {
 
 typedef struct mfs_source_ops {
     /* Makes the bytes (exactly the node's size); NULL when the node's data
-     * slice is the content. 0, or -1 with the reason in why. */
-    int (*produce)(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize);
+     * slice is the content. 0, or -1 with the reason in e (MFS_E_NOMEM
+     * when memory ran out: that open fails, a later one tries again; any
+     * other code is kept for the node). These run while mounted: checked
+     * allocation only (fs/util/xalloc.h). */
+    int (*produce)(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e);
     /* Checks the bytes before they are first served; NULL for no check.
-     * 0 good, -1 bad (why says how). */
-    int (*verify)(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why,
-                  size_t whysize);
+     * 0 good, -1 bad (e says how). */
+    int (*verify)(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, mfs_err *e);
     /* Optional: false once the bytes that `produce` made in `b` can no
      * longer be trusted (the file they map changed on disk since it was
      * checked). Called before every read, so it must be cheap (one fstat). */
@@ -143,6 +146,9 @@ void mfs_tree_finish(mfs_tree *t);
 
 /* "a/b/c" relative to the root (malloc'd; "" for the root). */
 char *mfs_tree_path(const mfs_tree *t, uint32_t node);
+/* The same, or NULL when memory runs out: for code that runs while
+ * mounted (fs/util/xalloc.h). */
+char *mfs_tree_path_try(const mfs_tree *t, uint32_t node);
 
 static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
 {

@@ -231,9 +231,9 @@ static int read_manifest(carton_load *cl)
                            "%zu files can take: refused, since none of them could be checked",
                            (ull)f->src->size, (ull)cap, nfiles);
     carton_bytes b;
-    char why[400];
-    if (carton_read(cl, f, cap, &b, why, sizeof why) != 0)
-        return MFS_CORRUPT(cl->e, at_of(f), "%s: refused, since nothing could be checked", why);
+    mfs_err re = { 0 };
+    if (carton_read(cl, f, cap, &b, &re) != 0)
+        return MFS_CORRUPT(cl->e, at_of(f), "%.399s: refused, since nothing could be checked", re.msg);
     cl->has_manifest = true;
     mfs_sha256_hex(b.p, b.len, cl->model_hash);
     carton_parse_manifest(cl, b.p, b.len);
@@ -251,9 +251,10 @@ static int read_links(carton_load *cl, mfs_val **out)
         return 0;
     cl->has_links = true;
     carton_bytes b;
-    char why[400], msg[200];
-    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0) {
-        carton_warn(cl, "%s: no links", why);
+    char msg[200];
+    mfs_err re = { 0 };
+    if (carton_read(cl, f, CARTON_READ_MAX, &b, &re) != 0) {
+        carton_warn(cl, "%.399s: no links", re.msg);
         return 0;
     }
     int line = 0, col = 0;
@@ -365,17 +366,18 @@ static char *resolve(const char *from, const uint8_t *target, size_t tlen)
 
 /* The file a symlink member leads to, following links up to SYMLINK_HOPS
  * deep, or NULL with the reason. */
-static carton_file *follow(carton_load *cl, carton_file *f, const carton_src *const *raw, char *why,
-                           size_t whysize)
+static carton_file *follow(carton_load *cl, carton_file *f, const carton_src *const *raw,
+                           mfs_err *e)
 {
     carton_file *cur = f;
     for (int hop = 0; hop < SYMLINK_HOPS; hop++) {
         carton_bytes b;
-        char rwhy[400];
+        mfs_err re = { 0 };
         carton_file tmp = *cur;
         tmp.src = (carton_src *)(uintptr_t)raw[cur - cl->files];  /* its own bytes: the target */
-        if (carton_read(cl, &tmp, CARTON_LINK_TEXT_MAX, &b, rwhy, sizeof rwhy) != 0) {
-            snprintf(why, whysize, "a symlink whose target cannot be read: %s", rwhy);
+        if (carton_read(cl, &tmp, CARTON_LINK_TEXT_MAX, &b, &re) != 0) {
+            mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "a symlink whose target cannot be read: %.399s",
+                     re.msg);
             return NULL;
         }
         char *to = resolve(cur->path, b.p, b.len);
@@ -384,7 +386,7 @@ static carton_file *follow(carton_load *cl, carton_file *f, const carton_src *co
         carton_file *next = to ? carton_find(cl, to) : NULL;
         free(to);
         if (next == NULL || next->src == NULL) {
-            snprintf(why, whysize, "a symlink to %s, which is not a file of the carton", q);
+            mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "a symlink to %s, which is not a file of the carton", q);
             free(q);
             return NULL;
         }
@@ -393,7 +395,7 @@ static carton_file *follow(carton_load *cl, carton_file *f, const carton_src *co
             return next;
         cur = next;
     }
-    snprintf(why, whysize, "a symlink chain longer than %d links", SYMLINK_HOPS);
+    mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "a symlink chain longer than %d links", SYMLINK_HOPS);
     return NULL;
 }
 
@@ -408,10 +410,10 @@ static void resolve_symlinks(carton_load *cl)
         carton_file *f = &cl->files[i];
         if (!f->symlink || f->dropped || f->src == NULL)
             continue;
-        char why[600];
-        carton_file *to = follow(cl, f, raw, why, sizeof why);
+        mfs_err reason = { 0 };
+        carton_file *to = follow(cl, f, raw, &reason);
         if (to == NULL) {
-            carton_src *s = carton_src_new(cl->m->tree, CARTON_FAIL, f->path, NULL, NULL, why);
+            carton_src *s = carton_src_new(cl->m->tree, CARTON_FAIL, f->path, NULL, NULL, reason.msg);
             s->has_sha = f->src->has_sha;
             memcpy(s->sha, f->src->sha, MFS_SHA256_HEX);
             f->src = s;
@@ -546,9 +548,10 @@ static int read_carton_toml(carton_load *cl, mfs_val **out)
         return mfs_fail(cl->e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a carton: no carton.toml");
     uint64_t at = f->en ? f->en->data_offset : 0;
     carton_bytes b;
-    char why[400], msg[200];
-    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0)
-        return MFS_CORRUPT(cl->e, at, "%s", why);
+    char msg[200];
+    mfs_err re = { 0 };
+    if (carton_read(cl, f, CARTON_READ_MAX, &b, &re) != 0)
+        return MFS_CORRUPT(cl->e, at, "%.399s", re.msg);
     int line = 0, col = 0;
     *out = mfs_toml_parse_budget((const char *)b.p, b.len, &cl->budget, &line, &col, msg, sizeof msg);
     carton_bytes_free(&b);
@@ -610,9 +613,9 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
     if (m->opts->links_dir != NULL) {
         char *real = realpath(m->opts->links_dir, NULL);
         struct stat st;
-        char why[300];
+        mfs_err ignored = { 0 };  /* the warning below says enough */
         if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
-            (cl->links_root = carton_root_open(m->tree, real, why, sizeof why)) != NULL)
+            (cl->links_root = carton_root_open(m->tree, real, &ignored)) != NULL)
             cl->links_dir = mfs_tree_own(m->tree, mfs_xstrdup(real));
         else
             carton_warn(cl, "links_dir %s is not a folder: not used", m->opts->links_dir);
@@ -690,11 +693,10 @@ static int load_dir(mfs_model *m, const char *path, mfs_err *e)
     if (real == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
     /* Held for the life of the mount: every file is opened below it. */
-    char why[600];
-    const carton_root *root = carton_root_open(m->tree, real, why, sizeof why);
+    const carton_root *root = carton_root_open(m->tree, real, e);
     free(real);
     if (root == NULL)
-        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", why);
+        return -1;
     carton_load cl;
     load_init(&cl, m, e);
     cl.root = root;

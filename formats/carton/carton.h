@@ -77,8 +77,8 @@ typedef struct carton_root {
                                    resolving symlinks at mount */
 } carton_root;
 
-/* Opens `path` (a folder) as a root owned by `t`; NULL with why. */
-carton_root *carton_root_open(mfs_tree *t, const char *path, char *why, size_t whysize);
+/* Opens `path` (a folder) as a root owned by `t`; NULL with e. */
+carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e);
 /* Opens `rel` ("a/b/c", no "." or ".." or empty components) below `r`
  * with no symlink followed on the way: a regular file read-only and
  * non-blocking (so a FIFO cannot block), or a folder when `dir`. The fd,
@@ -132,12 +132,10 @@ void carton_fetch_cfg_set(carton_fetch_cfg *c, const mfs_load_opts *o);
  * `label` names it in messages. The mapping keeps what the file looked
  * like, so carton_file_unchanged (an mfs_source_ops.unchanged) sees any
  * later edit, even one whose mtime was put back. */
-int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
-                  size_t whysize);
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e);
 bool carton_file_unchanged(void *ctx, const mfs_bytes *b);
 
-int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, char *why,
-                        size_t whysize);
+int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, mfs_err *e);
 
 /* ---- load state (carton.c, carton_dir.c, carton_tensors.c) ------------- */
 
@@ -215,9 +213,10 @@ carton_file *carton_find(carton_load *cl, const char *path);
  * then refuses the carton. */
 bool carton_spend(carton_load *cl, uint64_t bytes, const char *what);
 /* Reads a whole file of the carton (at most `cap` bytes, counted against
- * CARTON_READ_TOTAL). 0, or -1 with why. */
-int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, char *why,
-                size_t whysize);
+ * CARTON_READ_TOTAL). 0, or -1 with e. Callers whose message ends up in
+ * model.json cut e->msg where it was always cut, so the bytes stay the
+ * same. */
+int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, mfs_err *e);
 void carton_bytes_free(carton_bytes *b);
 /* A printable, quoted form of untrusted bytes for messages (malloc'd). */
 char *carton_quote(const char *s, size_t len);

@@ -40,7 +40,6 @@
 
 #include "carton.h"
 #include "log.h"
-#include "xalloc.h"
 
 typedef unsigned long long ull;
 
@@ -187,26 +186,26 @@ static void hex_digest(EVP_MD_CTX *md, char out[MFS_SHA256_HEX])
         snprintf(out + 2 * i, 3, "%02x", dig[i]);
 }
 
+/* A URL that failed: MFS_E_FETCH unless said otherwise. */
+#define FAILED(e, ...) mfs_fail((e), MFS_E_FETCH, MFS_NO_OFFSET, __VA_ARGS__)
+
 /* One URL into the open, empty file `fd`, before `deadline` (now_ms);
  * 0 when the sha256 of what it wrote is s->sha. */
 static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t reserve, uint64_t deadline,
-                     const mfs_job *job, uint64_t *size, char *why, size_t whysize)
+                     const mfs_job *job, uint64_t *size, mfs_err *e)
 {
     const carton_fetch_cfg *cfg = s->fetch;
     uint64_t now = now_ms();
-    if (now >= deadline) {
-        snprintf(why, whysize, "%s: not tried: the fetch_timeout of %llu s is used up", url,
-                 (ull)(cfg->timeout_ms / 1000));
-        return -1;
-    }
+    if (now >= deadline)
+        return FAILED(e, "%s: not tried: the fetch_timeout of %llu s is used up", url,
+                      (ull)(cfg->timeout_ms / 1000));
     long left = deadline - now > (uint64_t)LONG_MAX ? LONG_MAX : (long)(deadline - now);
     CURL *c = curl_easy_init();
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (c == NULL || md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        snprintf(why, whysize, "cannot start a transfer (out of memory)");
         curl_easy_cleanup(c);
         EVP_MD_CTX_free(md);
-        return -1;
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot start a transfer (out of memory)");
     }
     sink k = { .fd = fd, .md = md, .job = job, .max = cfg->max, .reserve = reserve };
     char err[CURL_ERROR_SIZE] = "";
@@ -240,41 +239,35 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
     curl_easy_cleanup(c);
     switch (k.stop) {
     case STOP_TOO_BIG:
-        snprintf(why, whysize, "%s: more than %llu bytes (fetch_max)", url, (ull)cfg->max);
-        return -1;
+        return FAILED(e, "%s: more than %llu bytes (fetch_max)", url, (ull)cfg->max);
     case STOP_WRITE:
-        snprintf(why, whysize, "%s: cannot write the download: %s", url, strerror(k.err));
-        return -1;
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s: cannot write the download: %s", url,
+                        strerror(k.err));
     case STOP_DISK:
-        snprintf(why, whysize, "%s: stopped after %llu bytes: %s would have less than %llu bytes "
-                 "free (fetch_reserve; %llu free)", url, (ull)k.got, s->path, (ull)reserve,
-                 (ull)k.avail);
-        return -1;
+        return FAILED(e, "%s: stopped after %llu bytes: %s would have less than %llu bytes "
+                      "free (fetch_reserve; %llu free)", url, (ull)k.got, s->path, (ull)reserve,
+                      (ull)k.avail);
     case STOP_CANCEL:
-        snprintf(why, whysize, "%s: abandoned: the file system is being unmounted", url);
-        return -1;
+        return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET,
+                        "%s: abandoned: the file system is being unmounted", url);
     case STOP_NONE:
         break;
     }
-    if (rc == CURLE_FILESIZE_EXCEEDED) {
-        snprintf(why, whysize, "%s: declares more than %llu bytes (fetch_max)", url, (ull)cfg->max);
-        return -1;
-    }
+    if (rc == CURLE_FILESIZE_EXCEEDED)
+        return FAILED(e, "%s: declares more than %llu bytes (fetch_max)", url, (ull)cfg->max);
     /* libcurl's clock and ours differ by a few ms: "about at the deadline". */
-    if (rc == CURLE_OPERATION_TIMEDOUT && now_ms() + 1000 >= deadline) {
-        snprintf(why, whysize, "%s: %s (fetch_timeout: %llu s for the whole fetch)", url,
-                 err[0] ? err : curl_easy_strerror(rc), (ull)(cfg->timeout_ms / 1000));
-        return -1;
-    }
-    if (rc != CURLE_OK) {
-        snprintf(why, whysize, "%s: %s", url, err[0] ? err : curl_easy_strerror(rc));
-        return -1;
-    }
-    if (strcmp(got, s->sha) != 0) {
-        snprintf(why, whysize, "%s: sha256 %s of the %llu bytes fetched does not match %s", url,
-                 got[0] ? got : "?", (ull)k.got, s->sha);
-        return -1;
-    }
+    if (rc == CURLE_OPERATION_TIMEDOUT && now_ms() + 1000 >= deadline)
+        return FAILED(e, "%s: %s (fetch_timeout: %llu s for the whole fetch)", url,
+                      err[0] ? err : curl_easy_strerror(rc), (ull)(cfg->timeout_ms / 1000));
+    if (rc == CURLE_OUT_OF_MEMORY)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: %s", url,
+                        err[0] ? err : curl_easy_strerror(rc));
+    if (rc != CURLE_OK)
+        return FAILED(e, "%s: %s", url, err[0] ? err : curl_easy_strerror(rc));
+    if (strcmp(got, s->sha) != 0)
+        return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET,
+                        "%s: sha256 %s of the %llu bytes fetched does not match %s", url,
+                        got[0] ? got : "?", (ull)k.got, s->sha);
     *size = k.got;
     return 0;
 }
@@ -333,32 +326,54 @@ static int keep(const carton_src *s, int fd, const char *tmp, const char *dest)
     return -1;
 }
 
+/* As much of `src` as fits in dst[size] (size > 0), terminated; the
+ * characters copied. */
+static size_t put_cut(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    return n;
+}
+
 /* Fetches s->urls in turn (one deadline for all of them) into s->path; the
- * open, checked file of *size bytes, or -1 with why. */
+ * open, checked file of *size bytes, or -1 with e: every URL's failure in
+ * order, "URL: problem; URL: problem", under the code of the last one. */
 static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint64_t *size,
-                 char *why, size_t whysize)
+                 mfs_err *e)
 {
     carton_fetch_init();
     const carton_fetch_cfg *cfg = s->fetch;
     uint64_t start = now_ms();
     uint64_t deadline = cfg->timeout_ms > UINT64_MAX - start ? UINT64_MAX : start + cfg->timeout_ms;
     size_t tmpsize = strlen(s->path) + 32;
-    char *tmp = mfs_xmalloc(tmpsize);
+    char *tmp = malloc(tmpsize);
+    if (tmp == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
     int kept_fd = -1;
     unsigned tried = 0;
-    snprintf(why, whysize, "no URL");
+    mfs_err all = { 0 };
+    FAILED(&all, "no URL");
+    char *text = all.msg;
+    size_t room = sizeof all.msg;
     for (const char *u = s->urls; u != NULL && *u && kept_fd < 0 && !mfs_job_cancelled(job);) {
         const char *nl = strchr(u, '\n');
-        char *url = mfs_xstrndup(u, nl ? (size_t)(nl - u) : strlen(u));
+        char *url = strndup(u, nl ? (size_t)(nl - u) : strlen(u));
+        if (url == NULL) {
+            all.code = MFS_E_NOMEM;
+            snprintf(text, room, "out of memory");
+            break;
+        }
         u = nl ? nl + 1 : NULL;
         int fd = make_temp(s, tmp, tmpsize);
         if (fd < 0) {
-            snprintf(why, whysize, "cannot create a file in %s: %s", s->path, strerror(errno));
+            all.code = MFS_E_IO;
+            snprintf(text, room, "cannot create a file in %s: %s", s->path, strerror(errno));
             free(url);
             break;
         }
-        char one[600];
-        if (fetch_one(s, url, fd, reserve_for(cfg, fd), deadline, job, size, one, sizeof one) == 0) {
+        mfs_err one = { 0 };
+        if (fetch_one(s, url, fd, reserve_for(cfg, fd), deadline, job, size, &one) == 0) {
             if (keep(s, fd, tmp, dest) == 0) {
                 tmp[0] = '\0';
             } else {
@@ -370,10 +385,12 @@ static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint
             kept_fd = fd;
             fd = -1;
         } else {
-            /* Every URL's failure, in order: "URL: problem; URL: problem". */
-            size_t at = tried++ ? strlen(why) : 0;
-            if (at < whysize)
-                snprintf(why + at, whysize - at, "%s%s", at ? "; " : "", one);
+            size_t at = tried++ ? strlen(text) : 0;
+            if (at > 0 && at < room)
+                at += put_cut(text + at, room - at, "; ");
+            if (at < room)
+                put_cut(text + at, room - at, one.msg);
+            all.code = one.code;
         }
         if (fd >= 0)
             close(fd);
@@ -382,31 +399,32 @@ static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint
         free(url);
     }
     free(tmp);
+    if (kept_fd < 0)
+        mfs_fail(e, all.code, MFS_NO_OFFSET, "%s", all.msg);
     return kept_fd;
 }
 
 /* DIR/<sha256> when it is a regular file whose sha256 matches: 1 with its
- * bytes in out; 0 when it is not there or not right (`note` says which);
- * -1 when the job was cancelled. */
+ * bytes in out; 0 when it is not there or not right (`note` says which,
+ * when it is there); -1 when the job was cancelled. */
 static int use_kept(const carton_src *s, const mfs_job *job, const char *dest, mfs_bytes *out,
-                    char *note, size_t notesize)
+                    mfs_err *note)
 {
-    note[0] = '\0';
     int fd = s->root != NULL ? carton_open_at(s->root, s->sha, false)
                              : open(dest, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno != ENOENT)
-            snprintf(note, notesize, "cannot open %s: %s", dest, strerror(errno));
+            mfs_fail(note, MFS_E_IO, MFS_NO_OFFSET, "cannot open %s: %s", dest, strerror(errno));
         return 0;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(note, notesize, "%s is not a regular file", dest);
+        mfs_fail(note, MFS_E_IO, MFS_NO_OFFSET, "%s is not a regular file", dest);
         close(fd);
         return 0;
     }
     mfs_bytes b = { 0 };
-    if (carton_map_fd(fd, dest, (uint64_t)st.st_size, &b, note, notesize) != 0)
+    if (carton_map_fd(fd, dest, (uint64_t)st.st_size, &b, note) != 0)
         return 0;
     if (b.len)
         madvise((void *)(uintptr_t)b.data, (size_t)b.len, MADV_SEQUENTIAL);
@@ -423,39 +441,41 @@ static int use_kept(const carton_src *s, const mfs_job *job, const char *dest, m
         return -1;
     if (r != 0)
         got[0] = '\0';
-    snprintf(note, notesize, "the copy %s does not match its sha256 (%s)", dest,
+    mfs_fail(note, MFS_E_VERIFY, MFS_NO_OFFSET, "the copy %s does not match its sha256 (%s)", dest,
              got[0] ? got : "it changed while it was hashed");
     return 0;
 }
 
-int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, char *why,
-                        size_t whysize)
+int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
-    if (s->path == NULL) {
-        snprintf(why, whysize, "a LINKS file that is not in the archive; mount with "
-                 "-o links_dir=DIR holding DIR/%s (files fetched from its URLs are kept there)", s->sha);
-        return -1;
-    }
+    /* Nowhere to keep a download: fetching is refused. */
+    if (s->path == NULL)
+        return FAILED(e, "a LINKS file that is not in the archive; mount with "
+                      "-o links_dir=DIR holding DIR/%s (files fetched from its URLs are kept there)",
+                      s->sha);
     size_t destsize = strlen(s->path) + 2 + MFS_SHA256_HEX;
-    char *dest = mfs_xmalloc(destsize);
+    char *dest = malloc(destsize);
+    if (dest == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
     snprintf(dest, destsize, "%s/%s", s->path, s->sha);
-    char note[400];
-    int r = use_kept(s, job, dest, out, note, sizeof note);
+    mfs_err note = { 0 };
+    int r = use_kept(s, job, dest, out, &note);
     if (r != 0) {
         if (r < 0)
-            snprintf(why, whysize, "%s: abandoned: the file system is being unmounted", dest);
+            mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET,
+                     "%s: abandoned: the file system is being unmounted", dest);
         free(dest);
         return r > 0 ? 0 : -1;
     }
-    if (note[0])
-        mfs_log("%s: %s: fetching it again", s->label, note);
+    if (note.code != MFS_OK)
+        mfs_log("%s: %s: fetching it again", s->label, note.msg);
     uint64_t size = 0;
-    int fd = fetch(s, job, dest, &size, why, whysize);
+    int fd = fetch(s, job, dest, &size, e);
     if (fd < 0) {
         free(dest);
         return -1;
     }
-    r = carton_map_fd(fd, dest, size, out, why, whysize);
+    r = carton_map_fd(fd, dest, size, out, e);
     free(dest);
     return r;
 }

@@ -9,7 +9,6 @@
  * could not read. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,12 +24,12 @@ static void root_close(void *arg)
     r->fd = -1;
 }
 
-carton_root *carton_root_open(mfs_tree *t, const char *path, char *why, size_t whysize)
+carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e)
 {
     /* The folder itself is the mounter's choice: a symlink to it is fine. */
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        snprintf(why, whysize, "cannot open the folder %s: %s", path, strerror(errno));
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open the folder %s: %s", path, strerror(errno));
         return NULL;
     }
     size_t n = strlen(path) + 1;

@@ -101,12 +101,12 @@ static uint64_t decode_cap(void)
     return half > (1ull << 30) ? half : (1ull << 30);
 }
 
-static int produce_zip(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+static int produce_zip(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const carton_src *s = ctx;
     (void)job;
     uint8_t *buf;
-    if (mfs_zip_decode(s->zip, s->en, decode_cap(), &buf, why, whysize) != 0)
+    if (mfs_zip_decode(s->zip, s->en, decode_cap(), &buf, e) != 0)
         return -1;
     out->data = buf;
     out->len = s->en->size;
@@ -151,18 +151,18 @@ bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
            mfs_same_file(&st, h->dev, h->ino, h->size, h->mtime, h->ctime);
 }
 
-int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char *why,
-                  size_t whysize)
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e)
 {
     static const uint8_t empty[1];
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        snprintf(why, whysize, "cannot stat %s: %s", label, strerror(errno));
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot stat %s: %s", label, strerror(errno));
         close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
-        snprintf(why, whysize, "%s changed since the mount: a regular file of %llu bytes then, %s now",
+        mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                 "%s changed since the mount: a regular file of %llu bytes then, %s now",
                  label, (ull)size, S_ISREG(st.st_mode) ? "another size" : "not a regular file");
         close(fd);
         return -1;
@@ -174,16 +174,22 @@ int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char
     }
     if (size > SIZE_MAX) {
         close(fd);
-        snprintf(why, whysize, "%s: %llu bytes cannot be mapped here", label, (ull)size);
-        return -1;
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s: %llu bytes cannot be mapped here", label,
+                        (ull)size);
     }
     void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
-        snprintf(why, whysize, "cannot map %s: %s", label, strerror(errno));
+        mfs_fail(e, errno == ENOMEM ? MFS_E_NOMEM : MFS_E_IO, MFS_NO_OFFSET, "cannot map %s: %s",
+                 label, strerror(errno));
         close(fd);
         return -1;
     }
-    held_file *h = mfs_xmalloc(sizeof *h);
+    held_file *h = malloc(sizeof *h);
+    if (h == NULL) {
+        munmap(p, (size_t)size);
+        close(fd);
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: out of memory", label);
+    }
     *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim };
     out->data = p;
     out->len = size;
@@ -192,7 +198,7 @@ int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, char
     return 0;
 }
 
-static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const carton_src *s = ctx;
     (void)job;
@@ -200,48 +206,51 @@ static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, char *why
     int fd = s->root ? carton_open_at(s->root, s->path, false)
                      : open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
-        snprintf(why, whysize, "cannot open %s: %s%s", s->label, strerror(errno),
-                 errno == ELOOP || errno == ENOTDIR ? " (a symlink or a file in the way: "
-                 "replaced since the mount?)" : "");
-        return -1;
+        bool swapped = errno == ELOOP || errno == ENOTDIR;
+        return mfs_fail(e, swapped ? MFS_E_CHANGED : MFS_E_IO, MFS_NO_OFFSET, "cannot open %s: %s%s",
+                        s->label, strerror(errno),
+                        swapped ? " (a symlink or a file in the way: replaced since the mount?)" : "");
     }
-    return carton_map_fd(fd, s->label, s->size, out, why, whysize);
+    return carton_map_fd(fd, s->label, s->size, out, e);
 }
 
 /* Checks what it serves itself (a kept copy is hashed, a download is
  * hashed as it arrives): no verify operation to hash it again. */
-static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+static int produce_link(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
-    return carton_link_produce(ctx, job, out, why, whysize);
+    return carton_link_produce(ctx, job, out, e);
 }
 
-static int verify_sha(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+static int verify_sha(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, mfs_err *e)
 {
     const carton_src *s = ctx;
     char got[MFS_SHA256_HEX];
     int r = mfs_sha256_hex_mapped(data, len, job, got);
-    if (r == MFS_GUARD_FAULT) {
-        snprintf(why, whysize, "%s changed (shrank) while its sha256 was checked", s->label);
-        return -1;
-    }
-    if (r != 0) {
-        snprintf(why, whysize, "the sha256 check of %s was cancelled", s->label);
-        return -1;
-    }
+    if (r == MFS_GUARD_FAULT)
+        return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                        "%s changed (shrank) while its sha256 was checked", s->label);
+    /* Otherwise -1: cancelled, or libcrypto had no memory for its state. */
+    if (r != 0 && mfs_job_cancelled(job))
+        return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the sha256 check of %s was cancelled",
+                        s->label);
+    if (r != 0)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "the sha256 check of %s could not start "
+                        "(out of memory)", s->label);
     if (strcmp(got, s->sha) == 0)
         return 0;
-    snprintf(why, whysize, "sha256 %s of %s does not match MANIFEST (%s)", got, s->label, s->sha);
-    return -1;
+    return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET, "sha256 %s of %s does not match MANIFEST (%s)",
+                    got, s->label, s->sha);
 }
 
-static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why, size_t whysize)
+/* The carton names a file it does not hold (or a symlink that leads
+ * nowhere): the reason was found at mount. */
+static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, mfs_err *e)
 {
     const carton_src *s = ctx;
     (void)job;
     (void)data;
     (void)len;
-    snprintf(why, whysize, "%s", s->reason ? s->reason : "unavailable");
-    return -1;
+    return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s", s->reason ? s->reason : "unavailable");
 }
 
 static const mfs_source_ops ops_verify = { .verify = verify_sha };

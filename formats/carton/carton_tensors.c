@@ -228,9 +228,9 @@ static char *strings_json(carton_load *cl, const carton_file *f, size_t *count, 
                           bool *verified_bad, char *problem)
 {
     carton_bytes b;
-    char why[256];
-    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0) {
-        snprintf(problem, PROBLEM_MAX, "cannot read the strings: %s", why);
+    mfs_err re = { 0 };
+    if (carton_read(cl, f, CARTON_READ_MAX, &b, &re) != 0) {
+        snprintf(problem, PROBLEM_MAX, "cannot read the strings: %.255s", re.msg);
         return NULL;
     }
     if (f->sha) {
@@ -441,9 +441,9 @@ void carton_load_tensors(carton_load *cl)
     if (f == NULL || f->src == NULL)
         return;
     carton_bytes b;
-    char why[256];
-    if (carton_read(cl, f, CARTON_READ_MAX, &b, why, sizeof why) != 0) {
-        carton_warn(cl, "tensor_data/index.toml: %s: no tensors", why);
+    mfs_err re = { 0 };
+    if (carton_read(cl, f, CARTON_READ_MAX, &b, &re) != 0) {
+        carton_warn(cl, "tensor_data/index.toml: %.255s: no tensors", re.msg);
         return;
     }
     int line = 0, col = 0;

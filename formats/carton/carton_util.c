@@ -81,7 +81,7 @@ carton_file *carton_find(carton_load *cl, const char *path)
     return i ? &cl->files[*i] : NULL;
 }
 
-static int read_disk(const carton_src *s, uint8_t *buf, char *why, size_t whysize)
+static int read_disk(const carton_src *s, uint8_t *buf, mfs_err *e)
 {
     const char *path = s->path;
     uint64_t size = s->size;
@@ -90,13 +90,13 @@ static int read_disk(const carton_src *s, uint8_t *buf, char *why, size_t whysiz
                      : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(why, whysize, "cannot open %s: %s", path, strerror(errno));
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
-        snprintf(why, whysize, "%s changed while it was being read", path);
+        mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "%s changed while it was being read", path);
         close(fd);
         return -1;
     }
@@ -105,7 +105,8 @@ static int read_disk(const carton_src *s, uint8_t *buf, char *why, size_t whysiz
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            snprintf(why, whysize, "cannot read %s: %s", path, r ? strerror(errno) : "it got shorter");
+            mfs_fail(e, r ? MFS_E_IO : MFS_E_CHANGED, MFS_NO_OFFSET, "cannot read %s: %s", path,
+                     r ? strerror(errno) : "it got shorter");
             close(fd);
             return -1;
         }
@@ -115,29 +116,27 @@ static int read_disk(const carton_src *s, uint8_t *buf, char *why, size_t whysiz
     return 0;
 }
 
-int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, char *why,
-                size_t whysize)
+int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_bytes *out, mfs_err *e)
 {
     memset(out, 0, sizeof *out);
     const carton_src *s = f->src;
-    if (s == NULL || (s->kind != CARTON_ZIP && s->kind != CARTON_FILE) || !f->in_archive) {
-        snprintf(why, whysize, "%s is not in the carton itself", f->path);
-        return -1;
-    }
+    if (s == NULL || (s->kind != CARTON_ZIP && s->kind != CARTON_FILE) || !f->in_archive)
+        return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is not in the carton itself", f->path);
     if (s->size > cap) {
-        snprintf(why, whysize, "%s is %llu bytes, more than the %llu read at mount", f->path,
+        mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is %llu bytes, more than the %llu read at mount", f->path,
                  (ull)s->size, (ull)cap);
         return -1;
     }
     if (s->size > CARTON_READ_TOTAL - cl->read_total) {
-        snprintf(why, whysize, "reading %s would pass the %llu bytes read at mount in all", f->path,
+        mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "reading %s would pass the %llu bytes read at mount in all", f->path,
                  (ull)CARTON_READ_TOTAL);
         return -1;
     }
     /* Decoded or read bytes are memory the carton makes us take (a file in
      * place in the mapping costs nothing). */
     if (carton_src_inplace(s) == NULL && !carton_spend(cl, s->size, f->path)) {
-        snprintf(why, whysize, "%s: reading it would pass the memory budget of the mount", f->path);
+        mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: reading it would pass the memory budget of the mount",
+                 f->path);
         return -1;
     }
     cl->read_total += s->size;
@@ -146,14 +145,12 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
         out->p = carton_src_inplace(s);
         if (out->p != NULL)
             return 0;
-        char zwhy[400];
-        if (mfs_zip_decode(s->zip, s->en, cap, &out->owned, zwhy, sizeof zwhy) != 0) {
-            snprintf(why, whysize, "%s: %s", f->path, zwhy);
-            return -1;
-        }
+        mfs_err ze = { 0 };
+        if (mfs_zip_decode(s->zip, s->en, cap, &out->owned, &ze) != 0)
+            return mfs_fail(e, ze.code, MFS_NO_OFFSET, "%s: %s", f->path, ze.msg);
     } else {
         out->owned = mfs_xmalloc(out->len ? out->len : 1);
-        if (read_disk(s, out->owned, why, whysize) != 0) {
+        if (read_disk(s, out->owned, e) != 0) {
             carton_bytes_free(out);
             return -1;
         }

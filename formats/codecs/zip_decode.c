@@ -11,7 +11,6 @@
 #include "guard.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,25 +21,16 @@
 
 typedef unsigned long long ull;   /* for printf */
 
-static int say(char *why, size_t whysize, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int say(char *why, size_t whysize, const char *fmt, ...)
-{
-    if (why != NULL && whysize > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whysize, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+/* Bad data: the offsets are in the messages (they read "at byte N" of the
+ * archive), so the error itself carries none. */
+#define BAD(e, ...) mfs_fail((e), MFS_E_CORRUPT, MFS_NO_OFFSET, __VA_ARGS__)
 
 /* Raw inflate (no zlib header) of src into exactly `size` bytes. zlib counts
  * in uInt, so input and output are fed in pieces of at most UINT_MAX. When
  * the output is full, one spare byte tells a stream that would go on from
  * one that ends there. */
 static int inflate_into(z_stream *zs, const uint8_t *src, uint64_t src_len, uint8_t *dst,
-                        uint64_t size, uint64_t at, char *why, size_t whysize)
+                        uint64_t size, uint64_t at, mfs_err *e)
 {
     uint64_t in_left = src_len, out_left = size, given_out = 0;
     uint8_t spare;
@@ -67,7 +57,7 @@ static int inflate_into(z_stream *zs, const uint8_t *src, uint64_t src_len, uint
                 zs->avail_out = 1;
                 over = true;
             } else {
-                say(why, whysize, "deflate data at byte %llu decodes to more than the declared %llu bytes",
+                BAD(e, "deflate data at byte %llu decodes to more than the declared %llu bytes",
                     (ull)at, (ull)size);
                 break;
             }
@@ -76,10 +66,10 @@ static int inflate_into(z_stream *zs, const uint8_t *src, uint64_t src_len, uint
         if (r == Z_STREAM_END) {
             uint64_t produced = over ? given_out + 1 - zs->avail_out : given_out - zs->avail_out;
             if (over && zs->avail_out == 0)
-                say(why, whysize, "deflate data at byte %llu decodes to more than the declared %llu bytes",
+                BAD(e, "deflate data at byte %llu decodes to more than the declared %llu bytes",
                     (ull)at, (ull)size);
             else if (produced != size)
-                say(why, whysize, "deflate data at byte %llu decodes to %llu bytes, %llu declared",
+                BAD(e, "deflate data at byte %llu decodes to %llu bytes, %llu declared",
                     (ull)at, (ull)produced, (ull)size);
             else
                 rc = 0;
@@ -88,11 +78,11 @@ static int inflate_into(z_stream *zs, const uint8_t *src, uint64_t src_len, uint
         if (r == Z_OK)
             continue;  /* progress was made */
         if (r == Z_BUF_ERROR && zs->avail_in == 0 && in_left == 0) {
-            say(why, whysize, "deflate data at byte %llu is truncated (%llu bytes without an end of stream)",
+            BAD(e, "deflate data at byte %llu is truncated (%llu bytes without an end of stream)",
                 (ull)at, (ull)src_len);
             break;
         }
-        say(why, whysize, "deflate data at byte %llu is invalid: %s", (ull)at,
+        BAD(e, "deflate data at byte %llu is invalid: %s", (ull)at,
             zs->msg != NULL ? zs->msg : zError(r));
         break;
     }
@@ -104,17 +94,17 @@ static int inflate_into(z_stream *zs, const uint8_t *src, uint64_t src_len, uint
  * declared size (or up front when a frame header announces more). Several
  * concatenated frames and skippable frames are accepted. */
 static int zstd_into(ZSTD_DCtx *dc, const uint8_t *src, uint64_t src_len, uint8_t *dst,
-                     uint64_t size, uint64_t at, char *why, size_t whysize)
+                     uint64_t size, uint64_t at, mfs_err *e)
 {
     size_t r = ZSTD_decompressDCtx(dc, dst, (size_t)size, src, (size_t)src_len);
     if (ZSTD_isError(r)) {
         if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
-            return say(why, whysize, "zstd data at byte %llu decodes to more than the declared %llu bytes",
+            return BAD(e, "zstd data at byte %llu decodes to more than the declared %llu bytes",
                        (ull)at, (ull)size);
-        return say(why, whysize, "zstd data at byte %llu is invalid: %s", (ull)at, ZSTD_getErrorName(r));
+        return BAD(e, "zstd data at byte %llu is invalid: %s", (ull)at, ZSTD_getErrorName(r));
     }
     if (r != size)
-        return say(why, whysize, "zstd data at byte %llu decodes to %llu bytes, %llu declared", (ull)at,
+        return BAD(e, "zstd data at byte %llu decodes to %llu bytes, %llu declared", (ull)at,
                    (ull)r, (ull)size);
     return 0;
 }
@@ -126,8 +116,7 @@ struct decode {
     uint8_t *buf;
     z_stream zs;
     ZSTD_DCtx *dc;
-    char *why;
-    size_t whysize;
+    mfs_err *e;
 };
 
 /* Reads the mapping: runs under the guard. */
@@ -138,63 +127,63 @@ static int decode_guarded(void *arg)
     switch (en->method) {
     case MFS_ZIP_STORED:
         if (en->comp_size != en->size)
-            return say(d->why, d->whysize, "stored member's compressed size %llu differs from its size %llu",
+            return BAD(d->e, "stored member's compressed size %llu differs from its size %llu",
                        (ull)en->comp_size, (ull)en->size);
         if (en->size)
             memcpy(d->buf, d->src, (size_t)en->size);
         return 0;
     case MFS_ZIP_DEFLATE:
-        return inflate_into(&d->zs, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->why,
-                            d->whysize);
+        return inflate_into(&d->zs, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->e);
     case MFS_ZIP_ZSTD:
-        return zstd_into(d->dc, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->why,
-                         d->whysize);
+        return zstd_into(d->dc, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->e);
     default:
-        return say(d->why, d->whysize, "unsupported compression method %u", en->raw_method);
+        return BAD(d->e, "unsupported compression method %u", en->raw_method);
     }
 }
 
 int mfs_zip_decode(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap, uint8_t **out,
-                   char *why, size_t whysize)
+                   mfs_err *e)
 {
     *out = NULL;
     if (en->encrypted)
-        return say(why, whysize, "encrypted member");
+        return BAD(e, "encrypted member");
     if (en->method == MFS_ZIP_OTHER)
-        return say(why, whysize, "unsupported compression method %u", en->raw_method);
+        return BAD(e, "unsupported compression method %u", en->raw_method);
     if (en->size > cap)
-        return say(why, whysize, "declared size %llu exceeds the cap of %llu bytes", (ull)en->size,
+        return BAD(e, "declared size %llu exceeds the cap of %llu bytes", (ull)en->size,
                    (ull)cap);
     /* open checked the range; re-checked so a stray entry cannot read outside. */
     uint64_t rel = en->data_offset - z->file.base;
     if (en->data_offset < z->file.base || !mfs_span_has(z->file, rel, en->comp_size) ||
         en->size > SIZE_MAX - 1 || en->comp_size > SIZE_MAX)
-        return say(why, whysize, "member data out of range");
+        return BAD(e, "member data out of range");
     const uint8_t *src = z->file.p + rel;
     uint8_t *buf = malloc(en->size ? (size_t)en->size : 1);
     if (buf == NULL)
-        return say(why, whysize, "out of memory for %llu bytes", (ull)en->size);
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for %llu bytes", (ull)en->size);
     /* Decoder state is ours, not the guarded function's (see the top). */
-    struct decode d = { .en = en, .src = src, .buf = buf, .why = why, .whysize = whysize };
-    if (en->method == MFS_ZIP_DEFLATE && inflateInit2(&d.zs, -15) != Z_OK) {
+    struct decode d = { .en = en, .src = src, .buf = buf, .e = e };
+    int zr;
+    if (en->method == MFS_ZIP_DEFLATE && (zr = inflateInit2(&d.zs, -15)) != Z_OK) {
         free(buf);
-        return say(why, whysize, "zlib cannot start a raw inflate");
+        return mfs_fail(e, zr == Z_MEM_ERROR ? MFS_E_NOMEM : MFS_E_INTERNAL, MFS_NO_OFFSET,
+                        "zlib cannot start a raw inflate");
     }
     if (en->method == MFS_ZIP_ZSTD && (d.dc = ZSTD_createDCtx()) == NULL) {
         free(buf);
-        return say(why, whysize, "out of memory for a zstd decoder");
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a zstd decoder");
     }
     int rc = mfs_guard_run(decode_guarded, &d);
     if (en->method == MFS_ZIP_DEFLATE)
         inflateEnd(&d.zs);
     ZSTD_freeDCtx(d.dc);
     if (rc == MFS_GUARD_FAULT)
-        rc = say(why, whysize, "the archive shrank while the member at byte %llu was decoded",
+        rc = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the archive shrank while the member at byte %llu was decoded",
                  (ull)en->data_offset);
     if (rc == 0) {
         uint32_t crc = (uint32_t)crc32_z(0, buf, (z_size_t)en->size);
         if (crc != en->crc32)
-            rc = say(why, whysize, "CRC-32 mismatch: the data gives %08x, the central directory says %08x",
+            rc = BAD(e, "CRC-32 mismatch: the data gives %08x, the central directory says %08x",
                      crc, en->crc32);
     }
     if (rc != 0) {

@@ -71,12 +71,14 @@ const uint8_t *mfs_zip_stored_data(const mfs_zip *z, const mfs_zip_entry *en);
 
 /* Decodes a member (stored, deflate or zstd) into a new malloc'd buffer of
  * exactly en->size bytes (*out; free it). Returns -1 with a one-line reason
- * in `why` (*out = NULL) when en->size exceeds `cap`, when the data decodes
- * to more or fewer bytes than en->size (decoding stops as soon as output
- * would pass en->size), on any decoder error, on a CRC-32 mismatch, for an
- * encrypted member or an unsupported method, or when memory runs out. */
+ * in `e` (*out = NULL): MFS_E_CORRUPT when en->size exceeds `cap`, when the
+ * data decodes to more or fewer bytes than en->size (decoding stops as soon
+ * as output would pass en->size), on any decoder error, on a CRC-32
+ * mismatch, for an encrypted member or an unsupported method;
+ * MFS_E_CHANGED when the archive shrank meanwhile; MFS_E_NOMEM when memory
+ * runs out (it runs while mounted: no exit). */
 int mfs_zip_decode(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap, uint8_t **out,
-                   char *why, size_t whysize);
+                   mfs_err *e);
 
 /* Whether the central directory (the one mfs_zip_open would read) lists a
  * member named name[0..len), looking no further than the first malformed

@@ -134,9 +134,9 @@ static bool borrowed(const mfs_fs *fs, const mfs_node *n)
     return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
 }
 
-static void open_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const char *why)
+static void open_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *e)
 {
-    (void)why;  /* the content layer logged it */
+    (void)e;  /* the content layer logged it */
     open_wait *o = (open_wait *)w;
     /* Waits out an interrupt callback running now, and stops new ones:
      * after this, nothing but us touches `o`. */

@@ -182,9 +182,9 @@ static int daemonize(void)
         int r = poll(&pfd, 1, READY_TIMEOUT_MS);
         if (r <= 0 || read(p[0], &status, 1) != 1) {
             fprintf(stderr, "%s: the daemon did not come up\n", prog);
-            _exit(6);
+            _exit(mfs_exit_code(MFS_E_MOUNT));
         }
-        _exit(status == 0 ? 0 : 6);
+        _exit(mfs_exit_code(status == 0 ? MFS_OK : MFS_E_MOUNT));
     }
     close(p[0]);
     ready_fd = p[1];
@@ -259,7 +259,7 @@ int main(int argc, char **argv)
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     struct cli cli = { 0 };
     struct fuse_cmdline_opts o = { 0 };
-    int rc = 2;
+    int rc = mfs_exit_code(MFS_E_USAGE);  /* until the command line is taken */
 
     if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) != 0)
         goto out_args;
@@ -268,12 +268,12 @@ int main(int argc, char **argv)
         printf("\nFUSE options:\n");
         fuse_cmdline_help();
         fuse_lowlevel_help();
-        rc = 0;
+        rc = mfs_exit_code(MFS_OK);
         goto out_args;
     }
     if (cli.version) {
         printf("modelfs %s (libfuse %s)\n", MODELFS_VERSION, fuse_pkgversion());
-        rc = 0;
+        rc = mfs_exit_code(MFS_OK);
         goto out_args;
     }
     if (cli.model == NULL || cli.mountpoint == NULL || cli.extra_args) {
@@ -287,7 +287,7 @@ int main(int argc, char **argv)
     if (no_mp || !S_ISDIR(mst.st_mode)) {
         fprintf(stderr, "%s: %s: mount point %s\n", prog, cli.mountpoint,
                 no_mp ? strerror(errno) : "is not a directory");
-        rc = 6;
+        rc = mfs_exit_code(MFS_E_MOUNT);
         goto out_args;
     }
     char *fsname = fsname_opt(cli.model);
@@ -330,22 +330,22 @@ int main(int argc, char **argv)
     struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
     if (se == NULL) {
         fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
-        rc = 2;
+        rc = mfs_exit_code(MFS_E_USAGE);
         goto out_tree;
     }
     if (fuse_set_signal_handlers(se) != 0) {
-        rc = 1;
+        rc = mfs_exit_code(MFS_E_INTERNAL);
         goto out_session;
     }
     if (fuse_session_mount(se, o.mountpoint) != 0) {
         fprintf(stderr, "%s: cannot mount on %s\n", prog, o.mountpoint);
-        rc = 6;
+        rc = mfs_exit_code(MFS_E_MOUNT);
         goto out_signals;
     }
     if (!o.foreground) {
         if (daemonize() != 0) {
             fprintf(stderr, "%s: cannot daemonize: %s\n", prog, strerror(errno));
-            rc = 1;
+            rc = mfs_exit_code(MFS_E_INTERNAL);
             goto out_unmount;
         }
         mfs_log_to_syslog("modelfs");
@@ -353,7 +353,8 @@ int main(int argc, char **argv)
     /* libfuse reports the signal that stopped the loop as its result; an
      * unmount by signal is a clean exit. */
     int served = serve(se, &o);
-    rc = served == 0 || served == SIGINT || served == SIGTERM || served == SIGHUP ? 0 : 1;
+    bool clean = served == 0 || served == SIGINT || served == SIGTERM || served == SIGHUP;
+    rc = mfs_exit_code(clean ? MFS_OK : MFS_E_INTERNAL);
     daemon_ready(1);  /* no-op if the daemon already said it was ready */
     /* Downloads and decodes still running answer opens through the
      * session: stop them before it goes. One that will not stop (a

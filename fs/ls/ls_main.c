@@ -90,27 +90,26 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
             fwrite(x->value, 1, x->len, stdout);
             putchar('\n');
         }
-        return 0;
+        return mfs_exit_code(MFS_OK);
     }
     if (n->kind != MFS_NODE_FILE) {
         fprintf(stderr, "%s: is a directory\n", prog);
-        return 7;
+        return mfs_exit_code(MFS_E_NO_PATH);
     }
     const uint8_t *data = n->data;
     uint64_t len = n->size;
-    char why[512];
     mfs_held *h = NULL;
     if (n->ops != NULL) {
-        h = mfs_content_get(content, node, why, sizeof why);
+        h = mfs_content_get(content, node, NULL);
         if (h == NULL)
-            return 8;  /* the reason was logged */
+            return mfs_exit_code(MFS_E_VERIFY);  /* the reason was logged */
         data = h->data;
         len = h->len;
     }
-    int rc = 0;
+    int rc = mfs_exit_code(MFS_OK);
     if (len && fwrite(data, 1, len, stdout) != len) {
         perror(prog);
-        rc = 1;
+        rc = mfs_exit_code(MFS_E_INTERNAL);
     }
     mfs_held_unref(h);
     return rc;
@@ -123,17 +122,16 @@ static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, c
     if (node == MFS_NONE || mfs_tree_node(t, node)->kind != MFS_NODE_FILE) {
         fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
                 "no such path in the tree" : "is a directory", path);
-        return 7;
+        return mfs_exit_code(MFS_E_NO_PATH);
     }
     const mfs_node *n = mfs_tree_node(t, node);
     const uint8_t *data = n->data;
     uint64_t len = n->size;
-    char why[512];
     mfs_held *h = NULL;
     if (n->ops != NULL) {
-        h = mfs_content_get(content, node, why, sizeof why);
+        h = mfs_content_get(content, node, NULL);
         if (h == NULL)
-            return 8;  /* the reason was logged */
+            return mfs_exit_code(MFS_E_VERIFY);  /* the reason was logged */
         data = h->data;
         len = h->len;
     }
@@ -141,7 +139,7 @@ static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, c
     mfs_sha256_hex(data, (size_t)len, hex);
     printf("%s  %llu  %s\n", hex, (unsigned long long)len, path);
     mfs_held_unref(h);
-    return 0;
+    return mfs_exit_code(MFS_OK);
 }
 
 /* Produces and checks every file that has something to produce or check. */
@@ -152,9 +150,8 @@ static int verify_all(const mfs_tree *t, mfs_content *content)
         const mfs_node *n = mfs_tree_node(t, i);
         if (n->kind != MFS_NODE_FILE || n->ops == NULL)
             continue;
-        char why[512];
         checked++;
-        mfs_held *h = mfs_content_get(content, i, why, sizeof why);
+        mfs_held *h = mfs_content_get(content, i, NULL);
         if (h == NULL) {
             failed++;  /* the reason was logged, with the path */
             continue;
@@ -162,7 +159,7 @@ static int verify_all(const mfs_tree *t, mfs_content *content)
         mfs_held_unref(h);
     }
     printf("verify: %u files checked, %u failed\n", checked, failed);
-    return failed ? 8 : 0;
+    return mfs_exit_code(failed ? MFS_E_VERIFY : MFS_OK);
 }
 
 int main(int argc, char **argv)
@@ -173,10 +170,10 @@ int main(int argc, char **argv)
         const char *a = argv[argi];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            return mfs_exit_code(MFS_OK);
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("modelfs-ls %s\n", MODELFS_VERSION);
-            return 0;
+            return mfs_exit_code(MFS_OK);
         } else if (!strcmp(a, "-x")) {
             xattrs = 1;
         } else if (!strcmp(a, "--verify")) {
@@ -189,26 +186,26 @@ int main(int argc, char **argv)
             uint64_t *to = !strcmp(a, "--fetch-max") ? &opts.fetch_max : &opts.fetch_reserve;
             if (!mfs_parse_size(argv[++argi], to) || *to == 0) {
                 fprintf(stderr, "%s: %s %s: not a size above 0 (e.g. 512M)\n", prog, a, argv[argi]);
-                return 2;
+                return mfs_exit_code(MFS_E_USAGE);
             }
         } else if (!strcmp(a, "--fetch-timeout") && argi + 1 < argc) {
             if (!mfs_parse_seconds(argv[++argi], &opts.fetch_timeout)) {
                 fprintf(stderr, "%s: %s %s: not a number of seconds above 0\n", prog, a, argv[argi]);
-                return 2;
+                return mfs_exit_code(MFS_E_USAGE);
             }
         } else if (!strcmp(a, "--")) {
             argi++;
             break;
         } else {
             fprintf(stderr, "%s: unknown option '%s' (try --help)\n", prog, a);
-            return 2;
+            return mfs_exit_code(MFS_E_USAGE);
         }
     }
     int rest = argc - argi;
     if (rest < 1 || (rest > 2 && !sums) || (xattrs && rest != 2) || (verify && rest != 1) ||
         (sums && (rest < 2 || xattrs || verify))) {
         usage(stderr);
-        return 2;
+        return mfs_exit_code(MFS_E_USAGE);
     }
     const char *model = argv[argi];
     mfs_err e = { 0 };
@@ -216,7 +213,7 @@ int main(int argc, char **argv)
     mfs_tree tree;
     mfs_tree_init(&tree);
     mfs_content *content = NULL;
-    int rc = 0;
+    int rc = mfs_exit_code(MFS_OK);
     if (mfs_load_path(&tree, &blob, model, &opts, &e) != 0) {
         mfs_err_print(prog, model, &e);
         rc = mfs_exit_code(e.code);
@@ -236,14 +233,14 @@ int main(int argc, char **argv)
             uint32_t node = resolve(&tree, argv[argi + 1]);
             if (node == MFS_NONE) {
                 fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[argi + 1]);
-                rc = 7;
+                rc = mfs_exit_code(MFS_E_NO_PATH);
             } else {
                 rc = dump(&tree, content, node, xattrs);
             }
         }
     }
     if (fflush(stdout) != 0 && rc == 0)
-        rc = 1;
+        rc = mfs_exit_code(MFS_E_INTERNAL);
     mfs_content_free(content);
     mfs_tree_destroy(&tree);
     mfs_blob_close(&blob);

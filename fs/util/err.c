@@ -27,35 +27,40 @@ int mfs_fail(mfs_err *e, mfs_code code, int64_t offset, const char *fmt, ...)
         return -1;
     e->code = code;
     e->offset = offset;
-    char raw[sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
-    escape_controls(e->msg, sizeof e->msg, raw);
     return -1;
 }
 
 int mfs_exit_code(mfs_code code)
 {
     switch (code) {
-    case MFS_OK:        return 0;
-    case MFS_E_USAGE:   return 2;
-    case MFS_E_IO:      return 3;
-    case MFS_E_UNKNOWN: return 4;
-    case MFS_E_CORRUPT: return 5;
-    case MFS_E_MOUNT:   return 6;
-    case MFS_E_NOMEM:   return 1;
+    case MFS_OK:          return 0;
+    case MFS_E_INTERNAL:  return 1;
+    case MFS_E_NOMEM:     return 1;
+    case MFS_E_USAGE:     return 2;
+    case MFS_E_IO:        return 3;
+    case MFS_E_UNKNOWN:   return 4;
+    case MFS_E_CORRUPT:   return 5;
+    case MFS_E_MOUNT:     return 6;
+    case MFS_E_NO_PATH:   return 7;
+    case MFS_E_VERIFY:
+    case MFS_E_CHANGED:
+    case MFS_E_FETCH:
+    case MFS_E_CANCELLED: return 8;
     }
     return 1;
 }
 
 void mfs_err_print(const char *prog, const char *file, const mfs_err *e)
 {
-    char name[1024];
+    char name[1024], msg[sizeof e->msg];
     escape_controls(name, sizeof name, file);
+    escape_controls(msg, sizeof msg, e->msg);
     if (e->offset >= 0)
-        fprintf(stderr, "%s: %s: byte %lld: %s\n", prog, name, (long long)e->offset, e->msg);
+        fprintf(stderr, "%s: %s: byte %lld: %s\n", prog, name, (long long)e->offset, msg);
     else
-        fprintf(stderr, "%s: %s: %s\n", prog, name, e->msg);
+        fprintf(stderr, "%s: %s: %s\n", prog, name, msg);
 }

@@ -9,12 +9,19 @@
 
 typedef enum mfs_code {
     MFS_OK = 0,
+    MFS_E_INTERNAL,   /* a bug, or the system refused us (a thread, a fork) */
+    MFS_E_NOMEM,      /* out of memory */
     MFS_E_USAGE,      /* bad command line */
-    MFS_E_IO,         /* cannot open, stat or map the file */
+    MFS_E_IO,         /* cannot open, stat, map or read a file */
     MFS_E_UNKNOWN,    /* no format recognises the file */
     MFS_E_CORRUPT,    /* a recognised format, but the bytes are invalid */
-    MFS_E_NOMEM,
-    MFS_E_MOUNT,      /* FUSE could not mount */
+    MFS_E_MOUNT,      /* the mount point is unusable, or FUSE could not mount */
+    MFS_E_NO_PATH,    /* (modelfs-ls) PATH is not a file of the tree */
+    /* A file of the tree could not be served (first open, or --verify): */
+    MFS_E_VERIFY,     /* its bytes do not match their checksum */
+    MFS_E_CHANGED,    /* the file it maps changed on disk since the mount */
+    MFS_E_FETCH,      /* a LINKS file that could not, or may not, be fetched */
+    MFS_E_CANCELLED,  /* the work was abandoned (unmount, killed reader) */
 } mfs_code;
 
 #define MFS_NO_OFFSET (-1)
@@ -22,7 +29,9 @@ typedef enum mfs_code {
 typedef struct mfs_err {
     mfs_code code;
     int64_t offset;   /* byte offset in the model file, or MFS_NO_OFFSET */
-    char msg[512];
+    char msg[512];    /* as formatted: control characters of names are kept
+                         (mfs_err_print escapes them), since some messages
+                         end up in model.json as they are */
 } mfs_err;
 
 /* Records the first error only (later ones are consequences) and returns -1
@@ -36,7 +45,11 @@ int mfs_fail(mfs_err *e, mfs_code code, int64_t offset, const char *fmt, ...)
  * was set, and gcc -O3 gives no false -Wmaybe-uninitialized. */
 #define MFS_CORRUPT(e, off, ...) (mfs_fail((e), MFS_E_CORRUPT, (int64_t)(off), __VA_ARGS__), -1)
 
-/* The process exit code documented in README.md for an error code. */
+/* The process exit code documented in README.md for an error code: the
+ * only place exit statuses are chosen (modelfs, modelfs-ls and the
+ * out-of-memory exit of fs/util/xalloc.c all go through it). modelfs-ls
+ * reports a file that could not be served as MFS_E_VERIFY (8), whatever
+ * the file's own error was. */
 int mfs_exit_code(mfs_code code);
 
 /* Prints "PROG: FILE: byte N: MSG" (offset part only when known) to stderr. */

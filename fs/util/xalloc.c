@@ -4,17 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void oom(void)
+#include "err.h"
+
+_Noreturn void mfs_oom(void)
 {
     fputs("modelfs: out of memory\n", stderr);
-    exit(1);
+    exit(mfs_exit_code(MFS_E_NOMEM));
 }
 
 void *mfs_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (p == NULL)
-        oom();
+        mfs_oom();
     return p;
 }
 
@@ -22,7 +24,7 @@ void *mfs_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (p == NULL)
-        oom();
+        mfs_oom();
     return p;
 }
 
@@ -30,7 +32,7 @@ void *mfs_xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
     if (p == NULL)
-        oom();
+        mfs_oom();
     return p;
 }
 
@@ -38,7 +40,7 @@ void *mfs_xreallocarray(void *p, size_t n, size_t size)
 {
     size_t total;
     if (__builtin_mul_overflow(n, size, &total))
-        oom();
+        mfs_oom();
     return mfs_xrealloc(p, total);
 }
 

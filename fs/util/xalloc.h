@@ -1,7 +1,15 @@
-/* Allocation that cannot fail from the caller's point of view: on exhaustion
- * the process prints one line and exits with status 1. Everything that is
- * allocated is bounded by the size of the model file, so running out is an
- * environment problem, not an input the parsers must recover from. */
+/* Allocation that cannot fail from the caller's point of view: on
+ * exhaustion the process prints one line and exits with
+ * mfs_exit_code(MFS_E_NOMEM).
+ *
+ * The rule: these are for loading only (before the mount, or in
+ * modelfs-ls), where running out of memory is an error exit like any other
+ * and everything allocated is bounded by the model. Nothing that runs while
+ * the file system is mounted may use them: fs/content.c, fs/fuse/ll.c, the
+ * produce / verify operations of mfs_source_ops and everything they call
+ * (mfs_zip_decode, carton_map_fd, the LINKS fetch) use malloc and friends,
+ * check the result, and fail that one request (ENOMEM to the open), so a
+ * large decode cannot take the daemon down with every other mount user. */
 #ifndef MFS_XALLOC_H
 #define MFS_XALLOC_H
 
@@ -14,5 +22,8 @@ void *mfs_xrealloc(void *p, size_t n);
 void *mfs_xreallocarray(void *p, size_t n, size_t size);
 char *mfs_xstrndup(const char *s, size_t n);
 char *mfs_xstrdup(const char *s);
+/* The exit the functions above take (for a loader's own checked allocation
+ * that has no way to fail politely). */
+_Noreturn void mfs_oom(void);
 
 #endif

@@ -19,14 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* What fs/content.c does on first open, without its cache or its log. */
 static void open_once(const mfs_node *n)
 {
-    char why[512];
+    mfs_err why = { 0 };
     mfs_bytes b = { 0 };
     const uint8_t *d = n->data;
     if (n->ops->produce != NULL) {
         if (n->size > FUZZ_DECODE_MAX)
             return;
-        if (n->ops->produce(n->ctx, NULL, &b, why, sizeof why) != 0) {
-            if (why[0] == '\0')
+        if (n->ops->produce(n->ctx, NULL, &b, &why) != 0) {
+            if (why.code == MFS_OK || why.msg[0] == '\0')
                 abort();  /* a failure must say why */
             return;
         }
@@ -37,7 +37,7 @@ static void open_once(const mfs_node *n)
         mfs_fuzz_touch(d, n->size);
     }
     if (n->ops->verify != NULL && (b.len == n->size || n->ops->produce == NULL))
-        (void)n->ops->verify(n->ctx, NULL, d, n->size, why, sizeof why);
+        (void)n->ops->verify(n->ctx, NULL, d, n->size, &why);
     if (b.release != NULL)
         b.release(&b);
 }

@@ -31,13 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (in_place != NULL)
             mfs_fuzz_touch(in_place, en->size);
         uint8_t *out = NULL;
-        char why[256] = "";
-        if (mfs_zip_decode(&z, en, 1u << 20, &out, why, sizeof why) == 0) {
+        mfs_err why = { 0 };
+        if (mfs_zip_decode(&z, en, 1u << 20, &out, &why) == 0) {
             mfs_fuzz_touch(out, en->size);
             if (in_place != NULL && memcmp(in_place, out, (size_t)en->size) != 0)
                 abort();
             free(out);
-        } else if (out != NULL || why[0] == '\0') {
+        } else if (out != NULL || why.code == MFS_OK || why.msg[0] == '\0') {
             abort();
         }
     }

@@ -23,19 +23,17 @@ typedef struct src {
 
 static void free_bytes(mfs_bytes *b) { free((void *)b->data); }
 
-static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, size_t whysize)
+static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     src *s = ctx;
     __atomic_add_fetch(&s->produced, 1, __ATOMIC_SEQ_CST);
     while (atomic_load(&s->hold) && !mfs_job_cancelled(job))
         usleep(1000);
     if (mfs_job_cancelled(job)) {
-        snprintf(why, whysize, "cancelled");
-        return -1;
+        return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
     }
     if (s->fail_produce) {
-        snprintf(why, whysize, "no such member");
-        return -1;
+        return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "no such member");
     }
     uint8_t *p = malloc(s->len ? s->len : 1);
     memset(p, s->fill, s->len);
@@ -46,20 +44,17 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, char *why, siz
     return 0;
 }
 
-static int verify(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, char *why,
-                  size_t whysize)
+static int verify(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, mfs_err *e)
 {
     src *s = ctx;
     (void)job;
     __atomic_add_fetch(&s->verified, 1, __ATOMIC_SEQ_CST);
     for (uint64_t i = 0; i < len; i++)
         if (data[i] != s->fill) {
-            snprintf(why, whysize, "wrong byte");
-            return -1;
+            return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET, "wrong byte");
         }
     if (s->fail_verify) {
-        snprintf(why, whysize, "sha256 mismatch");
-        return -1;
+        return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET, "sha256 mismatch");
     }
     return 0;
 }
@@ -95,21 +90,21 @@ static void test_basic(void)
     srcs[6].fail_verify = true;
     srcs[7].len = 999;  /* produces the wrong size */
     mfs_content *c = mfs_content_new(&t, 2500);  /* room for two files */
-    char why[128];
+    mfs_err why = { 0 };
 
-    mfs_held *h0 = mfs_content_get(c, nodes[0], why, sizeof why);
+    mfs_held *h0 = mfs_content_get(c, nodes[0], &why);
     CHECK(h0 != NULL && h0->len == 1000 && h0->data[999] == 'a');
-    mfs_held *h = mfs_content_get(c, nodes[0], why, sizeof why);
+    mfs_held *h = mfs_content_get(c, nodes[0], &why);
     CHECK(h == h0);
     mfs_held_unref(h);
     /* The same source under another name: the same bytes, made once. */
-    h = mfs_content_get(c, alias0, why, sizeof why);
+    h = mfs_content_get(c, alias0, &why);
     CHECK(h == h0 && srcs[0].produced == 1 && srcs[0].verified == 1);
     mfs_held_unref(h);
     /* Fill past the cap while node 0 stays open: it must survive, and
      * the cap must hold with it counted. */
     for (int i = 1; i <= 4; i++) {
-        h = mfs_content_get(c, nodes[i], why, sizeof why);
+        h = mfs_content_get(c, nodes[i], &why);
         CHECK(h != NULL && h->data[0] == 'a' + i);
         CHECK(mfs_content_held(c) <= 2500);
         mfs_held_unref(h);
@@ -117,30 +112,30 @@ static void test_basic(void)
     CHECK(h0->data[0] == 'a' && h0->data[999] == 'a');
     CHECK(mfs_content_held(c) <= 2500);
     /* Two open at once plus a third: no room, ENOMEM-like, not sticky. */
-    mfs_held *h1 = mfs_content_get(c, nodes[1], why, sizeof why);
+    mfs_held *h1 = mfs_content_get(c, nodes[1], &why);
     CHECK(h1 != NULL);
-    h = mfs_content_get(c, nodes[2], why, sizeof why);
-    CHECK(h == NULL && strstr(why, "cache_size") != NULL);
+    h = mfs_content_get(c, nodes[2], &why);
+    CHECK(h == NULL && strstr(why.msg, "cache_size") != NULL);
     mfs_held_unref(h1);
-    h = mfs_content_get(c, nodes[2], why, sizeof why);
+    h = mfs_content_get(c, nodes[2], &why);
     CHECK(h != NULL);
     mfs_held_unref(h);
     mfs_held_unref(h0);
     /* Evicted ones are produced, and checked, again. */
     int before = srcs[1].produced;
     for (int i = 2; i <= 4; i++)
-        mfs_held_unref(mfs_content_get(c, nodes[i], why, sizeof why));
-    h = mfs_content_get(c, nodes[1], why, sizeof why);
+        mfs_held_unref(mfs_content_get(c, nodes[i], &why));
+    h = mfs_content_get(c, nodes[1], &why);
     CHECK(h != NULL && h->data[0] == 'b');
     CHECK(srcs[1].produced == before + 1 && srcs[1].verified == srcs[1].produced);
     mfs_held_unref(h);
 
-    CHECK(mfs_content_get(c, nodes[5], why, sizeof why) == NULL && strstr(why, "no such member"));
-    CHECK(mfs_content_get(c, nodes[5], why, sizeof why) == NULL && srcs[5].produced == 1);
-    CHECK(mfs_content_get(c, nodes[6], why, sizeof why) == NULL && strstr(why, "sha256"));
-    CHECK(mfs_content_get(c, nodes[6], why, sizeof why) == NULL && srcs[6].produced == 1);
-    CHECK(mfs_content_get(c, nodes[7], why, sizeof why) == NULL && strstr(why, "999"));
-    CHECK(mfs_content_get(c, MFS_ROOT, why, sizeof why) == NULL);
+    CHECK(mfs_content_get(c, nodes[5], &why) == NULL && strstr(why.msg, "no such member"));
+    CHECK(mfs_content_get(c, nodes[5], &why) == NULL && srcs[5].produced == 1);
+    CHECK(mfs_content_get(c, nodes[6], &why) == NULL && strstr(why.msg, "sha256"));
+    CHECK(mfs_content_get(c, nodes[6], &why) == NULL && srcs[6].produced == 1);
+    CHECK(mfs_content_get(c, nodes[7], &why) == NULL && strstr(why.msg, "999"));
+    CHECK(mfs_content_get(c, MFS_ROOT, &why) == NULL);
     mfs_content_free(c);
     mfs_tree_destroy(&t);
 }
@@ -155,11 +150,11 @@ static void test_verify_only(void)
     mfs_tree_set_source(&t, checked, &verify_only, &s);
     mfs_tree_finish(&t);
     mfs_content *c = mfs_content_new(&t, 0);
-    char why[64];
-    mfs_held *h = mfs_content_get(c, checked, why, sizeof why);
+    mfs_err why = { 0 };
+    mfs_held *h = mfs_content_get(c, checked, &why);
     CHECK(h != NULL && h->data == good && h->len == 4);
     mfs_held_unref(h);
-    h = mfs_content_get(c, checked, why, sizeof why);
+    h = mfs_content_get(c, checked, &why);
     CHECK(h != NULL && s.verified == 1);
     mfs_held_unref(h);
     mfs_content_free(c);
@@ -193,13 +188,13 @@ static void test_mixed(void)
     }
     mfs_tree_finish(&t);
     mfs_content *c = mfs_content_new(&t, 2500);
-    char why[128];
+    mfs_err why = { 0 };
     bool ok = true;
     for (int k = 0; k < 200; k++) {
-        mfs_held *a = mfs_content_get(c, checked[k % 3], why, sizeof why);
+        mfs_held *a = mfs_content_get(c, checked[k % 3], &why);
         ok = ok && a != NULL && a->data == good;
         mfs_held_unref(a);
-        mfs_held *b = mfs_content_get(c, nodes[k % 5], why, sizeof why);
+        mfs_held *b = mfs_content_get(c, nodes[k % 5], &why);
         ok = ok && b != NULL && b->data[999] == 'a' + k % 5;
         mfs_held_unref(b);
     }
@@ -219,7 +214,7 @@ typedef struct probe {
     mfs_held *_Atomic held;
 } probe;
 
-static void probe_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const char *why)
+static void probe_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *why)
 {
     (void)why;
     probe *p = (probe *)w;
@@ -289,12 +284,12 @@ static void *hammer(void *arg)
     unsigned seed = (unsigned)(uintptr_t)arg;
     for (int k = 0; k < 20000; k++) {
         int i = (int)(rand_r(&seed) % 5);
-        char why[128];
-        mfs_held *h = mfs_content_get(shared, nodes[i], why, sizeof why);
+        mfs_err why = { 0 };
+        mfs_held *h = mfs_content_get(shared, nodes[i], &why);
         if (h == NULL) {
             /* Four threads with one file each open fit in 2 x 1000 only
              * sometimes: running out of room is the one allowed failure. */
-            if (strstr(why, "cache_size") == NULL)
+            if (strstr(why.msg, "cache_size") == NULL)
                 abort();
             continue;
         }

@@ -131,10 +131,11 @@ static int decode_sum(const mfs_zip *z, const mfs_zip_entry *en, char hexsum[65]
                       size_t whysize, const char *label)
 {
     uint8_t *out = (uint8_t *)"unset";
-    why[0] = '\0';
-    int r = mfs_zip_decode(z, en, DECODE_CAP, &out, why, whysize);
+    mfs_err e = { 0 };
+    int r = mfs_zip_decode(z, en, DECODE_CAP, &out, &e);
+    snprintf(why, whysize, "%s", e.msg);
     if (r != 0) {
-        EXPECT(out == NULL && why[0] != '\0', label, en->name);
+        EXPECT(out == NULL && e.code != MFS_OK && why[0] != '\0', label, en->name);
         return -1;
     }
     sha256_hex(out, (size_t)en->size, hexsum);
@@ -163,7 +164,7 @@ static void check_entry(const mfs_zip *z, const mfs_zip_entry *en, const mfs_val
     EXPECT(en->is_dir == jbool(x, "is_dir"), label, en->name);
     EXPECT(en->made_by == jint(x, "made_by", -1), label, en->name);
     EXPECT(en->external_attr == jint(x, "external_attr", -1), label, en->name);
-    char sum[65], why[256];
+    char sum[65], why[512];
     int r = decode_sum(z, en, sum, why, sizeof why, label);
     if (jbool(x, "decode_error")) {
         EXPECT(r != 0, label, en->name);
@@ -184,7 +185,7 @@ static void check_digest(const mfs_zip *z, const mfs_val *x, const char *label)
     int bad = 0;
     for (size_t i = 0; i < z->count; i++) {
         const mfs_zip_entry *en = &z->entries[i];
-        char sum[65], why[256], line[128];
+        char sum[65], why[512], line[128];
         if (decode_sum(z, en, sum, why, sizeof why, label) != 0) {
             bad++;
             continue;
@@ -233,8 +234,8 @@ static void check_libzip(const mfs_zip *z, const uint8_t *data, size_t len, cons
         if (en->method != MFS_ZIP_STORED && en->method != MFS_ZIP_DEFLATE)
             continue;
         uint8_t *ours = NULL;
-        char why[256];
-        if (mfs_zip_decode(z, en, DECODE_CAP, &ours, why, sizeof why) != 0)
+        mfs_err why = { 0 };
+        if (mfs_zip_decode(z, en, DECODE_CAP, &ours, &why) != 0)
             continue;  /* a member meant to fail: libzip's view of it is not compared */
         uint8_t *theirs = malloc(en->size ? (size_t)en->size : 1);
         zip_file_t *zf = zip_fopen_index(za, i, 0);
@@ -384,7 +385,7 @@ static void check_fixtures(void)
                     EXPECT((int64_t)en->size == jint(xe, "size", -1), fn, en->name);
                     EXPECT(comp != NULL && strcmp(comp, mfs_zip_method_name(en->method)) == 0, fn,
                            en->name);
-                    char sum[65], why[256];
+                    char sum[65], why[512];
                     int r = decode_sum(&z, en, sum, why, sizeof why, fn);
                     if (r != 0)
                         fprintf(stderr, "  %s: %s: %s\n", fn, en->name, why);
@@ -427,10 +428,10 @@ static void check_cap(const char *dir)
         if (en->size == 0)
             continue;
         uint8_t *out = NULL;
-        char why[256] = "";
-        CHECK(mfs_zip_decode(&z, en, en->size - 1, &out, why, sizeof why) != 0 && out == NULL &&
-              strstr(why, "cap") != NULL);
-        CHECK(mfs_zip_decode(&z, en, en->size, &out, why, sizeof why) == 0 && out != NULL);
+        mfs_err why = { 0 };
+        CHECK(mfs_zip_decode(&z, en, en->size - 1, &out, &why) != 0 && out == NULL &&
+              strstr(why.msg, "cap") != NULL);
+        CHECK(mfs_zip_decode(&z, en, en->size, &out, &why) == 0 && out != NULL);
         free(out);
         tried++;
     }
@@ -461,8 +462,8 @@ static void check_base(const char *dir)
             CHECK(b.entries[i].header_offset == a.entries[i].header_offset + 1000);
             CHECK(mfs_zip_stored_data(&a, &a.entries[i]) == mfs_zip_stored_data(&b, &b.entries[i]));
             uint8_t *out = NULL;
-            char why[256];
-            int r = mfs_zip_decode(&b, &b.entries[i], DECODE_CAP, &out, why, sizeof why);
+            mfs_err why = { 0 };
+            int r = mfs_zip_decode(&b, &b.entries[i], DECODE_CAP, &out, &why);
             CHECK(r == 0);
             free(out);
         }
@@ -499,9 +500,10 @@ static void *decode_all(void *arg)
         for (size_t i = 0; i < j->z->count; i++) {
             size_t k = (i + (size_t)r * 7) % j->z->count;  /* different orders per round */
             uint8_t *out = NULL;
-            char why[256], sum[65];
+            char sum[65];
+            mfs_err why = { 0 };
             const mfs_zip_entry *en = &j->z->entries[k];
-            if (mfs_zip_decode(j->z, en, DECODE_CAP, &out, why, sizeof why) != 0) {
+            if (mfs_zip_decode(j->z, en, DECODE_CAP, &out, &why) != 0) {
                 j->mismatches++;
                 continue;
             }
@@ -530,7 +532,7 @@ static void check_threads(const char *dir, const char *name)
     }
     char (*sums)[65] = calloc(z.count ? z.count : 1, sizeof *sums);
     for (size_t i = 0; i < z.count; i++) {
-        char why[256];
+        char why[512];
         CHECK(decode_sum(&z, &z.entries[i], sums[i], why, sizeof why, name) == 0);
     }
     enum { NT = 8 };
