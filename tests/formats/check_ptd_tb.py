@@ -80,20 +80,6 @@ def ls(modelfs_ls, model, path=None):
     return subprocess.run(args, capture_output=True)
 
 
-def ls_sums(modelfs_ls, model, paths):
-    """{path: (sha256, size)} from one `modelfs-ls --sha256 MODEL PATH...`;
-    a PATH it could not read is missing (its reason is in the error text)
-    and named with the exit code by sum_of()."""
-    if not paths:
-        return {}, 0, ""
-    r = subprocess.run([modelfs_ls, "--sha256", model] + list(paths), capture_output=True)
-    sums = {}
-    for line in r.stdout.decode("utf-8", "surrogateescape").splitlines():
-        sha, size, path = line.split("  ", 2)
-        sums[path] = (sha, int(size))
-    return sums, r.returncode, r.stderr.decode("utf-8", "replace").strip()
-
-
 # ---- flatc cross-checks -------------------------------------------------------
 
 def ptd_flatc(c, name, data, doc, exp, tmp):
@@ -238,7 +224,7 @@ def check_expect(c, modelfs_ls, model, data, doc, exp):
     for t in doc["tensors"]:
         if "segment_index" in t:
             seg_names.setdefault(t["segment_index"], []).append(t["name"])
-    sums = ls_sums(modelfs_ls, model, [t["path"] for t in doc["tensors"]])
+    sums = mfstest.ls_sums(modelfs_ls, model, [t["path"] for t in doc["tensors"]])
     for e in exp["tensors"]:
         what = "%s: %r" % (name, e["name"])
         if not c.check(bool(ours.get(e["name"])), what + " present"):

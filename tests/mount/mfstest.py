@@ -167,6 +167,19 @@ def ls_tree(modelfs_ls, model, env=None):
     return out
 
 
+def ls_sums(modelfs_ls, model, paths, env=None):
+    """One `modelfs-ls --sha256 MODEL PATH...`: ({path: (sha256, size)},
+    exit code, stderr); a PATH it could not read is not in the dict."""
+    if not paths:
+        return {}, 0, ""
+    r = subprocess.run([modelfs_ls, "--sha256", model] + list(paths), capture_output=True, env=env)
+    sums = {}
+    for line in r.stdout.decode("utf-8", "surrogateescape").splitlines():
+        sha, size, path = line.split("  ", 2)
+        sums[path] = (sha, int(size))
+    return sums, r.returncode, r.stderr.decode("utf-8", "replace").strip()
+
+
 def expected_models(c, dirs, formats):
     """(model path, expectation) for every NAME.expect.json of one of
     `formats` in `dirs`; a dir that does not exist is skipped, visibly."""

@@ -78,12 +78,13 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
     # The mounted tree is exactly what modelfs-ls lists, byte for byte.
     tree = mfstest.walk_tree(mnt)
     c.equal(sorted(tree.items(), key=str), sorted(ls.items(), key=str), "%s: tree vs modelfs-ls" % name)
-    for path, size in sorted(ls.items()):
-        if size is None or path.startswith("tensors/"):
-            continue
-        want = subprocess.run([modelfs_ls, model, path], capture_output=True, env=env).stdout
+    paths = [p for p, size in sorted(ls.items()) if size is not None and not p.startswith("tensors/")]
+    sums, code, err = mfstest.ls_sums(modelfs_ls, model, paths, env)
+    for path in paths:
         with open(os.path.join(mnt, path), "rb") as f:
-            c.equal(f.read() == want, True, "%s: %s bytes vs modelfs-ls" % (name, path))
+            data = f.read()
+        c.equal((hashlib.sha256(data).hexdigest(), len(data)), sums.get(path, "exit %d: %s" % (code, err)),
+                "%s: %s bytes vs modelfs-ls --sha256" % (name, path))
 
     with open(os.path.join(mnt, "model.json"), "rb") as f:
         doc = json.loads(f.read())
