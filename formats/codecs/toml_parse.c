@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "table.h"
 #include "strbuf.h"
 #include "xalloc.h"
 #include "utf8.h"
@@ -23,8 +24,9 @@ enum {
     K_AOT,        /* array created by [[header]] */
 };
 
-/* Open-addressing hash tables keyed by pointers (and key bytes): they keep
- * lookups linear in the document size where mfs_obj_getn would not. */
+/* What is known of each table and key, found through hash tables (keyed by
+ * pointer, and by parent and key bytes): they keep lookups linear in the
+ * document size where mfs_obj_getn would not. */
 typedef struct kind_ent {
     const mfs_val *v;
     int kind;
@@ -45,8 +47,10 @@ typedef struct parser {
     mfs_budget *budget;   /* NULL: no limit */
     kind_ent *kinds;
     size_t kinds_cap, kinds_n;
+    mfs_table kind_index; /* value -> index into kinds */
     child_ent *kids;
     size_t kids_cap, kids_n;
+    mfs_table kid_index;  /* (parent, key) -> index into kids */
 } parser;
 
 /* A key as written: its parts, each a copy of the decoded bytes. */
@@ -146,98 +150,75 @@ static void show_key(const key_path *k, size_t nparts, char *out, size_t outsz)
 
 /* ---- bookkeeping: kinds and child lookup ---------------------------------- */
 
-/* Pointers are ours, not the document's: a fixed mix spreads them. */
-static size_t hash_ptr(const void *p)
+/* Pointers are ours, but keys are the document's: both go through the
+ * keyed hash, so crafted keys cannot share a slot. */
+static uint64_t hash_ptr(const void *p)
 {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 31;
-    x *= 0x9E3779B97F4A7C15ULL;
-    return (size_t)(x ^ (x >> 29));
+    return mfs_hash(0, &p, sizeof p);
 }
 
-/* Keys are the document's: a keyed hash, or crafted keys share a slot. */
-static size_t hash_key(const void *parent, const char *s, size_t n)
-{
-    return (size_t)mfs_hash((uint64_t)(uintptr_t)parent, s, n);
-}
+typedef struct kind_key {
+    const parser *ps;
+    const mfs_val *v;
+} kind_key;
 
-static void kinds_put(parser *ps, const mfs_val *v, int kind);
-
-static void kinds_grow(parser *ps)
+static bool is_kind(const void *key, uint32_t i)
 {
-    kind_ent *old = ps->kinds;
-    size_t oldcap = ps->kinds_cap;
-    ps->kinds_cap = oldcap ? oldcap * 2 : 64;
-    ps->kinds = mfs_xcalloc(ps->kinds_cap, sizeof *ps->kinds);
-    ps->kinds_n = 0;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].v)
-            kinds_put(ps, old[i].v, old[i].kind);
-    free(old);
+    const kind_key *k = key;
+    return k->ps->kinds[i].v == k->v;
 }
 
 static void kinds_put(parser *ps, const mfs_val *v, int kind)
 {
-    if ((ps->kinds_n + 1) * 2 > ps->kinds_cap)
-        kinds_grow(ps);
-    size_t m = ps->kinds_cap - 1, h = hash_ptr(v) & m;
-    while (ps->kinds[h].v && ps->kinds[h].v != v)
-        h = (h + 1) & m;
-    if (ps->kinds[h].v == NULL)
-        ps->kinds_n++;
-    ps->kinds[h].v = v;
-    ps->kinds[h].kind = kind;
+    kind_key k = { ps, v };
+    uint64_t h = hash_ptr(v);
+    uint32_t i = mfs_table_find(&ps->kind_index, h, is_kind, &k);
+    if (i == MFS_TABLE_NONE) {
+        if (ps->kinds_n == ps->kinds_cap) {
+            ps->kinds_cap = ps->kinds_cap ? ps->kinds_cap * 2 : 64;
+            ps->kinds = mfs_xreallocarray(ps->kinds, ps->kinds_cap, sizeof *ps->kinds);
+        }
+        i = (uint32_t)ps->kinds_n++;
+        ps->kinds[i].v = v;
+        mfs_table_add(&ps->kind_index, h, i);
+    }
+    ps->kinds[i].kind = kind;
 }
 
 static int kind_of(const parser *ps, const mfs_val *v)
 {
-    if (ps->kinds_cap == 0)
-        return K_VALUE;
-    size_t m = ps->kinds_cap - 1;
-    for (size_t h = hash_ptr(v) & m; ps->kinds[h].v; h = (h + 1) & m)
-        if (ps->kinds[h].v == v)
-            return ps->kinds[h].kind;
-    return K_VALUE;
+    kind_key k = { ps, v };
+    uint32_t i = mfs_table_find(&ps->kind_index, hash_ptr(v), is_kind, &k);
+    return i == MFS_TABLE_NONE ? K_VALUE : ps->kinds[i].kind;
 }
 
-static void kids_insert(parser *ps, const mfs_val *parent, size_t idx)
+static uint64_t hash_key(const mfs_val *parent, const char *s, size_t n)
 {
-    const char *k = parent->u.obj.keys[idx];
-    size_t m = ps->kids_cap - 1;
-    size_t h = hash_key(parent, k, parent->u.obj.klens[idx]) & m;
-    while (ps->kids[h].parent)
-        h = (h + 1) & m;
-    ps->kids[h].parent = parent;
-    ps->kids[h].idx = idx;
-    ps->kids_n++;
+    return mfs_hash((uint64_t)(uintptr_t)parent, s, n);
 }
 
-static void kids_grow(parser *ps)
+typedef struct child_key {
+    const parser *ps;
+    const mfs_val *parent;
+    const char *s;
+    size_t n;
+} child_key;
+
+static bool is_child(const void *key, uint32_t i)
 {
-    child_ent *old = ps->kids;
-    size_t oldcap = ps->kids_cap;
-    ps->kids_cap = oldcap ? oldcap * 2 : 64;
-    ps->kids = mfs_xcalloc(ps->kids_cap, sizeof *ps->kids);
-    ps->kids_n = 0;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].parent)
-            kids_insert(ps, old[i].parent, old[i].idx);
-    free(old);
+    const child_key *k = key;
+    const child_ent *e = &k->ps->kids[i];
+    const mfs_val *t = k->parent;
+    return e->parent == t && t->u.obj.klens[e->idx] == k->n &&
+           memcmp(t->u.obj.keys[e->idx], k->s, k->n) == 0;
 }
 
 /* The value under key s[0..n) in table t, or NULL. */
 static mfs_val *child(const parser *ps, const mfs_val *t, const char *s, size_t n)
 {
-    if (ps->kids_cap == 0)
-        return NULL;
-    size_t m = ps->kids_cap - 1;
-    for (size_t h = hash_key(t, s, n) & m; ps->kids[h].parent; h = (h + 1) & m) {
-        const child_ent *e = &ps->kids[h];
-        if (e->parent == t && t->u.obj.klens[e->idx] == n &&
-            memcmp(t->u.obj.keys[e->idx], s, n) == 0)
-            return t->u.obj.vals[e->idx];
-    }
-    return NULL;
+    child_key k = { ps, t, s, n };
+    uint32_t i = mfs_table_find(&ps->kid_index, hash_key(t, s, n), is_child, &k);
+    return i == MFS_TABLE_NONE ? NULL : t->u.obj.vals[ps->kids[i].idx];
 }
 
 /* Adds key -> v to table t (the caller has checked the key is new and
@@ -245,9 +226,14 @@ static mfs_val *child(const parser *ps, const mfs_val *t, const char *s, size_t 
 static mfs_val *add_child(parser *ps, mfs_val *t, const key_part *kp, mfs_val *v)
 {
     mfs_obj_setn(t, kp->s, kp->len, v);
-    if ((ps->kids_n + 1) * 2 > ps->kids_cap)
-        kids_grow(ps);
-    kids_insert(ps, t, t->u.obj.n - 1);
+    if (ps->kids_n == ps->kids_cap) {
+        ps->kids_cap = ps->kids_cap ? ps->kids_cap * 2 : 64;
+        ps->kids = mfs_xreallocarray(ps->kids, ps->kids_cap, sizeof *ps->kids);
+    }
+    size_t idx = t->u.obj.n - 1;
+    ps->kids[ps->kids_n] = (child_ent){ t, idx };
+    mfs_table_add(&ps->kid_index, hash_key(t, t->u.obj.keys[idx], t->u.obj.klens[idx]),
+                  (uint32_t)ps->kids_n++);
     return v;
 }
 
@@ -1232,6 +1218,8 @@ mfs_val *mfs_toml_parse_budget(const char *text, size_t len, mfs_budget *budget,
         ok = parse_document(&ps);
     free(ps.kinds);
     free(ps.kids);
+    mfs_table_free(&ps.kind_index);
+    mfs_table_free(&ps.kid_index);
     if (ok)
         return ps.root;
     mfs_val_free(ps.root);

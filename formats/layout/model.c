@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "table.h"
 #include "strbuf.h"
 #include "xalloc.h"
 #include "json_write.h"
@@ -18,8 +19,7 @@
 #define MFS_ALIGN_CAP 4096u
 
 /* Where the "%~k" search for (dir, encoded name) goes on from, so that N
- * tensors with one name cost N steps, not N^2/2. Open addressing, kept at
- * most half full. */
+ * tensors with one name cost N steps, not N^2/2. */
 struct mfs_dup {
     char *base;
     uint32_t dir;
@@ -44,9 +44,10 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
 
 void mfs_model_destroy(mfs_model *m)
 {
-    for (size_t i = 0; i < m->dup_cap; i++)
+    for (size_t i = 0; i < m->dup_count; i++)
         free(m->dups[i].base);
     free(m->dups);
+    mfs_table_free(&m->dup_index);
     free(m->file_name);
     free(m->format);
     mfs_val_free(m->metadata);
@@ -62,39 +63,35 @@ void mfs_model_set_format(mfs_model *m, const char *format, int64_t version)
     m->format_version = version;
 }
 
-/* Keyed (fs/hash.h): the names are the model file's. */
-static uint64_t dup_hash(uint32_t dir, const char *base)
-{
-    return mfs_hash(dir, base, strlen(base));
-}
+typedef struct dup_key {
+    const mfs_model *m;
+    uint32_t dir;
+    const char *base;
+} dup_key;
 
-static struct mfs_dup *dup_slot(struct mfs_dup *tab, size_t cap, uint32_t dir, const char *base)
+static bool is_dup(const void *key, uint32_t i)
 {
-    size_t i = (size_t)dup_hash(dir, base) & (cap - 1);
-    while (tab[i].base != NULL && (tab[i].dir != dir || strcmp(tab[i].base, base) != 0))
-        i = (i + 1) & (cap - 1);
-    return &tab[i];
+    const dup_key *k = key;
+    return k->m->dups[i].dir == k->dir && strcmp(k->m->dups[i].base, k->base) == 0;
 }
 
 static struct mfs_dup *dup_entry(mfs_model *m, uint32_t dir, const char *base)
 {
-    if ((m->dup_count + 1) * 2 > m->dup_cap) {
-        size_t cap = m->dup_cap ? m->dup_cap * 2 : 64;
-        struct mfs_dup *tab = mfs_xcalloc(cap, sizeof *tab);
-        for (size_t i = 0; i < m->dup_cap; i++)
-            if (m->dups[i].base != NULL)
-                *dup_slot(tab, cap, m->dups[i].dir, m->dups[i].base) = m->dups[i];
-        free(m->dups);
-        m->dups = tab;
-        m->dup_cap = cap;
+    /* Keyed (fs/util/hash.h): the names are the model file's. */
+    uint64_t h = mfs_hash(dir, base, strlen(base));
+    dup_key k = { m, dir, base };
+    uint32_t i = mfs_table_find(&m->dup_index, h, is_dup, &k);
+    if (i != MFS_TABLE_NONE)
+        return &m->dups[i];
+    if (m->dup_count == m->dup_cap) {
+        m->dup_cap = m->dup_cap ? m->dup_cap * 2 : 16;
+        m->dups = mfs_xreallocarray(m->dups, m->dup_cap, sizeof *m->dups);
     }
-    struct mfs_dup *d = dup_slot(m->dups, m->dup_cap, dir, base);
-    if (d->base == NULL) {
-        d->base = mfs_xstrdup(base);
-        d->dir = dir;
-        d->next = 2;
-        m->dup_count++;
-    }
+    struct mfs_dup *d = &m->dups[m->dup_count];
+    d->base = mfs_xstrdup(base);
+    d->dir = dir;
+    d->next = 2;
+    mfs_table_add(&m->dup_index, h, (uint32_t)m->dup_count++);
     return d;
 }
 

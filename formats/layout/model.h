@@ -38,6 +38,7 @@ typedef struct mfs_model {
     uint32_t tensors_dir;    /* the tensors/ directory */
     struct mfs_dup *dups;    /* duplicate-name counters (model.c) */
     size_t dup_count, dup_cap;
+    mfs_table dup_index;     /* (dir, name) -> index into dups */
 } mfs_model;
 
 typedef struct mfs_tensor {
