@@ -18,6 +18,7 @@ typedef struct src {
     uint64_t len;           /* what produce makes (may differ from the node) */
     int produced, verified; /* call counts */
     bool fail_produce, fail_verify;
+    bool fail_nomem;        /* produce runs out of memory */
     _Atomic bool hold;      /* produce waits while set (or until cancelled) */
 } src;
 
@@ -29,12 +30,13 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     __atomic_add_fetch(&s->produced, 1, __ATOMIC_SEQ_CST);
     while (atomic_load(&s->hold) && !mfs_job_cancelled(job))
         usleep(1000);
-    if (mfs_job_cancelled(job)) {
+    if (mfs_job_cancelled(job))
         return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
-    }
-    if (s->fail_produce) {
+    if (s->fail_produce)
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "no such member");
-    }
+    if (s->fail_nomem)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for %llu bytes",
+                        (unsigned long long)s->len);
     uint8_t *p = malloc(s->len ? s->len : 1);
     memset(p, s->fill, s->len);
     out->data = p;
@@ -136,6 +138,26 @@ static void test_basic(void)
     CHECK(mfs_content_get(c, nodes[6], &why) == NULL && srcs[6].produced == 1);
     CHECK(mfs_content_get(c, nodes[7], &why) == NULL && strstr(why.msg, "999"));
     CHECK(mfs_content_get(c, MFS_ROOT, &why) == NULL);
+    mfs_content_free(c);
+    mfs_tree_destroy(&t);
+}
+
+/* Running out of memory while producing says nothing about the file: that
+ * open fails with the NOMEM code, the next one produces again. */
+static void test_nomem_not_sticky(void)
+{
+    mfs_tree t;
+    build(&t);
+    srcs[3].fail_nomem = true;
+    mfs_content *c = mfs_content_new(&t, 1u << 20);
+    mfs_err why = { 0 };
+    CHECK(mfs_content_get(c, nodes[3], &why) == NULL && why.code == MFS_E_NOMEM &&
+          strstr(why.msg, "out of memory") != NULL);
+    CHECK(mfs_content_get(c, nodes[3], &why) == NULL && srcs[3].produced == 2);
+    srcs[3].fail_nomem = false;
+    mfs_held *h = mfs_content_get(c, nodes[3], &why);
+    CHECK(h != NULL && h->data[0] == 'd' && srcs[3].produced == 3);
+    mfs_held_unref(h);
     mfs_content_free(c);
     mfs_tree_destroy(&t);
 }
@@ -318,6 +340,7 @@ static void test_threads(void)
 int main(void)
 {
     test_basic();
+    test_nomem_not_sticky();
     test_verify_only();
     test_mixed();
     test_async();
