@@ -3,6 +3,7 @@
  *   modelfs-ls MODEL PATH     that file's bytes on stdout
  *   modelfs-ls -x MODEL PATH  that node's xattrs, "name=value" lines
  *   modelfs-ls --sha256 MODEL PATH...  "SHA256  SIZE  PATH" per PATH
+ *   modelfs-ls --check MODEL...        "EXIT  MODEL" per MODEL: would it mount?
  *   modelfs-ls --verify MODEL every checked/produced file made and checked
  * It is the oracle the mount tests compare against. */
 #include <stdio.h>
@@ -23,6 +24,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: %s [options] MODEL [PATH]\n"
             "       %s --sha256 [options] MODEL PATH...\n"
+            "       %s --check [options] MODEL...\n"
             "List the tree modelfs would mount for MODEL, or write one file of it.\n"
             "\n"
             "  MODEL          a model file (%s), or a folder holding an unpacked carton\n"
@@ -32,6 +34,10 @@ static void usage(FILE *f)
             "  --sha256       with one or more PATHs: print \"SHA256  SIZE  PATH\" for each\n"
             "                 (the bytes' lowercase sha256 and length) instead of the bytes;\n"
             "                 every PATH is tried, the exit code is the first failure's\n"
+            "  --check        load each MODEL as a mount would and print \"EXIT  MODEL\" for\n"
+            "                 each (EXIT: the code below that modelfs-ls MODEL would give;\n"
+            "                 a refused MODEL's reason is on stderr); the exit code is the\n"
+            "                 first failure's\n"
             "  --verify       produce and check every file that has a checksum or must be\n"
             "                 decoded or fetched (Carton: MANIFEST); report each failure\n"
             "  --links-dir DIR  folder of files named by their sha256, for Carton LINKS\n"
@@ -47,7 +53,7 @@ static void usage(FILE *f)
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
             "to verify or could not be read.\n",
-            prog, prog, mfs_format_names());
+            prog, prog, prog, mfs_format_names());
 }
 
 static void list(const mfs_tree *t, uint32_t dir)
@@ -142,6 +148,30 @@ static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, c
     return mfs_exit_code(MFS_OK);
 }
 
+/* --check: loads each model as the mount would; "EXIT  MODEL" for each. */
+static int check_all(char **models, int n, const mfs_load_opts *opts)
+{
+    int rc = mfs_exit_code(MFS_OK);
+    for (int i = 0; i < n; i++) {
+        mfs_err e = { 0 };
+        mfs_blob blob = { .fd = -1 };
+        mfs_tree tree;
+        mfs_tree_init(&tree);
+        int r = mfs_exit_code(MFS_OK);
+        if (mfs_load_path(&tree, &blob, models[i], opts, &e) != 0) {
+            mfs_err_print(prog, models[i], &e);
+            r = mfs_exit_code(e.code);
+        }
+        printf("%d  %s\n", r, models[i]);
+        fflush(stdout);  /* a line per model, in order with stderr's */
+        mfs_tree_destroy(&tree);
+        mfs_blob_close(&blob);
+        if (rc == mfs_exit_code(MFS_OK))
+            rc = r;
+    }
+    return rc;
+}
+
 /* Produces and checks every file that has something to produce or check. */
 static int verify_all(const mfs_tree *t, mfs_content *content)
 {
@@ -164,7 +194,7 @@ static int verify_all(const mfs_tree *t, mfs_content *content)
 
 int main(int argc, char **argv)
 {
-    int xattrs = 0, verify = 0, sums = 0, argi = 1;
+    int xattrs = 0, verify = 0, sums = 0, check = 0, argi = 1;
     mfs_load_opts opts = { 0 };
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         const char *a = argv[argi];
@@ -180,6 +210,8 @@ int main(int argc, char **argv)
             verify = 1;
         } else if (!strcmp(a, "--sha256")) {
             sums = 1;
+        } else if (!strcmp(a, "--check")) {
+            check = 1;
         } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
             opts.links_dir = argv[++argi];
         } else if ((!strcmp(a, "--fetch-max") || !strcmp(a, "--fetch-reserve")) && argi + 1 < argc) {
@@ -202,10 +234,15 @@ int main(int argc, char **argv)
         }
     }
     int rest = argc - argi;
-    if (rest < 1 || (rest > 2 && !sums) || (xattrs && rest != 2) || (verify && rest != 1) ||
-        (sums && (rest < 2 || xattrs || verify))) {
+    if (rest < 1 || (rest > 2 && !sums && !check) || (xattrs && rest != 2) ||
+        (verify && rest != 1) || (sums && (rest < 2 || xattrs || verify)) ||
+        (check && (xattrs || verify || sums))) {
         usage(stderr);
         return mfs_exit_code(MFS_E_USAGE);
+    }
+    if (check) {
+        int rc = check_all(argv + argi, rest, &opts);
+        return fflush(stdout) != 0 && rc == 0 ? mfs_exit_code(MFS_E_INTERNAL) : rc;
     }
     const char *model = argv[argi];
     mfs_err e = { 0 };

@@ -1,12 +1,18 @@
 #!/usr/bin/python3
 """Truncated and byte-flipped models through the real programs: modelfs-ls
-must exit 0 (a correct tree) or with the corrupt/unrecognised code and one
-line naming the file; a mount must either refuse the same way or serve every
+must give 0 (a correct tree) or the corrupt/unrecognised code and one line
+naming the file; a mount must either refuse the same way or serve every
 file; no sanitizer report, crash or hang. (tests/fuzz replays far more
 mutations in-process; this checks the programs and the daemon.)
 
+All the variants of one model go through one `modelfs-ls --check VARIANT...`
+(the code `modelfs-ls VARIANT` would exit with, per variant, and the same
+one-line message); up to MOUNTS of them are then mounted and read, a few
+mounts at a time.
+
 usage: test_malformed.py BUILD_DIR DIR...
 """
+import concurrent.futures
 import os
 import random
 import shutil
@@ -19,6 +25,7 @@ import mfstest  # noqa: E402
 
 CUTS, FLIPS, MOUNTS = 40, 40, 6
 OK_CODES = (0, 4, 5)
+PARALLEL_MOUNTS = 4
 
 
 def variants(data, rnd):
@@ -44,6 +51,43 @@ def read_all(root):
                     pass
 
 
+def check_batch(c, modelfs_ls, paths, env):
+    """{path: modelfs-ls code} for the variants, from one --check run."""
+    try:
+        r = subprocess.run([modelfs_ls, "--check"] + paths, capture_output=True, env=env,
+                           timeout=600)
+    except subprocess.TimeoutExpired:
+        c.check(False, "%s...: modelfs-ls --check hung" % paths[0])
+        return {}
+    codes = {}
+    for line in r.stdout.decode(errors="replace").splitlines():
+        code, _, path = line.partition("  ")
+        codes[path] = int(code)
+    missing = [p for p in paths if p not in codes]
+    if not c.check(not missing and r.returncode >= 0,
+                   "modelfs-ls --check ended (exit %d) before %s" % (r.returncode, missing[:1])):
+        return codes
+    errs = r.stderr.decode(errors="replace").splitlines()
+    refused = [p for p in paths if codes[p] != 0]
+    c.equal(len(errs), len(refused), "%s...: one stderr line per refused variant" % paths[0])
+    for p in paths:
+        c.check(codes[p] in OK_CODES, "%s: modelfs-ls exit %d" % (p, codes[p]))
+        if codes[p] != 0:
+            mine = [e for e in errs if e.startswith("modelfs-ls: %s: " % p)]
+            c.equal(len(mine), 1, "%s: one line naming the file" % p)
+    return codes
+
+
+def check_mount(modelfs, path, code, env):
+    """None if the mount agrees with modelfs-ls's code, else what went wrong."""
+    try:
+        with mfstest.mounted(modelfs, path, env) as mnt:
+            read_all(mnt)
+        return None if code == 0 else "%s: mounted but modelfs-ls refused it" % path
+    except RuntimeError as e:
+        return None if code != 0 else "%s: mount refused but modelfs-ls accepted: %s" % (path, e)
+
+
 def main(argv):
     build = argv[1]
     modelfs, modelfs_ls = os.path.join(build, "modelfs"), os.path.join(build, "modelfs-ls")
@@ -54,6 +98,7 @@ def main(argv):
     can_mount = mfstest.can_mount()
     if not can_mount:
         c.skip("no /dev/fuse: the mount half of this test")
+    to_mount = []
     for d in argv[2:]:
         if not os.path.isdir(d):
             c.skip("%s is absent" % d)
@@ -62,30 +107,25 @@ def main(argv):
             if f.endswith((".json", ".onnx")) or os.path.getsize(os.path.join(d, f)) > (1 << 20):
                 continue
             data = open(os.path.join(d, f), "rb").read()
-            rnd = random.Random(f)
-            mounts = 0
-            for tag, blob in variants(data, rnd):
+            paths = []
+            for tag, blob in variants(data, random.Random(f)):
                 path = os.path.join(work, "%s.%s" % (f, tag))
                 with open(path, "wb") as fh:
                     fh.write(blob)
-                try:
-                    r = subprocess.run([modelfs_ls, path], capture_output=True, env=env, timeout=60)
-                except subprocess.TimeoutExpired:
-                    c.check(False, "%s: modelfs-ls hung" % path)
-                    continue
-                err = r.stderr.decode(errors="replace").strip()
-                c.check(r.returncode in OK_CODES, "%s: modelfs-ls exit %d: %s" % (path, r.returncode, err))
-                if r.returncode != 0:
-                    c.check(err.count("\n") == 0 and path in err, "%s: one line naming the file: %r" % (path, err))
-                if can_mount and mounts < MOUNTS and (r.returncode == 0 or rnd.random() < 0.2):
-                    mounts += 1
-                    try:
-                        with mfstest.mounted(modelfs, path, env) as mnt:
-                            read_all(mnt)
-                        c.check(r.returncode == 0, "%s: mounted but modelfs-ls refused it" % path)
-                    except RuntimeError as e:
-                        c.check(r.returncode != 0, "%s: mount refused but modelfs-ls accepted: %s" % (path, e))
-                os.unlink(path)
+                paths.append(path)
+            codes = check_batch(c, modelfs_ls, paths, env)
+            # Which to mount: up to MOUNTS in order, every accepted one and a
+            # fifth of the refused ones.
+            pick = random.Random(f + "/mounts")
+            chosen = [p for p in paths if p in codes and (codes[p] == 0 or pick.random() < 0.2)]
+            to_mount += [(p, codes[p]) for p in chosen[:MOUNTS]]
+            for p in set(paths) - set(chosen[:MOUNTS]):
+                os.unlink(p)
+    if can_mount:
+        with concurrent.futures.ThreadPoolExecutor(PARALLEL_MOUNTS) as pool:
+            for path, bad in zip([p for p, _ in to_mount],
+                                 pool.map(lambda a: check_mount(modelfs, a[0], a[1], env), to_mount)):
+                c.check(bad is None, bad or path)
     for rep in mfstest.sanitizer_reports(logdir):
         c.check(False, "sanitizer report:\n" + rep)
     shutil.rmtree(work, ignore_errors=True)
