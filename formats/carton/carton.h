@@ -77,6 +77,8 @@ typedef struct carton_root {
                                    resolving symlinks at mount */
 } carton_root;
 
+/* ---- carton_root.c ------------------------------------------------------ */
+
 /* Opens `path` (a folder) as a root owned by `t`; NULL with e. */
 carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e);
 /* Opens `rel` ("a/b/c", no "." or ".." or empty components) below `r`
@@ -84,6 +86,13 @@ carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e);
  * non-blocking (so a FIFO cannot block), or a folder when `dir`. The fd,
  * or -1 with errno. */
 int carton_open_at(const carton_root *r, const char *rel, bool dir);
+/* Maps the open file `fd` (taken over: closed, or kept in *out until its
+ * release), which must be a regular file of `size` bytes; `label` names it
+ * in messages. The mapping keeps what the file looked like, so
+ * carton_file_unchanged (an mfs_source_ops.unchanged) sees any later edit,
+ * even one whose mtime was put back. */
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e);
+bool carton_file_unchanged(void *ctx, const mfs_bytes *b);
 
 typedef struct carton_src {
     carton_kind kind;
@@ -127,14 +136,6 @@ void carton_fetch_cfg_set(carton_fetch_cfg *c, const mfs_load_opts *o);
 /* The checked bytes of a CARTON_LINK source (its produce operation):
  * s->path/<sha256> when that copy's sha256 matches, else its URLs fetched
  * in turn within s->fetch's bounds, checked and kept as s->path/<sha256>. */
-/* carton_src.c: maps the open file `fd` (taken over: closed, or kept in
- * *out until its release), which must be a regular file of `size` bytes;
- * `label` names it in messages. The mapping keeps what the file looked
- * like, so carton_file_unchanged (an mfs_source_ops.unchanged) sees any
- * later edit, even one whose mtime was put back. */
-int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e);
-bool carton_file_unchanged(void *ctx, const mfs_bytes *b);
-
 int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out, mfs_err *e);
 
 /* ---- load state (carton.c, carton_dir.c, carton_tensors.c) ------------- */

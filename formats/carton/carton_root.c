@@ -1,5 +1,6 @@
 /* A folder held open for the life of the mount (an unpacked carton, or
- * links_dir), and files opened below it.
+ * links_dir), files opened below it, and files mapped (carton_src.c serves
+ * the folder's, carton_links.c links_dir's).
  *
  * The folder may belong to a user other than the one mounting it (root
  * mounting a user's folder with allow_other). So every open goes through
@@ -9,12 +10,19 @@
  * could not read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "blob.h"
 #include "carton.h"
 #include "path.h"
 #include "xalloc.h"
+
+typedef unsigned long long ull;
 
 static void root_close(void *arg)
 {
@@ -72,4 +80,89 @@ int carton_open_at(const carton_root *r, const char *rel, bool dir)
         cur = next;
         p = slash + 1;
     }
+}
+
+/* ---- mapped files ---------------------------------------------------------- */
+
+/* What a mapped file of the folder (or links_dir) keeps while its bytes
+ * are in use: the file, and what it looked like when it was mapped, so that
+ * an edit afterwards (even one whose mtime is put back: ctime moves) is
+ * seen before the next read and answered with EIO rather than served as
+ * checked bytes. The fd costs a descriptor per file in the cache; one
+ * fstat per read is the price of the check. */
+typedef struct held_file {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    uint64_t size;
+    struct timespec mtime, ctime;
+} held_file;
+
+static void release_held(mfs_bytes *b)
+{
+    held_file *h = b->opaque;
+    if (b->len > 0)
+        munmap((void *)(uintptr_t)b->data, (size_t)b->len);
+    if (h != NULL) {
+        close(h->fd);
+        free(h);
+    }
+}
+
+bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
+{
+    (void)ctx;
+    const held_file *h = b->opaque;
+    struct stat st;
+    if (h == NULL)
+        return true;  /* nothing mapped: an empty file */
+    return fstat(h->fd, &st) == 0 &&
+           mfs_same_file(&st, h->dev, h->ino, h->size, h->mtime, h->ctime);
+}
+
+int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e)
+{
+    static const uint8_t empty[1];
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot stat %s: %s", label, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+        mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                 "%s changed since the mount: a regular file of %llu bytes then, %s now",
+                 label, (ull)size, S_ISREG(st.st_mode) ? "another size" : "not a regular file");
+        close(fd);
+        return -1;
+    }
+    if (size == 0) {
+        close(fd);
+        out->data = empty;
+        return 0;
+    }
+    if (size > SIZE_MAX) {
+        close(fd);
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s: %llu bytes cannot be mapped here", label,
+                        (ull)size);
+    }
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+        mfs_fail(e, errno == ENOMEM ? MFS_E_NOMEM : MFS_E_IO, MFS_NO_OFFSET, "cannot map %s: %s",
+                 label, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    held_file *h = malloc(sizeof *h);
+    if (h == NULL) {
+        munmap(p, (size_t)size);
+        close(fd);
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: out of memory", label);
+    }
+    *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim };
+    out->data = p;
+    out->len = size;
+    out->release = release_held;
+    out->opaque = h;
+    return 0;
 }
