@@ -400,17 +400,24 @@ static bool check_string_char(parser *ps, bool multiline)
     return fail(ps, ps->p, "control character U+%04X in string (must be escaped)", c);
 }
 
+/* Copies the bytes up to the next quote q, backslash (in a basic string)
+ * or character that must be escaped: they stand for themselves. */
+static void take_plain(parser *ps, mfs_strbuf *sb, char q)
+{
+    const char *run = ps->p;
+    while (ps->p < ps->end && *ps->p != q && !(q == '"' && *ps->p == '\\') &&
+           !is_bad_control((unsigned char)*ps->p))
+        ps->p++;
+    mfs_sb_add(sb, run, (size_t)(ps->p - run));
+}
+
 /* A "..." or '...' string (not multi-line), from the opening quote. */
 static bool parse_line_string(parser *ps, mfs_strbuf *sb)
 {
     const char *open = ps->p;
     char q = *ps->p++;
     for (;;) {
-        const char *run = ps->p;
-        while (ps->p < ps->end && *ps->p != q && !(q == '"' && *ps->p == '\\') &&
-               !is_bad_control((unsigned char)*ps->p))
-            ps->p++;
-        mfs_sb_add(sb, run, (size_t)(ps->p - run));
+        take_plain(ps, sb, q);
         if (at_end(ps))
             return fail(ps, open, "unterminated string");
         if (*ps->p == q) {
@@ -466,11 +473,7 @@ static bool parse_ml_string(parser *ps, mfs_strbuf *sb)
     ps->p += 3;
     skip_newline(ps);  /* a newline right after the opening is trimmed */
     for (;;) {
-        const char *run = ps->p;
-        while (ps->p < ps->end && *ps->p != q && !(q == '"' && *ps->p == '\\') &&
-               !is_bad_control((unsigned char)*ps->p))
-            ps->p++;
-        mfs_sb_add(sb, run, (size_t)(ps->p - run));
+        take_plain(ps, sb, q);
         if (at_end(ps))
             return fail(ps, open, "unterminated multi-line string");
         char c = *ps->p;
