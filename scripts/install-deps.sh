@@ -6,6 +6,7 @@ set -eu
 PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
+      libjansson-dev
       clang
       flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli"

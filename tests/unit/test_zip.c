@@ -26,7 +26,7 @@
 #include <zip.h>   /* libzip (ours is formats/codecs/zip_read.h) */
 
 #include "doc.h"
-#include "json_parse.h"
+#include "jansson_doc.h"
 #include "zip_read.h"
 #include "unit.h"
 
@@ -86,11 +86,7 @@ static mfs_val *load_json(const char *path)
     char *text = read_file(path, &n);
     if (text == NULL)
         return NULL;
-    char msg[200];
-    size_t at = 0;
-    mfs_val *v = mfs_json_parse(text, n, &at, msg, sizeof msg);
-    if (v == NULL)
-        fprintf(stderr, "%s: byte %zu: %s\n", path, at, msg);
+    mfs_val *v = jansson_parse(text, n, path);
     free(text);
     return v;
 }
