@@ -19,7 +19,8 @@ Expectation (JSON):
                 "raw_method", "unsafe", "is_dir", "sha256",
                 "decode_error": true|false, "made_by", "external_attr"}]}
 "unsafe" follows formats/codecs/zip_read.h: an empty name, a leading '/', a backslash,
-an empty, "." or ".." component, or a directory entry (trailing '/').
+an empty, "." or ".." component, a component over 255 bytes, or a directory entry
+(trailing '/').
 """
 
 import hashlib
@@ -54,7 +55,7 @@ def rand(n):
 def unsafe(name):
     if name == b"" or b"\\" in name or name.endswith(b"/"):
         return True
-    return any(c in (b"", b".", b"..") for c in name.split(b"/"))
+    return any(c in (b"", b".", b"..") or len(c) > 255 for c in name.split(b"/"))
 
 
 def digest(entries):
@@ -171,6 +172,8 @@ def gen_python(outdir):
         ("", b"empty name", S),
         (" spaced name ", b"fine", D),
         ("fine/name.txt", b"fine", D),
+        ("d/" + "n" * 255, b"longest name", S),
+        ("d/" + "n" * 256, b"name too long", S),
     ])
     # More than 65535 entries: zipfile writes the ZIP64 end record.
     py_zip(outdir, "py_many.zip",
