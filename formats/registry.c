@@ -53,10 +53,12 @@ static int load_with(const mfs_format *f, mfs_tree *tree, const char *path, mfs_
     if (opts != NULL)
         m.opts = opts;
     int r = is_dir ? f->load_dir(&m, path, e) : f->load(&m, file, e);
-    if (r == 0) {
+    if (r == 0)
         mfs_model_finish(&m);
+    if (r == 0 && m.err.code != MFS_OK)
+        r = mfs_fail(e, m.err.code, m.err.offset, "%s", m.err.msg);
+    if (r == 0)
         mfs_tree_finish(tree);
-    }
     mfs_model_destroy(&m);
     /* Building the documents churned through far more heap than the tree
      * keeps; a long-lived daemon should not hold on to it. */

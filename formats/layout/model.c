@@ -143,9 +143,10 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
     free(fname);
     if (node == MFS_NONE) {
         /* Only reachable if a file blocks the name in a way the unique
-         * search cannot see; never silently drop a tensor. */
-        fprintf(stderr, "modelfs: internal error: cannot add tensor file\n");
-        abort();
+         * search cannot see; never silently drop a tensor: the load fails. */
+        mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add tensor file");
+        mfs_val_free(t->extra);
+        return MFS_NONE;
     }
 
     mfs_strbuf shape = { 0 };
@@ -201,10 +202,9 @@ static void add_generated(mfs_model *m, uint32_t dir, const char *name, mfs_strb
     size_t len;
     char *text = mfs_sb_take(sb, &len);
     mfs_tree_own(m->tree, text);
-    if (mfs_tree_add(m->tree, dir, name, MFS_NODE_FILE, (const uint8_t *)text, len) == MFS_NONE) {
-        fprintf(stderr, "modelfs: internal error: duplicate generated file %s\n", name);
-        abort();
-    }
+    if (mfs_tree_add(m->tree, dir, name, MFS_NODE_FILE, (const uint8_t *)text, len) == MFS_NONE)
+        mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: duplicate generated file %s",
+                 name);
 }
 
 void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc)

@@ -36,6 +36,8 @@ typedef struct mfs_model {
     mfs_val *extra;          /* object: format-level keys placed before "tensors" */
     mfs_val *tensors;        /* array: the tensor table */
     uint32_t tensors_dir;    /* the tensors/ directory */
+    mfs_err err;             /* the first failure of the layout itself (a file
+                                it could not add): the load fails with it */
     struct mfs_dup *dups;    /* duplicate-name counters (model.c) */
     size_t dup_count, dup_cap;
     mfs_table dup_index;     /* (dir, name) -> index into dups */
@@ -61,7 +63,8 @@ void mfs_model_destroy(mfs_model *m);
 void mfs_model_set_format(mfs_model *m, const char *format, int64_t version);
 
 /* Adds a tensor file under `dir` (m->tensors_dir for the usual place) and
- * its table entry. Returns the file's node. */
+ * its table entry. Returns the file's node, or MFS_NONE with m->err set
+ * (the tree functions ignore that node). */
 uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t);
 
 /* Adds a generated JSON document file (takes ownership of `doc`). */
