@@ -70,26 +70,30 @@ static void indent(mfs_strbuf *sb, int depth)
         mfs_sb_adds(sb, "  ");
 }
 
+bool mfs_write_plain_scalar(mfs_strbuf *sb, const mfs_val *v)
+{
+    if (v->type == MFS_V_BOOL) {
+        mfs_sb_adds(sb, v->u.b ? "true" : "false");
+    } else if (v->type == MFS_V_INT) {
+        mfs_sb_addf(sb, "%lld", (long long)v->u.i);
+    } else if (v->type == MFS_V_FLOAT && !isnan(v->u.f) && !isinf(v->u.f)) {
+        char buf[40];
+        mfs_format_double(buf, sizeof buf, v->u.f);
+        mfs_sb_adds(sb, buf);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static void write_val(mfs_strbuf *sb, const mfs_val *v, int depth)
 {
+    if (mfs_write_plain_scalar(sb, v))
+        return;
     switch (v->type) {
     case MFS_V_NULL:
+    case MFS_V_FLOAT:  /* nan and inf: JSON has no such numbers */
         mfs_sb_adds(sb, "null");
-        break;
-    case MFS_V_BOOL:
-        mfs_sb_adds(sb, v->u.b ? "true" : "false");
-        break;
-    case MFS_V_INT:
-        mfs_sb_addf(sb, "%lld", (long long)v->u.i);
-        break;
-    case MFS_V_FLOAT:
-        if (isnan(v->u.f) || isinf(v->u.f)) {
-            mfs_sb_adds(sb, "null");
-        } else {
-            char buf[40];
-            mfs_format_double(buf, sizeof buf, v->u.f);
-            mfs_sb_adds(sb, buf);
-        }
         break;
     case MFS_V_STR:
     case MFS_V_DATETIME:
@@ -125,6 +129,8 @@ static void write_val(mfs_strbuf *sb, const mfs_val *v, int depth)
         if (v->u.obj.n)
             indent(sb, depth);
         mfs_sb_addc(sb, '}');
+        break;
+    default:  /* booleans, integers: written above */
         break;
     }
 }

@@ -19,4 +19,8 @@ void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n);
  * a '.' or an exponent so that it stays a float in TOML too. */
 void mfs_format_double(char *out, size_t size, double f);
 
+/* Writes a boolean, an integer or a finite float: text JSON and TOML
+ * share. False (nothing written) for any other value. */
+bool mfs_write_plain_scalar(mfs_strbuf *sb, const mfs_val *v);
+
 #endif

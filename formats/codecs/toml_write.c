@@ -31,26 +31,14 @@ static bool is_table_array(const mfs_val *v)
 
 static void inline_val(mfs_strbuf *sb, const mfs_val *v)
 {
+    if (mfs_write_plain_scalar(sb, v))
+        return;
     switch (v->type) {
     case MFS_V_NULL:
         mfs_sb_adds(sb, "{}");
         break;
-    case MFS_V_BOOL:
-        mfs_sb_adds(sb, v->u.b ? "true" : "false");
-        break;
-    case MFS_V_INT:
-        mfs_sb_addf(sb, "%lld", (long long)v->u.i);
-        break;
-    case MFS_V_FLOAT:
-        if (isnan(v->u.f)) {
-            mfs_sb_adds(sb, "nan");
-        } else if (isinf(v->u.f)) {
-            mfs_sb_adds(sb, v->u.f < 0 ? "-inf" : "inf");
-        } else {
-            char buf[40];
-            mfs_format_double(buf, sizeof buf, v->u.f);
-            mfs_sb_adds(sb, buf);
-        }
+    case MFS_V_FLOAT:  /* what the JSON writer left: nan and inf */
+        mfs_sb_adds(sb, isnan(v->u.f) ? "nan" : v->u.f < 0 ? "-inf" : "inf");
         break;
     case MFS_V_STR:
         mfs_json_string(sb, v->u.s.p, v->u.s.len);
@@ -82,6 +70,8 @@ static void inline_val(mfs_strbuf *sb, const mfs_val *v)
         mfs_sb_adds(sb, first ? "}" : " }");
         break;
     }
+    default:  /* booleans, integers: written above */
+        break;
     }
 }
 

@@ -6,6 +6,7 @@
  *   modelfs-ls --check MODEL...        "EXIT  MODEL" per MODEL: would it mount?
  *   modelfs-ls --verify MODEL every checked/produced file made and checked
  * It is the oracle the mount tests compare against. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,29 @@ static uint32_t resolve(const mfs_tree *t, const char *path)
     return cur;
 }
 
+/* A file's bytes as the mount serves them: its slice of the model file, or
+ * what the content layer made (held by `h` until mfs_held_unref). */
+typedef struct file_bytes {
+    const uint8_t *data;
+    uint64_t len;
+    mfs_held *h;
+} file_bytes;
+
+/* False when the file cannot be made or checked (the reason was logged). */
+static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, file_bytes *b)
+{
+    const mfs_node *n = mfs_tree_node(t, node);
+    *b = (file_bytes){ n->data, n->size, NULL };
+    if (n->ops == NULL)
+        return true;
+    b->h = mfs_content_get(content, node, NULL);
+    if (b->h == NULL)
+        return false;
+    b->data = b->h->data;
+    b->len = b->h->len;
+    return true;
+}
+
 static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xattrs)
 {
     const mfs_node *n = mfs_tree_node(t, node);
@@ -102,22 +126,15 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
         fprintf(stderr, "%s: is a directory\n", prog);
         return mfs_exit_code(MFS_E_NO_PATH);
     }
-    const uint8_t *data = n->data;
-    uint64_t len = n->size;
-    mfs_held *h = NULL;
-    if (n->ops != NULL) {
-        h = mfs_content_get(content, node, NULL);
-        if (h == NULL)
-            return mfs_exit_code(MFS_E_VERIFY);  /* the reason was logged */
-        data = h->data;
-        len = h->len;
-    }
+    file_bytes b;
+    if (!get_bytes(t, content, node, &b))
+        return mfs_exit_code(MFS_E_VERIFY);
     int rc = mfs_exit_code(MFS_OK);
-    if (len && fwrite(data, 1, len, stdout) != len) {
+    if (b.len && fwrite(b.data, 1, b.len, stdout) != b.len) {
         perror(prog);
         rc = mfs_exit_code(MFS_E_INTERNAL);
     }
-    mfs_held_unref(h);
+    mfs_held_unref(b.h);
     return rc;
 }
 
@@ -130,21 +147,18 @@ static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, c
                 "no such path in the tree" : "is a directory", path);
         return mfs_exit_code(MFS_E_NO_PATH);
     }
-    const mfs_node *n = mfs_tree_node(t, node);
-    const uint8_t *data = n->data;
-    uint64_t len = n->size;
-    mfs_held *h = NULL;
-    if (n->ops != NULL) {
-        h = mfs_content_get(content, node, NULL);
-        if (h == NULL)
-            return mfs_exit_code(MFS_E_VERIFY);  /* the reason was logged */
-        data = h->data;
-        len = h->len;
-    }
+    file_bytes b;
+    if (!get_bytes(t, content, node, &b))
+        return mfs_exit_code(MFS_E_VERIFY);
     char hex[MFS_SHA256_HEX];
-    mfs_sha256_hex(data, (size_t)len, hex);
-    printf("%s  %llu  %s\n", hex, (unsigned long long)len, path);
-    mfs_held_unref(h);
+    /* Guarded: the model file may be cut short meanwhile. */
+    int r = mfs_sha256_hex_mapped(b.data, b.len, NULL, hex);
+    mfs_held_unref(b.h);
+    if (r != 0) {
+        fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog, model, path);
+        return mfs_exit_code(MFS_E_CHANGED);
+    }
+    printf("%s  %llu  %s\n", hex, (unsigned long long)b.len, path);
     return mfs_exit_code(MFS_OK);
 }
 
