@@ -59,6 +59,7 @@ void mfs_tree_init(mfs_tree *t)
     t->nodes[0].name = arena_strdup(t, "");
     t->nodes[0].parent = MFS_ROOT;
     t->nodes[0].kind = MFS_NODE_DIR;
+    t->nodes[0].body = MFS_NONE;
 }
 
 typedef struct mfs_tree_dtor {
@@ -124,7 +125,29 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     n->kind = (uint8_t)kind;
     n->data = data;
     n->size = kind == MFS_NODE_FILE ? size : 0;
+    n->body = MFS_NONE;
     mfs_table_add(&t->names, h, idx);
+    return idx;
+}
+
+uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
+                           size_t head_len, uint32_t body)
+{
+    if (body >= t->count)
+        return MFS_NONE;
+    const mfs_node *b = &t->nodes[body];
+    /* One level only, so a reader never chases a chain; a size learnt at
+     * open would make this file's size wrong. */
+    if (b->kind != MFS_NODE_FILE || b->body != MFS_NONE || b->size_unknown ||
+        b->size > UINT64_MAX - head_len)
+        return MFS_NONE;
+    uint64_t size = b->size + head_len;
+    uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
+    if (idx == MFS_NONE)
+        return MFS_NONE;
+    /* In the arena: a header per tensor must not cost a malloc each. */
+    t->nodes[idx].data = head_len ? memcpy(arena_alloc(t, head_len), head, head_len) : NULL;
+    t->nodes[idx].body = body;
     return idx;
 }
 

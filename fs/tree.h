@@ -70,14 +70,18 @@ typedef struct mfs_node {
     char *name;             /* one path component; "" for the root */
     uint32_t parent;
     uint8_t kind;
-    const uint8_t *data;    /* file bytes (borrowed or owned by the tree) */
+    bool size_unknown;          /* `size` is a placeholder: the produced bytes tell */
+    const uint8_t *data;    /* file bytes (borrowed or owned by the tree); with a
+                               body, only the head: size - body's size bytes */
     uint64_t size;
     uint32_t child_first;   /* into mfs_tree.children, after finish */
     uint32_t child_count;
     uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
     uint32_t xattr_count;
     uint32_t subdirs;       /* child directories, for st_nlink; after finish */
-    bool size_unknown;          /* `size` is a placeholder: the produced bytes tell */
+    uint32_t body;          /* MFS_NONE, or a file whose bytes follow `data`
+                               (mfs_tree_add_twin): served from that file's
+                               own bytes, never copied */
     const mfs_source_ops *ops;  /* NULL: `data` is the content, always good */
     void *ctx;                  /* for ops (owned by the tree if handed to mfs_tree_own) */
 } mfs_node;
@@ -125,6 +129,12 @@ uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
  * fetched on first open): shown with size 0, served unbuffered. */
 void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node);
 
+/* Adds a file whose bytes are `head` (copied) followed by the bytes of the
+ * file `body` (an .npy header and its tensor). MFS_NONE as mfs_tree_add,
+ * or when `body` is not a file of known size or has a body itself. */
+uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
+                           size_t head_len, uint32_t body);
+
 /* Gives a file node on-demand or verified content (see mfs_source_ops). */
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);
 
@@ -153,6 +163,12 @@ char *mfs_tree_path_try(const mfs_tree *t, uint32_t node);
 static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
 {
     return i < t->count ? &t->nodes[i] : NULL;
+}
+
+/* How many bytes of a file are its own `data` (all of them but a body's). */
+static inline uint64_t mfs_tree_head_len(const mfs_tree *t, const mfs_node *n)
+{
+    return n->body == MFS_NONE ? n->size : n->size - t->nodes[n->body].size;
 }
 
 #endif

@@ -24,6 +24,8 @@ void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX])
 
 struct hashing {
     EVP_MD_CTX *md;
+    const uint8_t *head;
+    size_t head_len;
     const uint8_t *p;
     uint64_t n;
     const mfs_job *job;
@@ -32,6 +34,8 @@ struct hashing {
 static int hash_guarded(void *arg)
 {
     struct hashing *h = arg;
+    if (h->head_len && EVP_DigestUpdate(h->md, h->head, h->head_len) != 1)
+        return -1;
     for (uint64_t at = 0; at < h->n; at += PIECE) {
         if (mfs_job_cancelled(h->job))
             return -1;
@@ -44,13 +48,19 @@ static int hash_guarded(void *arg)
 
 int mfs_sha256_hex_mapped(const void *p, uint64_t n, const mfs_job *job, char hex[MFS_SHA256_HEX])
 {
+    return mfs_sha256_hex_mapped2(NULL, 0, p, n, job, hex);
+}
+
+int mfs_sha256_hex_mapped2(const void *head, size_t head_len, const void *p, uint64_t n,
+                           const mfs_job *job, char hex[MFS_SHA256_HEX])
+{
     hex[0] = '\0';
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
         return -1;
     }
-    struct hashing h = { md, p, n, job };
+    struct hashing h = { md, head, head_len, p, n, job };
     int r = mfs_guard_run(hash_guarded, &h);
     unsigned char dig[EVP_MAX_MD_SIZE];
     unsigned int len = 0;

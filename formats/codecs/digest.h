@@ -17,6 +17,9 @@ void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX]);
  * meanwhile: 0, MFS_GUARD_FAULT (fs/guard.h) when the mapping faulted, -1
  * when `job` was cancelled (or libcrypto failed). */
 int mfs_sha256_hex_mapped(const void *p, uint64_t n, const mfs_job *job, char hex[MFS_SHA256_HEX]);
+/* The same for head_len bytes at head (in memory) followed by p. */
+int mfs_sha256_hex_mapped2(const void *head, size_t head_len, const void *p, uint64_t n,
+                           const mfs_job *job, char hex[MFS_SHA256_HEX]);
 
 /* True when `s` (len bytes) is 64 hex digits (either case). */
 bool mfs_is_sha256_hex(const char *s, size_t len);

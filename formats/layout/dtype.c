@@ -2,16 +2,22 @@
 
 #include <string.h>
 
-static const struct { const char *name; size_t size; } dtypes[] = {
-    { "bool", 1 },     { "int8", 1 },      { "uint8", 1 },    { "int16", 2 },
-    { "uint16", 2 },   { "int32", 4 },     { "uint32", 4 },   { "int64", 8 },
-    { "uint64", 8 },   { "float16", 2 },   { "bfloat16", 2 }, { "float32", 4 },
-    { "float64", 8 },  { "complex64", 8 }, { "complex128", 16 },
-    { "float8_e4m3fn", 1 }, { "float8_e4m3fnuz", 1 }, { "float8_e5m2", 1 },
-    { "float8_e5m2fnuz", 1 }, { "complex32", 4 },
-    { "qint8", 1 },    { "quint8", 1 },    { "qint32", 4 },   { "quint4x2", 1 },
-    { "quint2x4", 1 }, { "bits8", 1 },     { "bits16", 2 },
-    { "bits1x8", 1 },  { "bits2x4", 1 },   { "bits4x2", 1 },
+/* npy: the descr np.load gives. numpy has no bfloat16, float8, complex32,
+ * quantized or bits types: those are unsigned integers of the same width
+ * (qint8 and qint32 the signed ones, as their bytes are), so the bytes
+ * load untouched and the table's dtype says how to read them. */
+static const struct { const char *name; size_t size; const char *npy; } dtypes[] = {
+    { "bool", 1, "|b1" },       { "int8", 1, "|i1" },       { "uint8", 1, "|u1" },
+    { "int16", 2, "<i2" },      { "uint16", 2, "<u2" },     { "int32", 4, "<i4" },
+    { "uint32", 4, "<u4" },     { "int64", 8, "<i8" },      { "uint64", 8, "<u8" },
+    { "float16", 2, "<f2" },    { "bfloat16", 2, "<u2" },   { "float32", 4, "<f4" },
+    { "float64", 8, "<f8" },    { "complex64", 8, "<c8" },  { "complex128", 16, "<c16" },
+    { "float8_e4m3fn", 1, "|u1" }, { "float8_e4m3fnuz", 1, "|u1" }, { "float8_e5m2", 1, "|u1" },
+    { "float8_e5m2fnuz", 1, "|u1" }, { "complex32", 4, "<u4" },
+    { "qint8", 1, "|i1" },      { "quint8", 1, "|u1" },     { "qint32", 4, "<i4" },
+    { "quint4x2", 1, "|u1" },   { "quint2x4", 1, "|u1" },   { "bits8", 1, "|u1" },
+    { "bits16", 2, "<u2" },     { "bits1x8", 1, "|u1" },    { "bits2x4", 1, "|u1" },
+    { "bits4x2", 1, "|u1" },
 };
 
 size_t mfs_dtype_size(const char *name)
@@ -20,4 +26,29 @@ size_t mfs_dtype_size(const char *name)
         if (strcmp(dtypes[i].name, name) == 0)
             return dtypes[i].size;
     return 0;
+}
+
+const char *mfs_dtype_npy(const char *name)
+{
+    if (strcmp(name, "bytes") == 0)
+        return "|u1";
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (strcmp(dtypes[i].name, name) == 0)
+            return dtypes[i].npy;
+    return NULL;
+}
+
+/* numpy's own name for a descr, to tell when it differs from the dtype. */
+const char *mfs_npy_name(const char *descr)
+{
+    static const struct { const char *descr, *name; } names[] = {
+        { "|b1", "bool" },   { "|i1", "int8" },   { "|u1", "uint8" },  { "<i2", "int16" },
+        { "<u2", "uint16" }, { "<i4", "int32" },  { "<u4", "uint32" }, { "<i8", "int64" },
+        { "<u8", "uint64" }, { "<f2", "float16" }, { "<f4", "float32" }, { "<f8", "float64" },
+        { "<c8", "complex64" }, { "<c16", "complex128" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i].descr, descr) == 0)
+            return names[i].name;
+    return descr;
 }

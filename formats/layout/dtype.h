@@ -8,4 +8,11 @@
  * name has no fixed element size ("bytes", "string", unknown names). */
 size_t mfs_dtype_size(const char *name);
 
+/* The NPY descr ("<f4") a tensor of this dtype is given in its .npy twin
+ * ("|u1" for "bytes"), or NULL when it gets none (strings, unknown). */
+const char *mfs_dtype_npy(const char *name);
+
+/* numpy's dtype name for such a descr ("<u2" -> "uint16"). */
+const char *mfs_npy_name(const char *descr);
+
 #endif

@@ -10,6 +10,7 @@
 #include "strbuf.h"
 #include "xalloc.h"
 #include "json_write.h"
+#include "dtype.h"
 #include "names.h"
 #include "toml_write.h"
 #include "utf8.h"
@@ -131,6 +132,144 @@ static mfs_val *shape_val(const uint64_t *shape, size_t ndim)
     return a;
 }
 
+/* ---- .npy twins (README "The tree") ---------------------------------- */
+
+/* An array of non-negative integers from the table, into dims; false when
+ * it is not one or has more than `max`. */
+static bool int_list(const mfs_val *a, uint64_t *dims, size_t max, size_t *n)
+{
+    if (a == NULL || a->type != MFS_V_ARR || a->u.arr.n > max)
+        return false;
+    for (size_t i = 0; i < a->u.arr.n; i++) {
+        const mfs_val *v = a->u.arr.items[i];
+        if (v->type != MFS_V_INT || v->u.i < 0)
+            return false;
+        dims[i] = (uint64_t)v->u.i;
+    }
+    *n = a->u.arr.n;
+    return true;
+}
+
+/* The NPY header for a C-order array: magic, version, length, the dict,
+ * padded with spaces and a '\n' so the data starts at a multiple of 64
+ * (what numpy writes); version 2.0 only when the dict needs a 32-bit
+ * length. Caller frees. */
+static char *npy_header(const char *descr, const uint64_t *dims, size_t ndim, size_t *len)
+{
+    mfs_strbuf d = { 0 };
+    mfs_sb_addf(&d, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (size_t i = 0; i < ndim; i++)
+        mfs_sb_addf(&d, i ? ", %llu" : "%llu", (unsigned long long)dims[i]);
+    mfs_sb_adds(&d, ndim == 1 ? ",), }" : "), }");
+    size_t pre = 10, total = pre + d.len + 1;
+    if ((total + 63) / 64 * 64 - pre > 65535) {
+        pre = 12;
+        total = pre + d.len + 1;
+    }
+    total = (total + 63) / 64 * 64;
+    size_t hlen = total - pre;
+    mfs_strbuf h = { 0 };
+    mfs_sb_add(&h, "\x93NUMPY", 6);
+    mfs_sb_addc(&h, pre == 10 ? 1 : 2);
+    mfs_sb_addc(&h, 0);
+    for (size_t i = 0; i < pre - 8; i++)
+        mfs_sb_addc(&h, (char)((hlen >> (8 * i)) & 0xff));
+    mfs_sb_add(&h, d.buf, d.len);
+    while (h.len < total - 1)
+        mfs_sb_addc(&h, ' ');
+    mfs_sb_addc(&h, '\n');
+    mfs_sb_free(&d);
+    return mfs_sb_take(&h, len);
+}
+
+#define NPY_MAX_DIMS 1024u  /* deeper arrays get no twin (numpy allows 64) */
+
+/* Adds npy/NAME.npy beside the tensor's folder when its bytes are a whole
+ * numeric array, and its `npy` keys to entry e. Tensors that are not
+ * (strings, entries with a problem, inner tensors of a nested one) get
+ * none. */
+static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor *t, mfs_val *e)
+{
+    const char *descr = mfs_dtype_npy(t->dtype);
+    if (descr == NULL || dir == MFS_ROOT || mfs_obj_get(e, "problem") != NULL ||
+        mfs_obj_get(e, "nested_in") != NULL)
+        return;
+    /* Bytes stored in another memory order keep it: the stored shape in C
+     * order, so they are still served zero-copy; npy_axes turns it back. */
+    const mfs_val *stored = mfs_obj_get(e, "stored_shape");
+    size_t ndim = t->ndim, cap = stored && stored->type == MFS_V_ARR ? stored->u.arr.n : ndim;
+    if (cap > NPY_MAX_DIMS)
+        return;
+    uint64_t *dims = mfs_xcalloc(cap ? cap : 1, sizeof *dims);
+    bool ok = stored ? int_list(stored, dims, cap, &ndim) : true;
+    if (ok && !stored && ndim)
+        memcpy(dims, t->shape, ndim * sizeof *dims);
+    /* Only when the shape covers the bytes exactly (what np.load checks). */
+    uint64_t want = strcmp(t->dtype, "bytes") == 0 ? 1 : mfs_dtype_size(t->dtype);
+    for (size_t i = 0; ok && i < ndim; i++) {
+        if (dims[i] != 0 && want > UINT64_MAX / dims[i])
+            ok = false;
+        else
+            want *= dims[i];
+    }
+    const mfs_node *n = mfs_tree_node(m->tree, node);
+    if (!ok || want != t->nbytes || n->size != t->nbytes || n->size_unknown) {
+        free(dims);
+        return;
+    }
+    size_t hlen;
+    char *head = npy_header(descr, dims, ndim, &hlen);
+    uint32_t ndir = mfs_tree_mkdirs(m->tree, mfs_tree_node(m->tree, dir)->parent, "npy");
+    /* mkdirs may move the nodes: `n` is stale now. */
+    char *name = mfs_name_add_suffix(mfs_tree_node(m->tree, node)->name, ".npy");
+    uint32_t twin = MFS_NONE;
+    if (ndir != MFS_NONE) {
+        /* A name taken by a crafted one: "%~k" before the suffix, in file
+         * order, like duplicate tensor names. */
+        size_t base = strlen(name) - 4;
+        char *cand = mfs_xstrdup(name);
+        for (unsigned k = 2; mfs_tree_lookup(m->tree, ndir, cand) != MFS_NONE; k++) {
+            free(cand);
+            size_t keep = base > MFS_NAME_MAX - 20 ? MFS_NAME_MAX - 20 : base;
+            while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
+                keep--;
+            size_t room = keep + 24;
+            cand = mfs_xmalloc(room);
+            snprintf(cand, room, "%.*s%%~%u.npy", (int)keep, name, k);
+        }
+        twin = mfs_tree_add_twin(m->tree, ndir, cand, head, hlen, node);
+        free(cand);
+    }
+    free(name);
+    free(head);
+    if (twin == MFS_NONE) {
+        mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add .npy file");
+        free(dims);
+        return;
+    }
+    char *path = mfs_tree_path(m->tree, twin);
+    mfs_obj_set(e, "npy", mfs_str(path));
+    free(path);
+    if (strcmp(mfs_npy_name(descr), t->dtype) != 0)
+        mfs_obj_set(e, "npy_dtype", mfs_str(mfs_npy_name(descr)));
+    if (stored) {
+        /* np.transpose(a, npy_axes) is the tensor in its logical order:
+         * the inverse of dim_order. */
+        uint64_t order[NPY_MAX_DIMS];
+        size_t on = 0;
+        const mfs_val *dord = mfs_obj_get(e, "dim_order");
+        if (int_list(dord, order, NPY_MAX_DIMS, &on) && on == ndim) {
+            uint64_t *axes = mfs_xcalloc(ndim ? ndim : 1, sizeof *axes);
+            for (size_t i = 0; i < ndim; i++)
+                if (order[i] < ndim)
+                    axes[order[i]] = i;
+            mfs_obj_set(e, "npy_axes", shape_val(axes, ndim));
+            free(axes);
+        }
+    }
+    free(dims);
+}
+
 static void set_xattr_str(mfs_tree *t, uint32_t node, const char *name, const char *value)
 {
     mfs_tree_add_xattr(t, node, name, value, strlen(value));
@@ -192,6 +331,7 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
         }
         mfs_val_free(t->extra);
     }
+    add_npy(m, dir, node, t, e);
     mfs_arr_push(m->tensors, e);
     free(path);
     return node;

@@ -55,3 +55,29 @@ char *mfs_name_encode(const char *name, size_t len)
     }
     return mfs_sb_take(&sb, NULL);
 }
+
+char *mfs_name_add_suffix(const char *fname, const char *suffix)
+{
+    size_t len = strlen(fname), slen = strlen(suffix);
+    mfs_strbuf sb = { 0 };
+    if (len + slen <= MFS_NAME_MAX) {
+        mfs_sb_adds(&sb, fname);
+        mfs_sb_adds(&sb, suffix);
+        return mfs_sb_take(&sb, NULL);
+    }
+    /* The long-name rule again, on the file name (unique in its folder, so
+     * its hash tells such names apart): cut at LONG_KEEP bytes, never inside
+     * a %XX or a UTF-8 sequence. */
+    size_t keep = len < LONG_KEEP ? len : LONG_KEEP;
+    for (size_t back = 1; back <= 2 && back <= keep; back++)
+        if (fname[keep - back] == '%') {
+            keep -= back;
+            break;
+        }
+    while (keep > 0 && ((unsigned char)fname[keep] & 0xc0) == 0x80)
+        keep--;
+    mfs_sb_add(&sb, fname, keep);
+    mfs_sb_addf(&sb, "%%~%016llx", (unsigned long long)fnv1a64((const uint8_t *)fname, len));
+    mfs_sb_adds(&sb, suffix);
+    return mfs_sb_take(&sb, NULL);
+}

@@ -16,4 +16,10 @@
 /* Returns a malloc'd file name of 1..255 bytes. */
 char *mfs_name_encode(const char *name, size_t len);
 
+/* `fname` (an encoded name) followed by `suffix` (".npy"); when that is
+ * over 255 bytes, fname is cut to at most 200 bytes (never inside a %XX or
+ * a UTF-8 sequence) and "%~" + the FNV-1a-64 of the whole fname goes
+ * before the suffix. malloc'd. */
+char *mfs_name_add_suffix(const char *fname, const char *suffix);
+
 #endif

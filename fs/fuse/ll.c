@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 
 /* An open of a produced or checked file, waiting for its bytes. The FUSE
  * worker thread does not wait with it: the reply comes from whichever
@@ -134,6 +135,18 @@ static bool borrowed(const mfs_fs *fs, const mfs_node *n)
     return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
 }
 
+/* The node whose bytes a file serves after its own: an .npy twin's
+ * tensor (mfs_tree_add_twin), otherwise the file itself. Opens, reads and
+ * checks go to that node. */
+static const mfs_node *source_of(const mfs_fs *fs, const mfs_node *n, uint32_t *idx)
+{
+    if (n->body == MFS_NONE)
+        return n;
+    if (idx)
+        *idx = n->body;
+    return mfs_tree_node(fs->tree, n->body);
+}
+
 static void open_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *e)
 {
     (void)e;  /* the content layer logged it */
@@ -192,13 +205,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     const mfs_fs *fs = fs_of(req);
+    /* A twin opens its tensor: the same check, the same produced bytes. */
+    const mfs_node *src = source_of(fs, n, &idx);
     /* Checking a slice (a stored zip member's sha256) reads the mapping:
      * a model file that changed is refused before that. */
-    if (borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) {
+    if (borrowed(fs, src) && !mfs_blob_unchanged(fs->blob)) {
         fuse_reply_err(req, EIO);
         return;
     }
-    if (n->ops == NULL) {
+    if (src->ops == NULL) {
         /* The bytes never change while mounted: keep the page cache
          * across opens. */
         fi->keep_cache = 1;
@@ -226,9 +241,27 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     const mfs_fs *fs = fs_of(req);
     uint32_t idx = index_of(fs, ino);
-    if (idx != MFS_NONE && mfs_tree_node(fs->tree, idx)->ops != NULL)
+    if (idx != MFS_NONE && source_of(fs, mfs_tree_node(fs->tree, idx), NULL)->ops != NULL)
         mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
     fuse_reply_err(req, 0);
+}
+
+/* One reply of two buffers: the twin's head from the tree, then its
+ * tensor's bytes where they are (mapping or held). Nothing is copied. */
+static void reply_twin(fuse_req_t req, const uint8_t *head, uint64_t hlen, const uint8_t *body,
+                       uint64_t off, size_t len)
+{
+    struct iovec iov[2];
+    int count = 0;
+    if (off < hlen) {
+        size_t h = hlen - off < len ? (size_t)(hlen - off) : len;
+        iov[count++] = (struct iovec){ (void *)(uintptr_t)(head + off), h };
+        len -= h;
+        off = hlen;
+    }
+    if (len > 0)
+        iov[count++] = (struct iovec){ (void *)(uintptr_t)(body + (off - hlen)), len };
+    fuse_reply_iov(req, iov, count);
 }
 
 /* The hot path: one bounds check and one reply that points into the
@@ -244,10 +277,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, EISDIR);
         return;
     }
+    /* A twin: its head, then its tensor's bytes (src). */
+    const mfs_node *src = source_of(fs, n, NULL);
+    uint64_t hlen = src == n ? 0 : mfs_tree_head_len(fs->tree, n);
     /* Produced or checked content was referenced at open (see op_open). */
-    mfs_held *h = n->ops != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
-    const uint8_t *base = h ? h->data : n->data;
-    uint64_t fsize = h ? h->len : n->size;
+    mfs_held *h = src->ops != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
+    const uint8_t *base = h ? h->data : src->data;
+    uint64_t fsize = hlen + (h ? h->len : src->size);
     if (off < 0 || (uint64_t)off >= fsize) {
         fuse_reply_buf(req, NULL, 0);
         return;
@@ -256,20 +292,21 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     size_t len = left < size ? (size_t)left : size;
     /* A model file that shrank or changed under us: its pages may be gone,
      * and the kernel would fail the reply. Say EIO instead. */
-    if ((borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) || (h && !mfs_held_valid(h))) {
+    if ((borrowed(fs, src) && !mfs_blob_unchanged(fs->blob)) || (h && !mfs_held_valid(h))) {
         fuse_reply_err(req, EIO);
-        return;
-    }
-    if (h == NULL) {
-        fuse_reply_buf(req, (const char *)base + off, len);
         return;
     }
     /* Our own reference for the reply: the reader may close the file (and
      * another thread drop the bytes) as soon as the kernel has copied
      * them, before writev returns here. */
-    mfs_held_ref(h);
-    fuse_reply_buf(req, (const char *)base + off, len);
-    mfs_held_unref(h);
+    if (h)
+        mfs_held_ref(h);
+    if (src != n)
+        reply_twin(req, n->data, hlen, base, (uint64_t)off, len);
+    else
+        fuse_reply_buf(req, (const char *)base + off, len);
+    if (h)
+        mfs_held_unref(h);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)

@@ -87,9 +87,12 @@ static uint32_t resolve(const mfs_tree *t, const char *path)
     return cur;
 }
 
-/* A file's bytes as the mount serves them: its slice of the model file, or
- * what the content layer made (held by `h` until mfs_held_unref). */
+/* A file's bytes as the mount serves them: `head` (an .npy twin's header,
+ * from the tree), then its slice of the model file or what the content
+ * layer made (held by `h` until mfs_held_unref). */
 typedef struct file_bytes {
+    const uint8_t *head;
+    size_t head_len;
     const uint8_t *data;
     uint64_t len;
     mfs_held *h;
@@ -99,7 +102,16 @@ typedef struct file_bytes {
 static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, file_bytes *b)
 {
     const mfs_node *n = mfs_tree_node(t, node);
-    *b = (file_bytes){ n->data, n->size, NULL };
+    *b = (file_bytes){ NULL, 0, n->data, n->size, NULL };
+    if (n->body != MFS_NONE) {
+        /* A twin: the mount opens its tensor (mfs_tree_add_twin). */
+        b->head = n->data;
+        b->head_len = (size_t)mfs_tree_head_len(t, n);
+        node = n->body;
+        n = mfs_tree_node(t, node);
+        b->data = n->data;
+        b->len = n->size;
+    }
     if (n->ops == NULL)
         return true;
     b->h = mfs_content_get(content, node, NULL);
@@ -130,7 +142,8 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
     if (!get_bytes(t, content, node, &b))
         return mfs_exit_code(MFS_E_VERIFY);
     int rc = mfs_exit_code(MFS_OK);
-    if (b.len && fwrite(b.data, 1, b.len, stdout) != b.len) {
+    if ((b.head_len && fwrite(b.head, 1, b.head_len, stdout) != b.head_len) ||
+        (b.len && fwrite(b.data, 1, b.len, stdout) != b.len)) {
         perror(prog);
         rc = mfs_exit_code(MFS_E_INTERNAL);
     }
@@ -152,13 +165,13 @@ static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, c
         return mfs_exit_code(MFS_E_VERIFY);
     char hex[MFS_SHA256_HEX];
     /* Guarded: the model file may be cut short meanwhile. */
-    int r = mfs_sha256_hex_mapped(b.data, b.len, NULL, hex);
+    int r = mfs_sha256_hex_mapped2(b.head, b.head_len, b.data, b.len, NULL, hex);
     mfs_held_unref(b.h);
     if (r != 0) {
         fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog, model, path);
         return mfs_exit_code(MFS_E_CHANGED);
     }
-    printf("%s  %llu  %s\n", hex, (unsigned long long)b.len, path);
+    printf("%s  %llu  %s\n", hex, (unsigned long long)(b.head_len + b.len), path);
     return mfs_exit_code(MFS_OK);
 }
 

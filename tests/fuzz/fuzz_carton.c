@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (n->ops != NULL)
                 open_once(n);
             else
-                mfs_fuzz_touch(n->data, n->size);
+                mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
             mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);

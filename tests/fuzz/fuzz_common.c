@@ -29,7 +29,7 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
         for (uint32_t i = 0; i < tree.count; i++) {
             const mfs_node *n = mfs_tree_node(&tree, i);
             if (n->kind == MFS_NODE_FILE)
-                mfs_fuzz_touch(n->data, n->size);
+                mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
             mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""The .npy twins (issue 9, item 1), checked with numpy itself: for every
+tensor entry with an `npy` key, np.load(path, mmap_mode="r") of the mounted
+file equals np.frombuffer of the tensor file with the table's dtype
+(`npy_dtype` where given) and stored shape; entries without one are the
+ones the README says get none; npy/ holds nothing else; reads that span
+the header and the data give the same bytes; and reading a large .npy
+grows the daemon's anonymous memory by less than 1 MiB (no copy).
+
+usage: test_npy.py BUILD_DIR MODEL_DIR...
+MODELFS_NPY_BIG_MIB sets the large tensor's size (default 256).
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import mfstest  # noqa: E402
+import numpy as np  # noqa: E402
+
+MIB = 1 << 20
+
+
+def models_in(dirs, c):
+    for d in dirs:
+        if not os.path.isdir(d):
+            c.skip("%s is absent: its models are not checked" % d)
+            continue
+        for f in sorted(os.listdir(d)):
+            p = os.path.join(d, f)
+            if f.endswith((".expect.json", ".links")) or f.startswith("."):
+                continue
+            yield p
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def why_none(t):
+    """Why an entry has no .npy (None when it should have one)."""
+    if "problem" in t:
+        return "problem"
+    if "nested_in" in t:
+        return "nested"
+    if t["dtype"] in ("string", "nested"):
+        return t["dtype"]
+    return None
+
+
+def check_model(c, modelfs, model, env):
+    name = os.path.relpath(model)
+    extra = ()
+    if os.path.isdir(model + ".links"):
+        extra = ("-o", "links_dir=" + os.path.abspath(model + ".links"))
+    try:
+        ctx = mfstest.mounted(modelfs, model, env=env, extra=extra)
+        mnt = ctx.__enter__()
+    except RuntimeError:
+        return  # a model that does not mount (mount.models checks those)
+    try:
+        with open(os.path.join(mnt, "model.json")) as f:
+            doc = json.load(f)
+        listed = set()
+        for t in doc["tensors"]:
+            what = "%s: %s" % (name, t["path"])
+            if "npy" not in t:
+                c.check(why_none(t) is not None, "%s (%s) has no .npy" % (what, t["dtype"]))
+                continue
+            c.check(why_none(t) is None, "%s has a .npy but is %s" % (what, why_none(t)))
+            listed.add(t["npy"])
+            npy = os.path.join(mnt, t["npy"])
+            try:
+                raw = read_all(os.path.join(mnt, t["path"]))
+            except OSError as e:
+                # Unreadable (tampered, not fetched): its twin too.
+                try:
+                    read_all(npy)
+                    c.check(False, "%s: tensor fails (%s) but its .npy reads" % (what, e))
+                except OSError:
+                    c.check(True, what)
+                continue
+            dtype = t.get("npy_dtype", t["dtype"])
+            shape = t.get("stored_shape", t["shape"])
+            want = np.frombuffer(raw, dtype=dtype).reshape(shape)
+            got = np.load(npy, mmap_mode="r")
+            c.check(got.dtype == want.dtype and got.shape == want.shape and
+                    got.tobytes() == want.tobytes(),
+                    "%s: np.load gives %s %s, want %s %s" % (what, got.dtype, got.shape,
+                                                             want.dtype, want.shape))
+            if isinstance(got, np.memmap):
+                c.equal(got.offset % 64, 0, what + ": data offset a multiple of 64")
+            del got
+            if "npy_axes" in t:
+                c.equal(list(np.transpose(want, t["npy_axes"]).shape), t["shape"],
+                        what + ": npy_axes gives the logical shape")
+            # The whole file, and one read across the header's end.
+            whole = read_all(npy)
+            head = len(whole) - len(raw)
+            c.check(head % 64 == 0 and whole[head:] == raw and whole.startswith(b"\x93NUMPY"),
+                    what + ": header + tensor bytes")
+            fd = os.open(npy, os.O_RDONLY)
+            try:
+                part = os.pread(fd, 100, max(head - 10, 0))
+            finally:
+                os.close(fd)
+            c.check(part == whole[max(head - 10, 0):max(head - 10, 0) + 100],
+                    what + ": a read across header and data")
+        present = set()
+        for d, _dirs, files in os.walk(mnt):
+            if os.path.basename(d) == "npy":
+                present.update(os.path.relpath(os.path.join(d, f), mnt) for f in files)
+        c.equal(sorted(present - listed), [], name + ": files under npy/ the table does not list")
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def check_big(c, modelfs, env):
+    import gen_rten
+    mib = int(os.environ.get("MODELFS_NPY_BIG_MIB", "256"))
+    tmp = tempfile.mkdtemp(prefix="modelfs-npy-", dir="/var/tmp")
+    path = os.path.join(tmp, "big.rten")
+    try:
+        arr = np.arange(mib * MIB // 4, dtype="<f4")
+        gen_rten.write_model(tmp, "big.rten", gen_rten.Graph([gen_rten.Const("big", arr)]))
+        del arr
+        with mfstest.mounted(modelfs, path, env=env) as mnt:
+            pid = mfstest.daemon_pid(mnt)
+            npy = os.path.join(mnt, "npy", "big.npy")
+            before = mfstest.rss(pid)["RssAnon"]
+            n = 0
+            with open(npy, "rb", buffering=0) as f:
+                buf = bytearray(MIB)
+                while True:
+                    k = f.readinto(buf)
+                    if not k:
+                        break
+                    n += k
+            after = mfstest.rss(pid)["RssAnon"]
+            grown = after - before
+            print("big .npy: %d MiB read, daemon RssAnon grew by %d KiB" % (n // MIB, grown // 1024),
+                  flush=True)
+            c.check(n > mib * MIB, "big .npy: read %d bytes" % n)
+            c.check(grown < MIB, "big .npy: RssAnon grew by %d bytes (a copy?)" % grown)
+            a = np.load(npy, mmap_mode="r")
+            c.check(a.shape == (mib * MIB // 4,) and a[-1] == np.float32(mib * MIB // 4 - 1),
+                    "big .npy: np.load")
+            del a
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv):
+    build, dirs = argv[1], argv[2:]
+    c = mfstest.Checker("npy tests")
+    if not mfstest.can_mount():
+        c.skip("no /dev/fuse or fusermount3")
+        return c.finish()
+    modelfs = os.path.join(build, "modelfs")
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    for model in models_in(dirs, c):
+        check_model(c, modelfs, model, env)
+    check_big(c, modelfs, env)
+    reports = mfstest.sanitizer_reports(logdir)
+    c.check(not reports, "sanitizer reports:\n" + "\n".join(reports))
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
