@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "digest.h"
 #include "hash.h"
 #include "log.h"
 #include "xalloc.h"
@@ -56,6 +57,10 @@ struct mfs_content {
     unsigned running;       /* job threads alive */
     bool stopping;
     held_link *live;
+    /* SHA256SUMS digests, by node: hex text, and whether it is there. */
+    pthread_mutex_t sum_lock;
+    char (*sums)[64];
+    bool *summed;
 };
 
 uint64_t mfs_content_default_cap(void)
@@ -113,6 +118,10 @@ mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
     c->head = c->tail = c->qhead = c->qtail = MFS_NONE;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->jobs_done, NULL);
+    pthread_mutex_init(&c->sum_lock, NULL);
+    /* calloc's pages cost nothing until a digest is written to them. */
+    c->sums = mfs_xcalloc(t->count, sizeof *c->sums);
+    c->summed = mfs_xcalloc(t->count, sizeof *c->summed);
     return c;
 }
 
@@ -667,6 +676,70 @@ void mfs_content_free(mfs_content *c)
     pthread_cond_destroy(&c->jobs_done);
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
+    free(c->sums);
+    free(c->summed);
+    pthread_mutex_destroy(&c->sum_lock);
     mfs_table_free(&c->index);
     free(c);
+}
+
+/* ---- SHA256SUMS digests ------------------------------------------------ */
+
+bool mfs_content_sum_cached(mfs_content *c, uint32_t node, char hex[65])
+{
+    if (node >= c->tree->count)
+        return false;
+    pthread_mutex_lock(&c->sum_lock);
+    bool have = c->summed[node];
+    if (have) {
+        memcpy(hex, c->sums[node], 64);
+        hex[64] = '\0';
+    }
+    pthread_mutex_unlock(&c->sum_lock);
+    return have;
+}
+
+void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
+{
+    if (node >= c->tree->count)
+        return;
+    pthread_mutex_lock(&c->sum_lock);
+    memcpy(c->sums[node], hex, 64);
+    c->summed[node] = true;
+    pthread_mutex_unlock(&c->sum_lock);
+}
+
+int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65])
+{
+    const mfs_node *n = mfs_tree_node(c->tree, node);
+    if (n == NULL || mfs_sha256_hex_mapped(n->data, n->size, NULL, hex) != 0)
+        return -1;
+    mfs_content_sum_store(c, node, hex);
+    return 0;
+}
+
+int mfs_content_sum_held(mfs_content *c, uint32_t node, const mfs_held *h, char hex[65])
+{
+    /* Held bytes may be a mapping of a carton folder's file: guarded too. */
+    if (!mfs_held_valid(h) || mfs_sha256_hex_mapped(h->data, h->len, NULL, hex) != 0)
+        return -1;
+    mfs_content_sum_store(c, node, hex);
+    return 0;
+}
+
+int mfs_content_sum(mfs_content *c, uint32_t node, char hex[65])
+{
+    const mfs_node *n = mfs_tree_node(c->tree, node);
+    if (n == NULL)
+        return -1;
+    if (mfs_content_sum_cached(c, node, hex))
+        return 0;
+    if (n->ops == NULL)
+        return mfs_content_sum_plain(c, node, hex);
+    mfs_held *h = mfs_content_get(c, node, NULL);
+    if (h == NULL)
+        return -1;
+    int r = mfs_content_sum_held(c, node, h, hex);
+    mfs_held_unref(h);
+    return r;
 }

@@ -71,6 +71,8 @@ typedef struct mfs_node {
     uint32_t parent;
     uint8_t kind;
     bool size_unknown;          /* `size` is a placeholder: the produced bytes tell */
+    bool sums;                  /* the SHA256SUMS file: lines made on demand (mfs_tree_sums) */
+    bool summed;                /* has a line in SHA256SUMS (and the sha256 xattr) */
     const uint8_t *data;    /* file bytes (borrowed or owned by the tree); with a
                                body, only the head: size - body's size bytes */
     uint64_t size;
@@ -85,6 +87,18 @@ typedef struct mfs_node {
     const mfs_source_ops *ops;  /* NULL: `data` is the content, always good */
     void *ctx;                  /* for ops (owned by the tree if handed to mfs_tree_own) */
 } mfs_node;
+
+/* SHA256SUMS: one line per tensor file (mfs_tree_mark_summed), in tree
+ * order. Every line
+ * has a length known without hashing ("HASH  PATH\n", GNU-escaped), so the
+ * file's size is exact at mount; the hashes are made when read. */
+typedef struct mfs_sums {
+    uint32_t node;          /* the SHA256SUMS file; MFS_NONE when there is none */
+    uint32_t count;         /* lines */
+    uint32_t *files;        /* the file of each line */
+    uint64_t *off;          /* count + 1 offsets: line i is [off[i], off[i+1]) */
+    size_t max_line;        /* longest line's length */
+} mfs_sums;
 
 typedef struct mfs_tree {
     mfs_node *nodes;
@@ -101,6 +115,7 @@ typedef struct mfs_tree {
     uint8_t *arena_cur;
     size_t arena_left;
     struct mfs_tree_dtor *dtors;    /* mfs_tree_on_destroy's, newest first */
+    mfs_sums sums;
     bool finished;
 } mfs_tree;
 
@@ -151,6 +166,22 @@ void *mfs_tree_own(mfs_tree *t, void *p);
  * directory fd that files of a folder model are opened under). */
 void mfs_tree_on_destroy(mfs_tree *t, void (*fn)(void *arg), void *arg);
 
+/* Adds the SHA256SUMS file `name` under `parent`, covering every file
+ * marked with mfs_tree_mark_summed; its lines and size are set by
+ * mfs_tree_finish. One per tree. MFS_NONE as mfs_tree_add, or when the
+ * tree has one already. */
+uint32_t mfs_tree_add_sums(mfs_tree *t, uint32_t parent, const char *name);
+
+/* Gives file `node` a line in SHA256SUMS (a tensor). */
+void mfs_tree_mark_summed(mfs_tree *t, uint32_t node);
+
+/* The line of SHA256SUMS that holds byte `off` (off < its size). */
+uint32_t mfs_tree_sums_line_at(const mfs_tree *t, uint64_t off);
+
+/* Writes line i for the lowercase hex digest `hex` (64 characters) into
+ * `out` (room for max_line bytes); false when memory ran out. */
+bool mfs_tree_sums_line(const mfs_tree *t, uint32_t i, const char *hex, char *out);
+
 /* Sorts directories and xattrs; call once, after the last add. */
 void mfs_tree_finish(mfs_tree *t);
 
@@ -165,9 +196,12 @@ static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
     return i < t->count ? &t->nodes[i] : NULL;
 }
 
-/* How many bytes of a file are its own `data` (all of them but a body's). */
+/* How many bytes of a file are its own `data` (all of them but a body's;
+ * none for SHA256SUMS). */
 static inline uint64_t mfs_tree_head_len(const mfs_tree *t, const mfs_node *n)
 {
+    if (n->sums)
+        return 0;  /* made on demand: no bytes of its own */
     return n->body == MFS_NONE ? n->size : n->size - t->nodes[n->body].size;
 }
 

@@ -280,6 +280,7 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
     char *fname = mfs_model_unique_name(m, dir, t->name, t->name_len);
     uint32_t node = mfs_tree_add(m->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
     free(fname);
+    mfs_tree_mark_summed(m->tree, node);
     if (node == MFS_NONE) {
         /* Only reachable if a file blocks the name in a way the unique
          * search cannot see; never silently drop a tensor: the load fails. */
@@ -397,4 +398,7 @@ void mfs_model_finish(mfs_model *m)
     detach_document(m, doc);
     add_generated(m, MFS_ROOT, "model.json", &json);
     add_generated(m, MFS_ROOT, "model.toml", &toml);
+    /* Its lines and size are known once the tree is sorted (finish). */
+    if (mfs_tree_add_sums(m->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
+        mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add SHA256SUMS");
 }

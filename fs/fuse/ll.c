@@ -1,12 +1,15 @@
 #include "ll.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
+
+#include "digest.h"
 
 /* An open of a produced or checked file, waiting for its bytes. The FUSE
  * worker thread does not wait with it: the reply comes from whichever
@@ -213,6 +216,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EIO);
         return;
     }
+    if (n->sums) {
+        /* Each read hashes what it covers: no readahead past what was
+         * asked (`head -n 1` hashes a few files), and a short reply is
+         * not the end of the file. */
+        fi->direct_io = 1;
+        fuse_reply_open(req, fi);
+        return;
+    }
     if (src->ops == NULL) {
         /* The bytes never change while mounted: keep the page cache
          * across opens. */
@@ -264,6 +275,193 @@ static void reply_twin(fuse_req_t req, const uint8_t *head, uint64_t hlen, const
     fuse_reply_iov(req, iov, count);
 }
 
+/* ---- SHA256SUMS and user.modelfs.sha256 --------------------------------
+ * A request that needs digests: a read of SHA256SUMS (the lines its range
+ * touches) or the xattr of one listed file. Plain files are hashed here,
+ * from the mapping; produced or checked ones are opened through the
+ * content layer, so the FUSE worker never waits for them: the request goes
+ * on from the thread that finishes them. */
+typedef struct sums_req {
+    mfs_wait w;             /* first: the content layer hands it back */
+    fuse_req_t req;
+    const mfs_fs *fs;
+    uint32_t xnode;         /* the xattr's file; MFS_NONE for a read */
+    uint32_t line, end;     /* lines still to make: [line, end) */
+    uint64_t off;           /* the read's range */
+    size_t len;
+    uint64_t hashed;        /* bytes hashed for this request */
+    char *buf;              /* the reply (len bytes) */
+    char *tmp;              /* one line (max_line bytes) */
+    atomic_int phase;       /* who goes on after an open: see sums_go */
+    mfs_content_status st;  /* the last open's outcome */
+} sums_req;
+
+/* Past this many bytes hashed in one read, the reply stops at the last
+ * whole line: `cat` streams rather than wait for the whole model (the file
+ * is served with direct_io, where a short read is not the end). */
+#define MFS_SUMS_BUDGET (64ull << 20)
+
+static void sums_free(sums_req *r)
+{
+    free(r->buf);
+    free(r->tmp);
+    free(r);
+}
+
+static void sums_reply(sums_req *r, const char *hex);
+
+/* A line that cannot be made: a read that got lines before it answers
+ * with those (direct_io: a short read), so the next read starts at the bad
+ * line and gets the error; `cat` shows every good line up to it. */
+static void sums_fail(sums_req *r, int err)
+{
+    const mfs_sums *s = &r->fs->tree->sums;
+    if (r->xnode == MFS_NONE && r->line < s->count && s->off[r->line] > r->off) {
+        r->len = (size_t)(s->off[r->line] - r->off);
+        sums_reply(r, NULL);
+        return;
+    }
+    fuse_reply_err(r->req, err);
+    sums_free(r);
+}
+
+static int status_errno(mfs_content_status st)
+{
+    return st == MFS_CONTENT_NOMEM ? ENOMEM : st == MFS_CONTENT_CANCELLED ? EINTR : EIO;
+}
+
+static void sums_reply(sums_req *r, const char *hex)
+{
+    if (r->xnode != MFS_NONE) {
+        fuse_reply_buf(r->req, hex, 64);  /* op_getxattr checked the size */
+    } else {
+        fuse_reply_buf(r->req, r->buf, r->len);
+    }
+    sums_free(r);
+}
+
+/* Copies the part of line i that the read's range covers. */
+static bool sums_emit(sums_req *r, uint32_t i, const char *hex)
+{
+    const mfs_sums *s = &r->fs->tree->sums;
+    if (!mfs_tree_sums_line(r->fs->tree, i, hex, r->tmp))
+        return false;
+    uint64_t lo = s->off[i] > r->off ? s->off[i] : r->off;
+    uint64_t hi = s->off[i + 1] < r->off + r->len ? s->off[i + 1] : r->off + r->len;
+    memcpy(r->buf + (lo - r->off), r->tmp + (lo - s->off[i]), (size_t)(hi - lo));
+    return true;
+}
+
+static void sums_go(sums_req *r);
+
+static void sums_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *e)
+{
+    (void)e;  /* the content layer logged it */
+    sums_req *r = (sums_req *)w;
+    uint32_t node = r->xnode != MFS_NONE ? r->xnode : r->fs->tree->sums.files[r->line];
+    char hex[MFS_SHA256_HEX];
+    if (st == MFS_CONTENT_OK) {
+        if (mfs_content_sum_held(r->fs->content, node, h, hex) != 0)
+            st = MFS_CONTENT_BAD;
+        else
+            r->hashed += h->len;
+        mfs_held_unref(h);
+    }
+    r->st = st;
+    /* The opener goes on if it has not seen mfs_content_open return yet
+     * (the bytes were ready at once); otherwise this thread does. */
+    if (atomic_exchange(&r->phase, 1) == 1)
+        sums_go(r);
+}
+
+/* Makes the digests the request needs, in order, then replies. */
+static void sums_go(sums_req *r)
+{
+    const mfs_fs *fs = r->fs;
+    const mfs_sums *s = &fs->tree->sums;
+    char hex[MFS_SHA256_HEX];
+    for (;;) {
+        if (r->st != MFS_CONTENT_OK) {
+            sums_fail(r, status_errno(r->st));
+            return;
+        }
+        bool x = r->xnode != MFS_NONE;
+        if (!x && r->line >= r->end)
+            break;
+        uint32_t node = x ? r->xnode : s->files[r->line];
+        if (!mfs_content_sum_cached(fs->content, node, hex)) {
+            const mfs_node *n = mfs_tree_node(fs->tree, node);
+            if (!x && r->hashed >= MFS_SUMS_BUDGET && s->off[r->line] > r->off) {
+                r->len = (size_t)(s->off[r->line] - r->off);  /* a short read */
+                break;
+            }
+            if (n->ops != NULL) {
+                atomic_store(&r->phase, 0);
+                mfs_wait_init(&r->w, sums_done);  /* a new wait for each open */
+                mfs_content_open(fs->content, node, &r->w);
+                if (atomic_exchange(&r->phase, 1) == 0)
+                    return;  /* sums_done goes on */
+                continue;    /* done already: its digest is cached, or st says why not */
+            }
+            /* Plain: the mapping, unless the model file changed. */
+            if ((borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) ||
+                mfs_content_sum_plain(fs->content, node, hex) != 0) {
+                sums_fail(r, EIO);
+                return;
+            }
+            r->hashed += n->size;
+        }
+        if (x) {
+            sums_reply(r, hex);
+            return;
+        }
+        if (!sums_emit(r, r->line, hex)) {
+            sums_fail(r, ENOMEM);
+            return;
+        }
+        r->line++;
+    }
+    sums_reply(r, NULL);
+}
+
+static sums_req *sums_new(fuse_req_t req, const mfs_fs *fs)
+{
+    sums_req *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return NULL;
+    }
+    r->req = req;
+    r->fs = fs;
+    r->xnode = MFS_NONE;
+    r->st = MFS_CONTENT_OK;
+    return r;
+}
+
+static void read_sums(fuse_req_t req, const mfs_fs *fs, const mfs_node *n, size_t size, off_t off)
+{
+    const mfs_sums *s = &fs->tree->sums;
+    if (off < 0 || (uint64_t)off >= n->size || size == 0) {
+        fuse_reply_buf(req, NULL, 0);
+        return;
+    }
+    sums_req *r = sums_new(req, fs);
+    if (r == NULL)
+        return;
+    uint64_t left = n->size - (uint64_t)off;
+    r->off = (uint64_t)off;
+    r->len = left < size ? (size_t)left : size;
+    r->line = mfs_tree_sums_line_at(fs->tree, r->off);
+    r->end = mfs_tree_sums_line_at(fs->tree, r->off + r->len - 1) + 1;
+    r->buf = malloc(r->len);
+    r->tmp = malloc(s->max_line);
+    if (r->buf == NULL || r->tmp == NULL) {
+        sums_fail(r, ENOMEM);
+        return;
+    }
+    sums_go(r);
+}
+
 /* The hot path: one bounds check and one reply that points into the
  * mapping. No lock, no allocation, no copy here. */
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -275,6 +473,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         return;
     if (n->kind != MFS_NODE_FILE) {
         fuse_reply_err(req, EISDIR);
+        return;
+    }
+    if (n->sums) {
+        read_sums(req, fs, n, size, off);
         return;
     }
     /* A twin: its head, then its tensor's bytes (src). */
@@ -381,6 +583,21 @@ static bool xattr_fits(const mfs_xattr *x)
     return x->len <= MFS_XATTR_MAX;
 }
 
+#define MFS_XATTR_SHA256 "user.modelfs.sha256"
+
+/* A file listed in SHA256SUMS answers user.modelfs.sha256 with the digest
+ * of its bytes, made on first request; unless the tree gives that xattr a
+ * value of its own (a carton file's MANIFEST sha256). */
+static bool computed_sha256(const mfs_fs *fs, const mfs_node *n)
+{
+    if (!n->summed)
+        return false;
+    for (uint32_t i = 0; i < n->xattr_count; i++)
+        if (strcmp(fs->tree->xattrs[n->xattr_first + i].name, MFS_XATTR_SHA256) == 0)
+            return false;
+    return true;
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     const mfs_fs *fs = fs_of(req);
@@ -393,6 +610,23 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
      * costing two round trips per file. */
     if (strncmp(name, "user.", 5) != 0) {
         fuse_reply_err(req, ENOTSUP);
+        return;
+    }
+    uint32_t idx = index_of(fs, ino);
+    if (computed_sha256(fs, n) && strcmp(name, MFS_XATTR_SHA256) == 0) {
+        /* Its length is known without hashing. */
+        if (size == 0 || size < 64) {
+            if (size == 0)
+                fuse_reply_xattr(req, 64);
+            else
+                fuse_reply_err(req, ERANGE);
+            return;
+        }
+        sums_req *r = sums_new(req, fs);
+        if (r == NULL)
+            return;
+        r->xnode = idx;
+        sums_go(r);
         return;
     }
     for (uint32_t i = 0; i < n->xattr_count; i++) {
@@ -420,6 +654,9 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     for (uint32_t i = 0; i < n->xattr_count; i++)
         if (xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
             total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
+    bool sha = computed_sha256(fs, n);
+    if (sha)
+        total += sizeof MFS_XATTR_SHA256;
     if (size == 0) {
         fuse_reply_xattr(req, total);
         return;
@@ -442,6 +679,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         memcpy(buf + at, xn, len);
         at += len;
     }
+    if (sha)
+        memcpy(buf + at, MFS_XATTR_SHA256, sizeof MFS_XATTR_SHA256);
     fuse_reply_buf(req, buf, total);
     free(buf);
 }

@@ -96,13 +96,40 @@ typedef struct file_bytes {
     const uint8_t *data;
     uint64_t len;
     mfs_held *h;
+    char *own;              /* SHA256SUMS's text, made here (freed after) */
 } file_bytes;
+
+/* SHA256SUMS as the mount serves it: every line, every file hashed. */
+static bool sums_text(const mfs_tree *t, mfs_content *content, file_bytes *b)
+{
+    const mfs_sums *s = &t->sums;
+    char *text = malloc(s->off[s->count] + 1);
+    char hex[MFS_SHA256_HEX];
+    if (text == NULL)
+        return false;
+    for (uint32_t i = 0; i < s->count; i++) {
+        if (mfs_content_sum(content, s->files[i], hex) != 0) {
+            char *path = mfs_tree_path(t, s->files[i]);
+            fprintf(stderr, "%s: SHA256SUMS: %s cannot be read or checked\n", prog, path);
+            free(path);
+            free(text);
+            return false;
+        }
+        mfs_tree_sums_line(t, i, hex, text + s->off[i]);
+    }
+    b->own = text;
+    b->data = (const uint8_t *)text;
+    b->len = s->off[s->count];
+    return true;
+}
 
 /* False when the file cannot be made or checked (the reason was logged). */
 static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, file_bytes *b)
 {
     const mfs_node *n = mfs_tree_node(t, node);
-    *b = (file_bytes){ NULL, 0, n->data, n->size, NULL };
+    *b = (file_bytes){ NULL, 0, n->data, n->size, NULL, NULL };
+    if (n->sums)
+        return sums_text(t, content, b);
     if (n->body != MFS_NONE) {
         /* A twin: the mount opens its tensor (mfs_tree_add_twin). */
         b->head = n->data;
@@ -132,6 +159,17 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
             fwrite(x->value, 1, x->len, stdout);
             putchar('\n');
         }
+        /* As the mount answers it: made on request, unless the tree has
+         * one (a carton file's MANIFEST sha256). */
+        bool listed = n->summed;
+        for (uint32_t i = 0; listed && i < n->xattr_count; i++)
+            listed = strcmp(t->xattrs[n->xattr_first + i].name, "user.modelfs.sha256") != 0;
+        if (listed) {
+            char hex[MFS_SHA256_HEX];
+            if (mfs_content_sum(content, node, hex) != 0)
+                return mfs_exit_code(MFS_E_VERIFY);
+            printf("user.modelfs.sha256=%s\n", hex);
+        }
         return mfs_exit_code(MFS_OK);
     }
     if (n->kind != MFS_NODE_FILE) {
@@ -148,6 +186,7 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
         rc = mfs_exit_code(MFS_E_INTERNAL);
     }
     mfs_held_unref(b.h);
+    free(b.own);
     return rc;
 }
 
@@ -167,6 +206,7 @@ static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, c
     /* Guarded: the model file may be cut short meanwhile. */
     int r = mfs_sha256_hex_mapped2(b.head, b.head_len, b.data, b.len, NULL, hex);
     mfs_held_unref(b.h);
+    free(b.own);
     if (r != 0) {
         fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog, model, path);
         return mfs_exit_code(MFS_E_CHANGED);

@@ -136,7 +136,8 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
         c.equal(json.loads(os.getxattr(p, "user.modelfs.shape")), want_shape, what + " xattr shape")
         c.equal(int(os.getxattr(p, "user.modelfs.offset")), t["offset"], what + " xattr offset")
         c.equal(sorted(os.listxattr(p)), ["user.modelfs.dtype", "user.modelfs.name",
-                                          "user.modelfs.offset", "user.modelfs.shape"], what + " listxattr")
+                                          "user.modelfs.offset", "user.modelfs.sha256",
+                                          "user.modelfs.shape"], what + " listxattr")
         for ns in ("security.selinux", "system.posix_acl_access"):
             # ENOTSUP (not ENODATA), so ls -l stops asking after one file.
             try:

@@ -143,6 +143,37 @@ static void test_tree_rules(void)
     mfs_tree_destroy(&t);
 }
 
+/* SHA256SUMS: marked files only, in tree order, fixed-length lines, GNU
+ * escapes for a backslash. */
+static void test_sums(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    uint32_t d = mfs_tree_mkdirs(&t, MFS_ROOT, "tensors");
+    uint32_t b = mfs_tree_add(&t, d, "b", MFS_NODE_FILE, NULL, 0);
+    uint32_t a = mfs_tree_add(&t, d, "a\\x", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_add(&t, d, "unmarked", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_mark_summed(&t, b);
+    mfs_tree_mark_summed(&t, a);
+    uint32_t s = mfs_tree_add_sums(&t, MFS_ROOT, "SHA256SUMS");
+    CHECK(s != MFS_NONE && mfs_tree_add_sums(&t, MFS_ROOT, "again") == MFS_NONE);
+    mfs_tree_finish(&t);
+    CHECK(t.sums.count == 2 && t.sums.files[0] == a && t.sums.files[1] == b);
+    const char *hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char line[256];
+    CHECK(t.sums.max_line <= sizeof line);
+    CHECK(mfs_tree_sums_line(&t, 0, hex, line));
+    const char *want0 = "\\0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                        "  tensors/a\\\\x\n";
+    CHECK(t.sums.off[1] == strlen(want0) && memcmp(line, want0, strlen(want0)) == 0);
+    CHECK(mfs_tree_sums_line(&t, 1, hex, line));
+    CHECK(t.sums.off[2] - t.sums.off[1] == 64 + 2 + 9 + 1 && memcmp(line + 64, "  tensors/b\n", 12) == 0);
+    CHECK(mfs_tree_node(&t, s)->size == t.sums.off[2] && mfs_tree_head_len(&t, mfs_tree_node(&t, s)) == 0);
+    CHECK(mfs_tree_sums_line_at(&t, 0) == 0 && mfs_tree_sums_line_at(&t, t.sums.off[1] - 1) == 0 &&
+          mfs_tree_sums_line_at(&t, t.sums.off[1]) == 1 && mfs_tree_sums_line_at(&t, t.sums.off[2] - 1) == 1);
+    mfs_tree_destroy(&t);
+}
+
 static int written_is(mfs_val *v, int toml, const char *want)
 {
     mfs_strbuf sb = { 0 };
@@ -185,5 +216,6 @@ int main(void)
     test_many_duplicates();
     test_tree_rules();
     test_writers();
+    test_sums();
     return unit_finish("test_layout");
 }

@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""SHA256SUMS and user.modelfs.sha256 (issue 9, item 2). For every model:
+SHA256SUMS has one line per tensor file (tensors/, and subgraphs' own
+tensors/ folders), in tree order, in
+`sha256sum -c` format (GNU escapes for a backslash); its size (`stat`, as
+`ls -l` shows it) is the sum of those lines; each line's hash is the
+sha256 of the file's bytes and equals the file's xattr. When every tensor
+reads, `sha256sum -c SHA256SUMS` in the mount passes and the bytes equal
+`modelfs-ls MODEL SHA256SUMS`; when some cannot (a tampered carton
+member), a read covering its line fails with EIO and the other lines read
+fine. And `head -n 1 SHA256SUMS` of a 100,000-tensor model returns quickly.
+
+usage: test_sha256sums.py BUILD_DIR MODEL_DIR...
+"""
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import mfstest  # noqa: E402
+
+XATTR = "user.modelfs.sha256"
+
+
+def models_in(dirs, c):
+    for d in dirs:
+        if not os.path.isdir(d):
+            c.skip("%s is absent: its models are not checked" % d)
+            continue
+        for f in sorted(os.listdir(d)):
+            if f.endswith((".expect.json", ".links")) or f.startswith("."):
+                continue
+            yield os.path.join(d, f)
+
+
+def tensor_files(mnt):
+    """Every tensor file (model.json's entries that are files: not a nested
+    tensor's folder), in tree order: depth first, bytewise by name."""
+    with open(os.path.join(mnt, "model.json")) as f:
+        doc = json.load(f)
+    paths = [t["path"] for t in doc["tensors"]
+             if not os.path.isdir(os.path.join(mnt, t["path"]))]
+    return sorted(paths, key=lambda p: [os.fsencode(x) for x in p.split("/")])
+
+
+def line_for(path, digest):
+    """The GNU sha256sum line (text mode) for `path`."""
+    p = os.fsencode(path)
+    if b"\\" in p or b"\n" in p:
+        return b"\\" + digest.encode() + b"  " + p.replace(b"\\", b"\\\\").replace(b"\n", b"\\n") + b"\n"
+    return digest.encode() + b"  " + p + b"\n"
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def pread(path, n, off):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, n, off)
+    finally:
+        os.close(fd)
+
+
+def check_model(c, build, model, env):
+    name = os.path.relpath(model)
+    extra = ()
+    if os.path.isdir(model + ".links"):
+        extra = ("-o", "links_dir=" + os.path.abspath(model + ".links"))
+    try:
+        ctx = mfstest.mounted(os.path.join(build, "modelfs"), model, env=env, extra=extra)
+        mnt = ctx.__enter__()
+    except RuntimeError:
+        return  # a model that does not mount (mount.models checks those)
+    try:
+        sums = os.path.join(mnt, "SHA256SUMS")
+        files = tensor_files(mnt)
+        digests = {}
+        for p in files:
+            try:
+                digests[p] = hashlib.sha256(read_file(os.path.join(mnt, p))).hexdigest()
+            except OSError:
+                digests[p] = None  # cannot be produced or checked
+        # Line lengths do not depend on the hashes.
+        lines = [line_for(p, digests[p] or "0" * 64) for p in files]
+        size = os.stat(sums).st_size
+        c.equal(size, sum(len(x) for x in lines), name + ": SHA256SUMS size")
+        bad = [p for p in files if digests[p] is None]
+        if not files:
+            # sha256sum -c refuses a file with no lines, whatever it is.
+            c.equal(read_file(sums), b"", name + ": no tensors, empty SHA256SUMS")
+        elif not bad:
+            data = read_file(sums)
+            c.equal(data, b"".join(lines), name + ": SHA256SUMS lines")
+            r = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=mnt,
+                               capture_output=True)
+            c.check(r.returncode == 0, "%s: sha256sum -c: %s" % (name, r.stdout + r.stderr))
+            ls = subprocess.run([os.path.join(build, "modelfs-ls"), *(("--links-dir", extra[1][10:])
+                                                                        if extra else ()),
+                                 model, "SHA256SUMS"], capture_output=True, env=env)
+            c.check(ls.returncode == 0 and ls.stdout == data,
+                    "%s: modelfs-ls SHA256SUMS equals the mount's (exit %d)" % (name, ls.returncode))
+        else:
+            try:
+                read_file(sums)
+                c.check(False, name + ": a whole read of SHA256SUMS must fail")
+            except OSError as e:
+                c.equal(e.errno, errno.EIO, name + ": whole read errno")
+        off = 0
+        for p, line in zip(files, lines):
+            what = "%s: %s" % (name, p)
+            full = os.path.join(mnt, p)
+            if digests[p] is None:
+                try:
+                    pread(sums, len(line), off)
+                    c.check(False, what + ": its line must fail")
+                except OSError as e:
+                    c.equal(e.errno, errno.EIO, what + ": its line's errno")
+                try:
+                    os.getxattr(full, XATTR)
+                    c.check(False, what + ": its xattr must fail")
+                except OSError as e:
+                    c.equal(e.errno, errno.EIO, what + ": its xattr's errno")
+            else:
+                c.equal(pread(sums, len(line), off), line, what + ": its line")
+                c.equal(os.getxattr(full, XATTR).decode(), digests[p], what + ": xattr")
+                c.check(XATTR in os.listxattr(full), what + ": listxattr")
+            off += len(line)
+        if os.path.basename(model).startswith("names"):
+            c.check(any(x.startswith(b"\\") and b"\\\\back" in x for x in lines),
+                    name + ": a backslash name is escaped")
+        if os.path.basename(model) == "gen_tampered.carton":
+            c.check(bad and len(bad) < len(files), name + ": some lines fail, others verify")
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def check_head(c, build, env):
+    """head -n 1 of a 100,000-tensor model's SHA256SUMS."""
+    import gen_rten
+    n = 100000
+    tmp = tempfile.mkdtemp(prefix="modelfs-sums-", dir="/var/tmp")
+    try:
+        gen_rten.write_model(tmp, "huge.rten", gen_rten.many_graph(n))
+        with mfstest.mounted(os.path.join(build, "modelfs"), os.path.join(tmp, "huge.rten"),
+                             env=env) as mnt:
+            t0 = time.monotonic()
+            st = os.stat(os.path.join(mnt, "SHA256SUMS"))
+            r = subprocess.run(["head", "-n", "1", "SHA256SUMS"], cwd=mnt, capture_output=True)
+            dt = time.monotonic() - t0
+            print("head -n 1 SHA256SUMS of %d tensors (%d bytes): %.3f s" % (n, st.st_size, dt),
+                  flush=True)
+            c.check(r.returncode == 0 and r.stdout.endswith(b"  tensors/layer00000%2Fweight\n"),
+                    "head -n 1: %r" % r.stdout[:200])
+            c.check(dt < 1.0, "head -n 1 took %.3f s" % dt)
+            c.equal(r.stdout[:64].decode(), hashlib.sha256(
+                read_file(os.path.join(mnt, "tensors", "layer00000%2Fweight"))).hexdigest(),
+                "head -n 1: the hash")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv):
+    build, dirs = argv[1], argv[2:]
+    c = mfstest.Checker("sha256sums tests")
+    if not mfstest.can_mount():
+        c.skip("no /dev/fuse or fusermount3")
+        return c.finish()
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    for model in models_in(dirs, c):
+        check_model(c, build, model, env)
+    check_head(c, build, env)
+    reports = mfstest.sanitizer_reports(logdir)
+    c.check(not reports, "sanitizer reports:\n" + "\n".join(reports))
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
