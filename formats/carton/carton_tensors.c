@@ -75,21 +75,6 @@ static const char *str_of(const mfs_val *v, size_t *len)
     return v->u.s.p;
 }
 
-/* A shape: a list of non-negative integers (at most MAX_DIMS). */
-static bool parse_shape(const mfs_val *v, uint64_t *dims, size_t *ndim)
-{
-    if (v == NULL || v->type != MFS_V_ARR || v->u.arr.n > MAX_DIMS)
-        return false;
-    for (size_t i = 0; i < v->u.arr.n; i++) {
-        const mfs_val *d = v->u.arr.items[i];
-        if (d->type != MFS_V_INT || d->u.i < 0)
-            return false;
-        dims[i] = (uint64_t)d->u.i;
-    }
-    *ndim = v->u.arr.n;
-    return true;
-}
-
 static bool product(const uint64_t *dims, size_t ndim, uint64_t unit, uint64_t *out)
 {
     uint64_t p = unit;
@@ -199,7 +184,7 @@ static void add_numeric(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
         char *q = carton_quote(t->dtype, strlen(t->dtype));
         snprintf(problem, PROBLEM_MAX, "unknown dtype %s", q);
         free(q);
-    } else if (!parse_shape(mfs_obj_get(t->v, "shape"), dims, &ndim)) {
+    } else if (!mfs_val_uint_list(mfs_obj_get(t->v, "shape"), dims, MAX_DIMS, &ndim)) {
         snprintf(problem, PROBLEM_MAX, "shape is not a list of at most %d non-negative integers", MAX_DIMS);
     } else if (!product(dims, ndim, esize, &want)) {
         snprintf(problem, PROBLEM_MAX, "%s of this shape is more than 2^64 bytes", t->dtype);
@@ -280,7 +265,7 @@ static void add_string(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
     }
     uint64_t dims[MAX_DIMS], want = 0, shape = count;
     size_t ndim = 0;
-    if (!parse_shape(mfs_obj_get(t->v, "shape"), dims, &ndim))
+    if (!mfs_val_uint_list(mfs_obj_get(t->v, "shape"), dims, MAX_DIMS, &ndim))
         snprintf(problem, PROBLEM_MAX, "shape is not a list of at most %d non-negative integers", MAX_DIMS);
     else if (!product(dims, ndim, 1, &want) || want != count)
         snprintf(problem, PROBLEM_MAX, "the shape holds another number of strings than the %zu of %s",

@@ -222,3 +222,17 @@ void mfs_val_free(mfs_val *v)
     }
     free(v);
 }
+
+bool mfs_val_uint_list(const mfs_val *a, uint64_t *out, size_t max, size_t *n)
+{
+    if (a == NULL || a->type != MFS_V_ARR || a->u.arr.n > max)
+        return false;
+    for (size_t i = 0; i < a->u.arr.n; i++) {
+        const mfs_val *v = a->u.arr.items[i];
+        if (v->type != MFS_V_INT || v->u.i < 0)
+            return false;
+        out[i] = (uint64_t)v->u.i;
+    }
+    *n = a->u.arr.n;
+    return true;
+}

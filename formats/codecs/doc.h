@@ -89,4 +89,8 @@ mfs_val *mfs_val_clone(const mfs_val *v);
 bool mfs_val_equal(const mfs_val *a, const mfs_val *b);
 void mfs_val_free(mfs_val *v);
 
+/* An array of at most `max` non-negative integers (a shape, an axis
+ * order) into out[0..*n); false when `a` is not one. */
+bool mfs_val_uint_list(const mfs_val *a, uint64_t *out, size_t max, size_t *n);
+
 #endif

@@ -134,22 +134,6 @@ static mfs_val *shape_val(const uint64_t *shape, size_t ndim)
 
 /* ---- .npy twins (README "The tree") ---------------------------------- */
 
-/* An array of non-negative integers from the table, into dims; false when
- * it is not one or has more than `max`. */
-static bool int_list(const mfs_val *a, uint64_t *dims, size_t max, size_t *n)
-{
-    if (a == NULL || a->type != MFS_V_ARR || a->u.arr.n > max)
-        return false;
-    for (size_t i = 0; i < a->u.arr.n; i++) {
-        const mfs_val *v = a->u.arr.items[i];
-        if (v->type != MFS_V_INT || v->u.i < 0)
-            return false;
-        dims[i] = (uint64_t)v->u.i;
-    }
-    *n = a->u.arr.n;
-    return true;
-}
-
 /* The NPY header for a C-order array: magic, version, length, the dict,
  * padded with spaces and a '\n' so the data starts at a multiple of 64
  * (what numpy writes); version 2.0 only when the dict needs a 32-bit
@@ -201,7 +185,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     if (cap > NPY_MAX_DIMS)
         return;
     uint64_t *dims = mfs_xcalloc(cap ? cap : 1, sizeof *dims);
-    bool ok = stored ? int_list(stored, dims, cap, &ndim) : true;
+    bool ok = stored ? mfs_val_uint_list(stored, dims, cap, &ndim) : true;
     if (ok && !stored && ndim)
         memcpy(dims, t->shape, ndim * sizeof *dims);
     /* Only when the shape covers the bytes exactly (what np.load checks). */
@@ -258,7 +242,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         uint64_t order[NPY_MAX_DIMS];
         size_t on = 0;
         const mfs_val *dord = mfs_obj_get(e, "dim_order");
-        if (int_list(dord, order, NPY_MAX_DIMS, &on) && on == ndim) {
+        if (mfs_val_uint_list(dord, order, NPY_MAX_DIMS, &on) && on == ndim) {
             uint64_t *axes = mfs_xcalloc(ndim ? ndim : 1, sizeof *axes);
             for (size_t i = 0; i < ndim; i++)
                 if (order[i] < ndim)
