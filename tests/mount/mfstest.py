@@ -69,6 +69,12 @@ def sanitizer_reports(logdir):
     return out
 
 
+def check_sanitizer_reports(c, logdir):
+    """One failed check per report the daemons and tools wrote to logdir."""
+    for r in sanitizer_reports(logdir):
+        c.check(False, "sanitizer report:\n" + r[:20000])
+
+
 def unmount(mnt):
     """Unmounts `mnt` (retrying while it is busy); True once it is not
     mounted. A daemon that already exited (SIGTERM, kill) unmounted itself
@@ -130,6 +136,93 @@ def rss(pid):
             if k in ("RssAnon", "RssFile"):
                 out[k] = int(v.split()[0]) * 1024
     return out
+
+
+def drop_caches():
+    """So that the next read through a mount reaches the daemon; False
+    when not root."""
+    if os.geteuid() != 0:
+        return False
+    subprocess.run(["sync"])
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+    return True
+
+
+def read_or_errno(path):
+    """(bytes, 0), or (None, errno) for a whole-file read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(), 0
+    except OSError as e:
+        return None, e.errno
+
+
+def pid_gone(pid, timeout):
+    """Whether process `pid` has ended (or is a zombie) within `timeout` s."""
+    end = time.time() + timeout
+    while True:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        if time.time() >= end:
+            return False
+        time.sleep(0.05)
+
+
+def model_files(c, dirs):
+    """Every model-like entry of `dirs` (not expectations, LINKS side
+    folders or hidden files); a dir that does not exist is skipped, visibly."""
+    for d in dirs:
+        if not os.path.isdir(d):
+            c.skip("%s is absent: its models are not checked" % d)
+            continue
+        for f in sorted(os.listdir(d)):
+            if f.endswith((".expect.json", ".links")) or f.startswith("."):
+                continue
+            yield os.path.join(d, f)
+
+
+class Foreground:
+    """`modelfs -f [OPTS] MODEL MNT` on a new mount point, its log (stderr)
+    in a file; `mounted` says whether the mount came up. close() unmounts,
+    waits for the daemon (killing it after `wait` s), makes sure nothing is
+    left mounted and returns its exit status."""
+
+    def __init__(self, modelfs, model, opts=(), env=None, dir=None, timeout=60):
+        self.mnt = tempfile.mkdtemp(prefix="modelfs-mnt-", dir=dir)
+        self.log = tempfile.TemporaryFile()
+        self.p = subprocess.Popen([modelfs, "-f", *opts, model, self.mnt], env=env,
+                                  stderr=self.log, stdout=subprocess.DEVNULL)
+        end = time.time() + timeout
+        while not os.path.ismount(self.mnt) and time.time() < end and self.p.poll() is None:
+            time.sleep(0.05)
+        self.mounted = os.path.ismount(self.mnt)
+
+    def text(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def close(self, wait=30):
+        if self.p.poll() is None:
+            unmount(self.mnt)
+        try:
+            rc = self.p.wait(wait)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+        for _ in range(50):
+            if not os.path.ismount(self.mnt):
+                break
+            time.sleep(0.1)
+        os.rmdir(self.mnt)
+        self.log.close()
+        return rc
 
 
 def sha256_file(path):

@@ -39,25 +39,6 @@ except ImportError as ex:  # pragma: no cover
     GEN_ERR = str(ex)
 
 
-def drop_caches():
-    """So that the next read through the mount reaches the daemon."""
-    if os.geteuid() != 0:
-        return False
-    subprocess.run(["sync"])
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-    return True
-
-
-def read_errno(path):
-    """(bytes, None) or (None, errno) for a whole-file read."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(), None
-    except OSError as ex:
-        return None, ex.errno
-
-
 def edit_keep_times(path, offset, data):
     """Overwrites bytes in place, then puts the old atime/mtime back, as
     `touch -r` would: only ctime shows the change."""
@@ -149,18 +130,18 @@ def check_rten_edit(c, x, work, rten):
         if not c.check(t is not None, "rten edit: a tensor of 4 bytes or more"):
             return
         path = os.path.join(mnt, t["path"])
-        good, err = read_errno(path)
-        c.check(err is None and len(good) == t["nbytes"], "rten edit: read before the edit")
+        good, err = mfstest.read_or_errno(path)
+        c.check(err == 0 and len(good) == t["nbytes"], "rten edit: read before the edit")
         new = bytes(b ^ 0xFF for b in good[:4])
         c.check(edit_keep_times(model, t["offset"], new), "rten edit: size and mtime kept")
-        if not drop_caches():
+        if not mfstest.drop_caches():
             c.skip("rten edit: not root: cannot drop the page cache")
             return
-        got, err = read_errno(path)
+        got, err = mfstest.read_or_errno(path)
         c.equal(err, errno.EIO, "rten edit + touch -r: read after the edit (got %r)"
                 % (got[:4] if got else None))
-        ok, err = read_errno(os.path.join(mnt, "model.json"))
-        c.check(err is None, "rten edit: model.json still reads")
+        ok, err = mfstest.read_or_errno(os.path.join(mnt, "model.json"))
+        c.check(err == 0, "rten edit: model.json still reads")
     os.unlink(model)
 
 
@@ -199,18 +180,18 @@ def check_folder_edit(c, x, work):
     make_folder(root, files, [("model/alias.py", "main.py")])
     with mfstest.mounted(x.modelfs, root, env=x.env) as mnt:
         path = os.path.join(mnt, "files/model/data.bin")
-        got, err = read_errno(path)
-        c.check(err is None and got == files["model/data.bin"], "folder edit: read before the edit")
+        got, err = mfstest.read_or_errno(path)
+        c.check(err == 0 and got == files["model/data.bin"], "folder edit: read before the edit")
         c.check(edit_keep_times(os.path.join(root, "model/data.bin"), 100, b"EVIL"),
                 "folder edit: size and mtime kept")
-        if not drop_caches():
+        if not mfstest.drop_caches():
             c.skip("folder edit: not root: cannot drop the page cache")
             return
-        got, err = read_errno(path)
+        got, err = mfstest.read_or_errno(path)
         c.equal(err, errno.EIO, "folder edit + touch -r: read after the edit (got %s)"
                 % ("the edited bytes" if got and b"EVIL" in got else repr(got and got[:8])))
-        got, err = read_errno(os.path.join(mnt, "files/model/main.py"))
-        c.check(err is None and got == files["model/main.py"], "folder edit: other files still read")
+        got, err = mfstest.read_or_errno(os.path.join(mnt, "files/model/main.py"))
+        c.check(err == 0 and got == files["model/main.py"], "folder edit: other files still read")
         r = subprocess.run([x.modelfs_ls, "--verify", root], capture_output=True, text=True,
                            timeout=60, env=x.env)
         c.equal(r.returncode, 8, "folder edit: modelfs-ls --verify sees it")
@@ -242,13 +223,13 @@ def check_folder_swap(c, x, work):
                 "folder swap: inside symlink listed, outside one skipped: %r" % names)
         # main.py through the in-folder symlink, read before the swap: its
         # target was resolved at mount.
-        got, err = read_errno(os.path.join(mnt, "files/model/main.py"))
-        c.check(err is None and got == files["model/main.py"], "folder swap: main.py before the swap")
+        got, err = mfstest.read_or_errno(os.path.join(mnt, "files/model/main.py"))
+        c.check(err == 0 and got == files["model/main.py"], "folder swap: main.py before the swap")
         os.rename(os.path.join(root, "model"), os.path.join(root, "model.moved"))
         os.symlink(secret_dir, os.path.join(root, "model"))
-        drop_caches()
+        mfstest.drop_caches()
         for p in ("model/data.bin", "model/sub/more.bin", "model/alias.py"):
-            got, err = read_errno(os.path.join(mnt, "files", p))
+            got, err = mfstest.read_or_errno(os.path.join(mnt, "files", p))
             leaked = got is not None and b"S" * 16 in got
             c.check(not leaked, "folder swap: %s served the other folder's bytes" % p)
             c.check(err in (errno.EIO, errno.ENOENT), "folder swap: %s: EIO or ENOENT, got %r"
@@ -259,12 +240,12 @@ def check_folder_swap(c, x, work):
         os.rename(os.path.join(root, "model.moved"), os.path.join(root, "model"))
         os.unlink(os.path.join(root, "model/last.bin"))
         os.symlink(os.path.join(secret_dir, "last.bin"), os.path.join(root, "model/last.bin"))
-        drop_caches()
-        got, err = read_errno(os.path.join(mnt, "files/model/last.bin"))
+        mfstest.drop_caches()
+        got, err = mfstest.read_or_errno(os.path.join(mnt, "files/model/last.bin"))
         c.check(not (got is not None and b"S" * 16 in got) and err in (errno.EIO, errno.ENOENT),
                 "folder swap: last component as a symlink: %r" % (err if got is None else len(got)))
-        got, err = read_errno(os.path.join(mnt, "model.json"))
-        c.check(err is None, "folder swap: model.json still reads")
+        got, err = mfstest.read_or_errno(os.path.join(mnt, "model.json"))
+        c.check(err == 0, "folder swap: model.json still reads")
     finally:
         cm.__exit__(None, None, None)
     shutil.rmtree(root)
@@ -327,8 +308,7 @@ def main(argv):
                     c.check(False, "%s" % ex)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for r in mfstest.sanitizer_reports(logdir):
-        c.check(False, "sanitizer report:\n" + r)
+    mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(logdir, ignore_errors=True)
     return c.finish()
 

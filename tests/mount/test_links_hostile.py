@@ -146,14 +146,6 @@ def tensor_link_carton(path, base, arr):
     return data, sha
 
 
-def read_or_errno(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read(), 0
-    except OSError as e:
-        return None, e.errno
-
-
 def fresh_read(path, env):
     """sha256 and length of the whole file, read to EOF by another process."""
     r = subprocess.run([sys.executable, "-c",
@@ -263,7 +255,7 @@ def check_mount_bounds(c, x):
         try:
             with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld, opt)) as mnt:
                 t0 = time.monotonic()
-                got, err = read_or_errno(os.path.join(mnt, "files", "model", "linked.bin"))
+                got, err = mfstest.read_or_errno(os.path.join(mnt, "files", "model", "linked.bin"))
                 return err, time.monotonic() - t0, None
         except RuntimeError as e:
             return None, 0, e
@@ -284,20 +276,15 @@ def check_mount_bounds(c, x):
 def check_killed(c, x):
     """SIGKILL of a foreground daemon in the middle of a download."""
     model, ld, sha, _ = x.new("slow-endless")
-    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-", dir=x.work)
-    d = subprocess.Popen([x.modelfs, "-f", "-o", "links_dir=" + ld, model, mnt], env=x.env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    fg = mfstest.Foreground(x.modelfs, model, ("-o", "links_dir=" + ld), x.env, dir=x.work)
+    mnt, d = fg.mnt, fg.p
     try:
-        for _ in range(100):
-            if os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        if not c.check(os.path.ismount(mnt), "killed: mounted"):
+        if not c.check(fg.mounted, "killed: mounted"):
             return
         result = {}
 
         def reader():
-            result["r"] = read_or_errno(os.path.join(mnt, "files", "model", "linked.bin"))
+            result["r"] = mfstest.read_or_errno(os.path.join(mnt, "files", "model", "linked.bin"))
         th = threading.Thread(target=reader, daemon=True)
         before = Server.sent
         th.start()
@@ -313,32 +300,19 @@ def check_killed(c, x):
                 "killed: the reader got an error: %r" % (result.get("r", (None, None))[1],))
         c.equal(os.listdir(ld), [], "killed mid-download: nothing left in links_dir")
     finally:
-        if d.poll() is None:
-            d.kill()
-            d.wait()
-        subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
-        for _ in range(50):
-            if not os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        os.rmdir(mnt)
+        fg.close()
 
 
 def check_stopped(c, x):
     """SIGTERM to a foreground daemon in the middle of a download: the
     transfer is abandoned, the daemon ends in bounded time, nothing is left."""
     model, ld, sha, _ = x.new("slow-endless")
-    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-", dir=x.work)
-    d = subprocess.Popen([x.modelfs, "-f", "-o", "links_dir=" + ld, model, mnt], env=x.env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    fg = mfstest.Foreground(x.modelfs, model, ("-o", "links_dir=" + ld), x.env, dir=x.work)
+    mnt, d = fg.mnt, fg.p
     try:
-        for _ in range(100):
-            if os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        if not c.check(os.path.ismount(mnt), "stopped: mounted"):
+        if not c.check(fg.mounted, "stopped: mounted"):
             return
-        th = threading.Thread(target=read_or_errno,
+        th = threading.Thread(target=mfstest.read_or_errno,
                               args=(os.path.join(mnt, "files", "model", "linked.bin"),), daemon=True)
         before = Server.sent
         th.start()
@@ -360,15 +334,7 @@ def check_stopped(c, x):
         th.join(30)
         c.equal(os.listdir(ld), [], "stopped mid-download: nothing left in links_dir")
     finally:
-        if d.poll() is None:
-            d.kill()
-            d.wait()
-        subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
-        for _ in range(50):
-            if not os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        os.rmdir(mnt)
+        fg.close()
 
 
 def check_sizes(c, x):
@@ -399,7 +365,7 @@ def check_tensor_link(c, x):
         c.equal(os.getxattr(p, "user.modelfs.dtype"), b"float32", "linked tensor: declared dtype")
         c.equal(os.getxattr(p, "user.modelfs.shape"), b"[1250]", "linked tensor: declared shape")
         c.equal(os.stat(p).st_size, 5000, "linked tensor: declared size before the fetch")
-        got, err = read_or_errno(p)
+        got, err = mfstest.read_or_errno(p)
         c.equal((err, hashlib.sha256(got or b"").hexdigest()), (0, sha), "linked tensor: first mount reads it")
         f = os.path.join(mnt, "files", "tensor_data", "tensor_1.bin")
         c.equal(fresh_read(f, x.env), [sha, "5000"], "its files/ node reads it too")
@@ -421,7 +387,7 @@ def check_tensor_link(c, x):
     ld2 = os.path.join(x.work, "ld-tensor2")
     os.mkdir(ld2)
     with mfstest.mounted(x.modelfs, m2, x.env, extra=mount_opts(ld2)) as mnt:
-        c.equal(read_or_errno(os.path.join(mnt, "tensors", "v"))[1], errno.EIO,
+        c.equal(mfstest.read_or_errno(os.path.join(mnt, "tensors", "v"))[1], errno.EIO,
                 "linked tensor of another length than declared: EIO")
 
 
@@ -509,8 +475,7 @@ def main():
                 print("%s %s" % ("ok  " if c.failed == before else "FAIL", f.__name__), flush=True)
         else:
             c.skip("no /dev/fuse or fusermount3: mount checks not run")
-        for rep in mfstest.sanitizer_reports(logdir):
-            c.check(False, "sanitizer report:\n" + rep[:20000])
+        mfstest.check_sanitizer_reports(c, logdir)
     finally:
         STOP.set()
         srv.shutdown()

@@ -119,15 +119,6 @@ class Load:
         return not any(t.is_alive() for t in self.threads)
 
 
-def gone(pid, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if not os.path.exists("/proc/%d" % pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def check_load(c, x, model, want):
     with mfstest.mounted(x.modelfs, model, x.env, extra=("-o", "cache_size=8M")) as mnt:
         load = Load(mnt, want, 1)
@@ -149,7 +140,7 @@ def check_sigterm(c, x, model, want):
         load.start()
         time.sleep(0.5)
         os.kill(pid, signal.SIGTERM)
-        c.check(gone(pid, 20), "sigterm: the daemon exits under load")
+        c.check(mfstest.pid_gone(pid, 20), "sigterm: the daemon exits under load")
         c.check(load.finish(), "sigterm: readers end")
         c.equal(load.wrong, 0, "sigterm: wrong reads")
         c.check(load.good > 0, "sigterm: reads before the signal (%d)" % load.good)
@@ -168,38 +159,11 @@ def check_lazy_unmount(c, x, model, want):
         time.sleep(0.5)
         subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
         c.check(load.finish(), "lazy: readers end")
-        c.check(pid is None or gone(pid, 20), "lazy: the daemon exits once its files are closed")
+        c.check(pid is None or mfstest.pid_gone(pid, 20), "lazy: the daemon exits once its files are closed")
         c.equal(load.wrong, 0, "lazy: wrong reads")
     finally:
         subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
         os.rmdir(mnt)
-
-
-class Foreground:
-    """modelfs -f with its log (stderr) in a file."""
-
-    def __init__(self, x, model, opts):
-        self.mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
-        self.log = tempfile.TemporaryFile()
-        self.p = subprocess.Popen([x.modelfs, "-f", "-o", opts, model, self.mnt], env=x.env,
-                                  stderr=self.log, stdout=subprocess.DEVNULL)
-        end = time.time() + 60
-        while not os.path.ismount(self.mnt) and time.time() < end and self.p.poll() is None:
-            time.sleep(0.05)
-
-    def text(self):
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
-
-    def close(self):
-        mfstest.unmount(self.mnt)
-        try:
-            rc = self.p.wait(30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
-        os.rmdir(self.mnt)
-        return rc
 
 
 def open_errno(path):
@@ -213,9 +177,9 @@ def check_cap(c, x, work):
     """Four 48 MiB zstd members, room for one: the cap holds with files open."""
     model = os.path.join(work, "big.carton")
     big_carton(model, 4, 48 * MIB)
-    fg = Foreground(x, model, "cache_size=64M")
+    fg = mfstest.Foreground(x.modelfs, model, ("-o", "cache_size=64M"), x.env)
     try:
-        if not c.check(os.path.ismount(fg.mnt), "cap: mounted"):
+        if not c.check(fg.mounted, "cap: mounted"):
             return
         pid = fg.p.pid
         base = mfstest.rss(pid)["RssAnon"]
@@ -289,8 +253,7 @@ def main(argv):
         print("%s cap" % ("ok  " if c.failed == before else "FAIL"), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for r in mfstest.sanitizer_reports(logdir):
-        c.check(False, "sanitizer report:\n" + r)
+    mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
 

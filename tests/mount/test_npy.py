@@ -24,18 +24,6 @@ import numpy as np  # noqa: E402
 MIB = 1 << 20
 
 
-def models_in(dirs, c):
-    for d in dirs:
-        if not os.path.isdir(d):
-            c.skip("%s is absent: its models are not checked" % d)
-            continue
-        for f in sorted(os.listdir(d)):
-            p = os.path.join(d, f)
-            if f.endswith((".expect.json", ".links")) or f.startswith("."):
-                continue
-            yield p
-
-
 def read_all(path):
     with open(path, "rb") as f:
         return f.read()
@@ -163,11 +151,10 @@ def main(argv):
     modelfs = os.path.join(build, "modelfs")
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    for model in models_in(dirs, c):
+    for model in mfstest.model_files(c, dirs):
         check_model(c, modelfs, model, env)
     check_big(c, modelfs, env)
-    reports = mfstest.sanitizer_reports(logdir)
-    c.check(not reports, "sanitizer reports:\n" + "\n".join(reports))
+    mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
 

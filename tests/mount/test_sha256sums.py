@@ -29,17 +29,6 @@ import mfstest  # noqa: E402
 XATTR = "user.modelfs.sha256"
 
 
-def models_in(dirs, c):
-    for d in dirs:
-        if not os.path.isdir(d):
-            c.skip("%s is absent: its models are not checked" % d)
-            continue
-        for f in sorted(os.listdir(d)):
-            if f.endswith((".expect.json", ".links")) or f.startswith("."):
-                continue
-            yield os.path.join(d, f)
-
-
 def tensor_files(mnt):
     """Every tensor file (model.json's entries that are files: not a nested
     tensor's folder), in tree order: depth first, bytewise by name."""
@@ -177,11 +166,10 @@ def main(argv):
         return c.finish()
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    for model in models_in(dirs, c):
+    for model in mfstest.model_files(c, dirs):
         check_model(c, build, model, env)
     check_head(c, build, env)
-    reports = mfstest.sanitizer_reports(logdir)
-    c.check(not reports, "sanitizer reports:\n" + "\n".join(reports))
+    mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
 

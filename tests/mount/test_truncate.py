@@ -22,7 +22,6 @@ import os
 import shutil
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -146,13 +145,6 @@ def make_zstd(work, size):
     return path, "files/model/big.zst.bin"
 
 
-def drop_caches():
-    if os.geteuid() == 0:
-        subprocess.run(["sync"])
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-
-
 def rss_kib(pid):
     """Resident memory of `pid` (anonymous + file pages), in KiB."""
     try:
@@ -188,16 +180,11 @@ class Reader(threading.Thread):
 
 
 def run_case(c, x, what, model, inner, victim, want_sha, cut_to):
-    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
-    drop_caches()
-    d = subprocess.Popen([x.modelfs, "-f", model, mnt], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, env=x.env)
+    mfstest.drop_caches()
+    fg = mfstest.Foreground(x.modelfs, model, (), x.env, timeout=30)
+    mnt, d = fg.mnt, fg.p
     try:
-        for _ in range(600):
-            if os.path.ismount(mnt) or d.poll() is not None:
-                break
-            time.sleep(0.05)
-        if not c.check(os.path.ismount(mnt), "%s: mounted" % what):
+        if not c.check(fg.mounted, "%s: mounted" % what):
             return
         base = rss_kib(d.pid) or 0
         r = Reader(os.path.join(mnt, inner))
@@ -246,19 +233,10 @@ def run_case(c, x, what, model, inner, victim, want_sha, cut_to):
             c.equal(ex.errno, errno.EIO, "%s: a later open of the cut file" % what)
         c.check(d.poll() is None, "%s: the daemon is still alive at the end" % what)
     finally:
-        mfstest.unmount(mnt)
-        try:
-            d.wait(60)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            d.wait()
-        if d.returncode not in (0, None):
-            c.check(False, "%s: modelfs -f exited %d: %s" % (
-                what, d.returncode, d.stderr.read().decode(errors="replace")[-2000:]))
-        d.stderr.close()
-        if os.path.ismount(mnt):
-            subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
-        os.rmdir(mnt)
+        log = fg.text()
+        rc = fg.close(60)
+        if rc not in (0, None):
+            c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
 
 
 class Ctx:
@@ -297,8 +275,7 @@ def main(argv):
             os.unlink(model)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for r in mfstest.sanitizer_reports(logdir):
-        c.check(False, "sanitizer report:\n" + r)
+    mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(logdir, ignore_errors=True)
     return c.finish()
 
