@@ -10,6 +10,7 @@
 #include "digest.h"
 #include "hash.h"
 #include "log.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 /* Job threads at once: each runs one production (a download may take
@@ -57,9 +58,10 @@ struct mfs_content {
     unsigned running;       /* job threads alive */
     bool stopping;
     held_link *live;
-    /* SHA256SUMS digests, by node: hex text, and whether it is there. */
+    /* SHA256SUMS digests, by node: the 32 bytes (shown as hex), and
+     * whether they are there. */
     pthread_mutex_t sum_lock;
-    char (*sums)[64];
+    uint8_t (*sums)[32];
     bool *summed;
 };
 
@@ -689,13 +691,19 @@ bool mfs_content_sum_cached(mfs_content *c, uint32_t node, char hex[65])
 {
     if (node >= c->tree->count)
         return false;
+    static const char digits[] = "0123456789abcdef";
+    uint8_t d[32];
     pthread_mutex_lock(&c->sum_lock);
     bool have = c->summed[node];
-    if (have) {
-        memcpy(hex, c->sums[node], 64);
-        hex[64] = '\0';
-    }
+    if (have)
+        memcpy(d, c->sums[node], sizeof d);
     pthread_mutex_unlock(&c->sum_lock);
+    for (int i = 0; have && i < 32; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
+    }
+    if (have)
+        hex[64] = '\0';
     return have;
 }
 
@@ -703,8 +711,15 @@ void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
 {
     if (node >= c->tree->count)
         return;
+    uint8_t d[32];
+    for (int i = 0; i < 32; i++) {
+        int hi = mfs_hexval(hex[2 * i]), lo = mfs_hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return;  /* not a digest: nothing kept */
+        d[i] = (uint8_t)(hi << 4 | lo);
+    }
     pthread_mutex_lock(&c->sum_lock);
-    memcpy(c->sums[node], hex, 64);
+    memcpy(c->sums[node], d, sizeof d);
     c->summed[node] = true;
     pthread_mutex_unlock(&c->sum_lock);
 }

@@ -99,7 +99,7 @@ bool mfs_held_valid(const mfs_held *h);
 bool mfs_content_known_size(mfs_content *c, uint32_t node, uint64_t *size);
 
 /* ---- sha256 of files listed in SHA256SUMS (mfs_tree_sums) ----
- * Each is made once and kept (65 bytes per node, touched only when made).
+ * Each is made once and kept (33 bytes per node, touched only when made).
  * Failures are not kept: the content layer keeps its own (sticky) ones. */
 
 /* True, with the lowercase hex digest in `hex`, once it was made. */
