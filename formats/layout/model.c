@@ -178,6 +178,15 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     if (descr == NULL || dir == MFS_ROOT || mfs_obj_get(e, "problem") != NULL ||
         mfs_obj_get(e, "nested_in") != NULL)
         return;
+    /* Bytes kept big-endian as stored (a table key `byte_order: "big"`):
+     * the twin says so, and numpy swaps on use. */
+    char swapped[8];
+    const mfs_val *bo = mfs_obj_get(e, "byte_order");
+    if (bo && bo->type == MFS_V_STR && bo->u.s.len == 3 && memcmp(bo->u.s.p, "big", 3) == 0 &&
+        descr[0] == '<') {
+        snprintf(swapped, sizeof swapped, ">%s", descr + 1);
+        descr = swapped;
+    }
     /* Bytes stored in another memory order keep it: the stored shape in C
      * order, so they are still served zero-copy; npy_axes turns it back. */
     const mfs_val *stored = mfs_obj_get(e, "stored_shape");
