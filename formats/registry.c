@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <stdio.h>
@@ -42,6 +44,49 @@ const mfs_format *mfs_format_detect(mfs_span file)
         }
     }
     return best;
+}
+
+const mfs_format *mfs_format_detect_dir(const char *path)
+{
+    const mfs_format *best = NULL;
+    int best_bid = 0;
+    for (size_t i = 0; mfs_formats[i] != NULL; i++) {
+        const mfs_format *f = mfs_formats[i];
+        int bid = f->probe_dir && f->load_dir ? f->probe_dir(path) : 0;
+        if (bid > best_bid) {
+            best_bid = bid;
+            best = f;
+        }
+    }
+    return best;
+}
+
+struct probing {
+    mfs_span file;
+    const mfs_format *found;
+};
+
+static int probe_guarded(void *arg)
+{
+    struct probing *p = arg;
+    p->found = mfs_format_detect(p->file);
+    return 0;
+}
+
+const mfs_format *mfs_format_detect_fd(int fd, uint64_t size)
+{
+    if (size == 0 || size > SIZE_MAX)
+        return NULL;
+    /* Mapped, not read: the probes touch a few pages (the head, a zip's
+     * end records), not the file. */
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    struct probing pr = { { p, size, 0 }, NULL };
+    if (mfs_guard_run(probe_guarded, &pr) != 0)
+        pr.found = NULL;
+    munmap(p, (size_t)size);
+    return pr.found;
 }
 
 /* Runs `load` (a file or a folder loader) and finishes the tree. */
@@ -105,16 +150,7 @@ int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_lo
         memset(blob, 0, sizeof *blob);
         blob->fd = -1;
         blob->mtime = st.st_mtim;
-        const mfs_format *best = NULL;
-        int best_bid = 0;
-        for (size_t i = 0; mfs_formats[i] != NULL; i++) {
-            const mfs_format *f = mfs_formats[i];
-            int bid = f->probe_dir && f->load_dir ? f->probe_dir(path) : 0;
-            if (bid > best_bid) {
-                best_bid = bid;
-                best = f;
-            }
-        }
+        const mfs_format *best = mfs_format_detect_dir(path);
         if (best == NULL)
             return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET,
                             "a folder that is not a model of a known format (%s)", mfs_format_names());

@@ -35,6 +35,12 @@ const char *mfs_format_names(void);
 
 /* The best-bidding format for `file`, or NULL. */
 const mfs_format *mfs_format_detect(mfs_span file);
+/* The same for an open file of `size` bytes (mapped for the probes, which
+ * read a few pages; a file that shrinks meanwhile is no model). */
+const mfs_format *mfs_format_detect_fd(int fd, uint64_t size);
+/* The best-bidding format that has the folder `path` for one of its
+ * models (an unpacked carton), or NULL. */
+const mfs_format *mfs_format_detect_dir(const char *path);
 
 /* Detects, loads, and finishes the model (model.json, model.toml) into
  * `tree`; MFS_E_UNKNOWN when nothing recognises the bytes. The tree is

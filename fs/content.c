@@ -44,9 +44,19 @@ typedef struct held_link {
     struct held_link *prev, *next;
 } held_link;
 
+/* The one cap of a mount, shared by the content of every model in it. */
+struct mfs_content_pool {
+    uint64_t cap;
+    atomic_uint_least64_t used;  /* bytes in memory: live produced bytes + reservations */
+    pthread_mutex_t lock;        /* guards `members` */
+    mfs_content *members;
+};
+
 struct mfs_content {
     const mfs_tree *tree;
-    uint64_t cap, used;     /* bytes in memory: live produced bytes + reservations */
+    mfs_content_pool *pool;
+    bool own_pool;
+    mfs_content *pool_next, *pool_prev;
     pthread_mutex_t lock;
     pthread_cond_t jobs_done;
     slot *slots;
@@ -98,11 +108,57 @@ static uint32_t slot_of(const mfs_content *c, const mfs_node *n)
     return mfs_table_find(&c->index, key_hash(n), same_source, &k);
 }
 
+mfs_content_pool *mfs_content_pool_new(uint64_t cap)
+{
+    mfs_content_pool *p = mfs_xcalloc(1, sizeof *p);
+    p->cap = cap;
+    atomic_init(&p->used, 0);
+    pthread_mutex_init(&p->lock, NULL);
+    return p;
+}
+
+void mfs_content_pool_free(mfs_content_pool *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+static uint64_t used_of(const mfs_content *c)
+{
+    return atomic_load(&c->pool->used);
+}
+
+static void charge(mfs_content *c, uint64_t bytes)
+{
+    atomic_fetch_add(&c->pool->used, bytes);
+}
+
+static void uncharge(mfs_content *c, uint64_t bytes)
+{
+    atomic_fetch_sub(&c->pool->used, bytes);
+}
+
+/* Whether `need` more bytes fit under the cap now. */
+static bool fits(const mfs_content *c, uint64_t need)
+{
+    uint64_t used = used_of(c), cap = c->pool->cap;
+    return used <= cap && need <= cap - used;
+}
+
 mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
+{
+    mfs_content *c = mfs_content_new_in(t, mfs_content_pool_new(cap));
+    c->own_pool = true;
+    return c;
+}
+
+mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_content_pool *pool)
 {
     mfs_content *c = mfs_xcalloc(1, sizeof *c);
     c->tree = t;
-    c->cap = cap;
+    c->pool = pool;
     uint32_t with_ops = 0;
     for (uint32_t i = 0; i < t->count; i++)
         with_ops += t->nodes[i].kind == MFS_NODE_FILE && t->nodes[i].ops != NULL;
@@ -124,6 +180,12 @@ mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
     /* calloc's pages cost nothing until a digest is written to them. */
     c->sums = mfs_xcalloc(t->count, sizeof *c->sums);
     c->summed = mfs_xcalloc(t->count, sizeof *c->summed);
+    pthread_mutex_lock(&pool->lock);
+    c->pool_next = pool->members;
+    if (pool->members)
+        pool->members->pool_prev = c;
+    pool->members = c;
+    pthread_mutex_unlock(&pool->lock);
     return c;
 }
 
@@ -150,7 +212,7 @@ static mfs_held *held_new(mfs_content *c, const mfs_node *n, const mfs_bytes *b,
     l->h.node = n;
     l->h.c = c;
     atomic_init(&l->h.refs, refs);
-    c->used += l->h.bytes.charge;
+    charge(c, l->h.bytes.charge);
     l->next = c->live;
     if (c->live)
         c->live->prev = l;
@@ -162,7 +224,7 @@ static mfs_held *held_new(mfs_content *c, const mfs_node *n, const mfs_bytes *b,
 static void held_unlink(mfs_content *c, mfs_held *h)
 {
     held_link *l = (held_link *)h;
-    c->used -= h->bytes.charge;
+    uncharge(c, h->bytes.charge);
     if (l->prev)
         l->prev->next = l->next;
     else
@@ -268,8 +330,7 @@ static void fl_add(freelist *fl, mfs_held *h)
 static void evict(mfs_content *c, uint64_t need, freelist *fl)
 {
     uint32_t i = c->tail;
-    while (i != MFS_NONE &&
-           (c->used > c->cap || need > c->cap - c->used || c->ncached > MFS_CACHED_MAX)) {
+    while (i != MFS_NONE && (!fits(c, need) || c->ncached > MFS_CACHED_MAX)) {
         uint32_t prev = c->slots[i].prev;
         if (atomic_load(&c->slots[i].held->refs) == 1)
             fl_add(fl, uncache(c, i));
@@ -284,6 +345,23 @@ static void free_all(freelist *fl)
         held_destroy(&l->h);
     }
     fl->first = NULL;
+}
+
+/* Under c's lock, when its own idle files were not enough: the idle files
+ * of the pool's other members (other models of the mount) go too. Their
+ * locks are only tried, never waited for, so two members evicting at
+ * once cannot deadlock; one that is busy keeps its files this time. */
+static void evict_others(mfs_content *c, uint64_t need, freelist *fl)
+{
+    mfs_content_pool *p = c->pool;
+    pthread_mutex_lock(&p->lock);
+    for (mfs_content *o = p->members; o != NULL && !fits(c, need); o = o->pool_next) {
+        if (o == c || pthread_mutex_trylock(&o->lock) != 0)
+            continue;
+        evict(o, need, fl);
+        pthread_mutex_unlock(&o->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -332,7 +410,7 @@ static void finish(mfs_content *c, uint32_t i, int r, mfs_bytes *b, const mfs_er
 {
     slot *s = &c->slots[i];
     bool cancelled = mfs_job_cancelled(&s->job);
-    c->used -= s->reserved;
+    uncharge(c, s->reserved);
     s->reserved = 0;
     mfs_wait *w = s->waiters;
     s->waiters = NULL;
@@ -503,15 +581,18 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
         case S_IDLE: {
             uint64_t need = n->ops->in_memory && !n->size_unknown ? n->size : 0;
             evict(c, need, &fl);
-            if (need > c->cap || c->used > c->cap - need) {
+            if (!fits(c, need))
+                evict_others(c, need, &fl);
+            if (!fits(c, need)) {
+                uint64_t cap = c->pool->cap, used = used_of(c);
                 st = MFS_CONTENT_NOMEM;
                 mfs_fail(&e, MFS_E_NOMEM, MFS_NO_OFFSET,
                          "needs %llu bytes of memory; cache_size=%llu has %llu free now (raise -o cache_size)",
-                         (unsigned long long)need, (unsigned long long)c->cap,
-                         (unsigned long long)(c->used < c->cap ? c->cap - c->used : 0));
+                         (unsigned long long)need, (unsigned long long)cap,
+                         (unsigned long long)(used < cap ? cap - used : 0));
                 break;
             }
-            c->used += need;
+            charge(c, need);
             s->reserved = need;
             s->state = S_BUSY;
             atomic_store(&s->job.cancelled, false);
@@ -624,10 +705,7 @@ bool mfs_content_known_size(mfs_content *c, uint32_t node, uint64_t *size)
 
 uint64_t mfs_content_held(mfs_content *c)
 {
-    pthread_mutex_lock(&c->lock);
-    uint64_t h = c->used;
-    pthread_mutex_unlock(&c->lock);
-    return h;
+    return used_of(c);
 }
 
 /* Under the lock: no new job starts, running ones are told to stop. */
@@ -682,6 +760,17 @@ void mfs_content_free(mfs_content *c)
     free(c->summed);
     pthread_mutex_destroy(&c->sum_lock);
     mfs_table_free(&c->index);
+    mfs_content_pool *p = c->pool;
+    pthread_mutex_lock(&p->lock);
+    if (c->pool_prev)
+        c->pool_prev->pool_next = c->pool_next;
+    else
+        p->members = c->pool_next;
+    if (c->pool_next)
+        c->pool_next->pool_prev = c->pool_prev;
+    pthread_mutex_unlock(&p->lock);
+    if (c->own_pool)
+        mfs_content_pool_free(p);
     free(c);
 }
 

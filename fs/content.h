@@ -69,6 +69,14 @@ struct mfs_wait {
 
 /* `cap`: bytes of produced content held in memory at most. */
 mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap);
+
+/* One cap for the content of several trees (every model of a mount): an
+ * open that does not fit evicts idle files of the others too. Free the
+ * pool after its last member. */
+typedef struct mfs_content_pool mfs_content_pool;
+mfs_content_pool *mfs_content_pool_new(uint64_t cap);
+void mfs_content_pool_free(mfs_content_pool *p);
+mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_content_pool *pool);
 /* Cancels running jobs and waits up to `wait_ms` for them; false when some
  * did not end (the content is then left allocated: exit the process). */
 bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms);
@@ -116,7 +124,8 @@ int mfs_content_sum_held(mfs_content *c, uint32_t node, const mfs_held *h, char 
  * logged for a produced file). */
 int mfs_content_sum(mfs_content *c, uint32_t node, char hex[65]);
 
-/* Bytes of produced content held in memory now (for tests and statistics). */
+/* Bytes of produced content held in memory now, by every member of the
+ * pool (for tests and statistics). */
 uint64_t mfs_content_held(mfs_content *c);
 
 #endif

@@ -18,7 +18,7 @@ typedef struct open_wait {
     mfs_wait w;             /* first: the content layer hands it back */
     fuse_req_t req;
     struct fuse_file_info fi;
-    const mfs_fs *fs;
+    const mfs_volume *fs;
     const mfs_node *node;
 } open_wait;
 
@@ -26,31 +26,47 @@ typedef struct open_wait {
  * and attributes for as long as it likes. */
 #define MFS_TIMEOUT 86400.0
 
-static const mfs_fs *fs_of(fuse_req_t req)
+static mfs_mount *mount_of(fuse_req_t req)
 {
     return fuse_req_userdata(req);
 }
 
-/* Inode 1 is the root (index 0); MFS_NONE for numbers we never gave out. */
-static uint32_t index_of(const mfs_fs *fs, fuse_ino_t ino)
+/* Inode numbers: the volume in the high 32 bits (0 for a single model or
+ * the top of several), the node's index + 1 in the low ones, so one
+ * model alone has the numbers it has in a mount of many, plus its
+ * volume's. The root is inode 1. */
+static fuse_ino_t ino_of(const mfs_volume *v, uint32_t idx)
 {
-    if (ino == 0 || ino > fs->tree->count)
-        return MFS_NONE;
-    return (uint32_t)(ino - 1);
+    return ((fuse_ino_t)v->id << 32) | ((fuse_ino_t)idx + 1);
 }
 
-/* The node behind `ino`, or NULL after replying ENOENT. */
-static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, uint32_t *idx)
+/* The volume and node index behind `ino`; NULL for numbers we never gave
+ * out. */
+static const mfs_volume *vol_of(fuse_req_t req, fuse_ino_t ino, uint32_t *idx)
 {
-    const mfs_fs *fs = fs_of(req);
-    uint32_t i = index_of(fs, ino);
-    if (i == MFS_NONE) {
+    uint64_t low = (uint64_t)ino & 0xffffffffu;
+    const mfs_volume *v = mfs_forest_volume(mount_of(req)->forest, (uint32_t)((uint64_t)ino >> 32));
+    if (v == NULL || low == 0 || low > v->tree->count)
+        return NULL;
+    *idx = (uint32_t)(low - 1);
+    return v;
+}
+
+/* The node behind `ino` (its volume in *fs), or NULL after replying
+ * ENOENT. */
+static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, const mfs_volume **fs,
+                                      uint32_t *idx)
+{
+    uint32_t i;
+    const mfs_volume *v = vol_of(req, ino, &i);
+    if (v == NULL) {
         fuse_reply_err(req, ENOENT);
         return NULL;
     }
     if (idx)
         *idx = i;
-    return mfs_tree_node(fs->tree, i);
+    *fs = v;
+    return mfs_tree_node(v->tree, i);
 }
 
 /* A file fetched on first open has no size until then; after, the length
@@ -61,16 +77,16 @@ static double attr_timeout(const mfs_node *n)
     return n->size_unknown ? 0.0 : MFS_TIMEOUT;
 }
 
-static void fill_stat(const mfs_fs *fs, uint32_t idx, struct stat *st)
+static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, struct stat *st)
 {
     const mfs_node *n = mfs_tree_node(fs->tree, idx);
     uint64_t size = n->size;
     if (n->size_unknown)
         mfs_content_known_size(fs->content, idx, &size);
     memset(st, 0, sizeof *st);
-    st->st_ino = (ino_t)idx + 1;
-    st->st_uid = fs->uid;
-    st->st_gid = fs->gid;
+    st->st_ino = (ino_t)ino_of(fs, idx);
+    st->st_uid = mt->uid;
+    st->st_gid = mt->gid;
     st->st_atim = st->st_mtim = st->st_ctim = fs->mtime;
     st->st_blksize = MFS_MAX_READ;
     if (n->kind == MFS_NODE_DIR) {
@@ -84,14 +100,29 @@ static void fill_stat(const mfs_fs *fs, uint32_t idx, struct stat *st)
     }
 }
 
-static void fill_entry(const mfs_fs *fs, uint32_t idx, struct fuse_entry_param *e)
+static void fill_entry(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
+                       struct fuse_entry_param *e)
 {
     memset(e, 0, sizeof *e);
-    e->ino = (fuse_ino_t)idx + 1;
+    e->ino = ino_of(fs, idx);
     e->generation = 1;
     e->attr_timeout = attr_timeout(mfs_tree_node(fs->tree, idx));
     e->entry_timeout = MFS_TIMEOUT;
-    fill_stat(fs, idx, &e->attr);
+    fill_stat(mt, fs, idx, &e->attr);
+}
+
+/* Several models: a model's folder in the top tree is its own volume's
+ * root. `load` loads it (a lookup); otherwise only a loaded one is
+ * given, and NULL means "not loaded yet". */
+static const mfs_volume *model_root(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
+                                    bool load)
+{
+    if (fs->id != 0)
+        return NULL;
+    uint32_t k = mfs_forest_model_at(mt->forest, idx);
+    if (k == MFS_NONE)
+        return NULL;
+    return load ? mfs_forest_get(mt->forest, k) : mfs_forest_peek(mt->forest, k);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -107,15 +138,26 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    const mfs_fs *fs = fs_of(req);
-    uint32_t p = index_of(fs, parent);
-    uint32_t c = p == MFS_NONE ? MFS_NONE : mfs_tree_lookup(fs->tree, p, name);
+    const mfs_mount *mt = mount_of(req);
+    uint32_t p;
+    const mfs_volume *fs = vol_of(req, parent, &p);
+    uint32_t c = fs == NULL ? MFS_NONE : mfs_tree_lookup(fs->tree, p, name);
     if (c == MFS_NONE) {
         fuse_reply_err(req, ENOENT);
         return;
     }
+    /* A model's folder: the first lookup loads the model (here, on this
+     * worker; others go on serving). */
+    if (mfs_forest_model_at(mt->forest, fs->id == 0 ? c : MFS_NONE) != MFS_NONE) {
+        fs = model_root(mt, fs, c, true);
+        if (fs == NULL) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        c = MFS_ROOT;
+    }
     struct fuse_entry_param e;
-    fill_entry(fs, c, &e);
+    fill_entry(mt, fs, c, &e);
     fuse_reply_entry(req, &e);
 }
 
@@ -123,16 +165,17 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     (void)fi;
     uint32_t idx;
-    const mfs_node *n = node_or_enoent(req, ino, &idx);
+    const mfs_volume *fs;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
     if (n == NULL)
         return;
     struct stat st;
-    fill_stat(fs_of(req), idx, &st);
+    fill_stat(mount_of(req), fs, idx, &st);
     fuse_reply_attr(req, &st, attr_timeout(n));
 }
 
 /* Whether the node's bytes are a slice of the mapped model file. */
-static bool borrowed(const mfs_fs *fs, const mfs_node *n)
+static bool borrowed(const mfs_volume *fs, const mfs_node *n)
 {
     const uint8_t *lo = fs->blob->data;
     return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
@@ -141,7 +184,7 @@ static bool borrowed(const mfs_fs *fs, const mfs_node *n)
 /* The node whose bytes a file serves after its own: an .npy twin's
  * tensor (mfs_tree_add_twin), otherwise the file itself. Opens, reads and
  * checks go to that node. */
-static const mfs_node *source_of(const mfs_fs *fs, const mfs_node *n, uint32_t *idx)
+static const mfs_node *source_of(const mfs_volume *fs, const mfs_node *n, uint32_t *idx)
 {
     if (n->body == MFS_NONE)
         return n;
@@ -196,7 +239,8 @@ static void open_interrupted(fuse_req_t req, void *data)
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     uint32_t idx;
-    const mfs_node *n = node_or_enoent(req, ino, &idx);
+    const mfs_volume *fs;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
     if (n == NULL)
         return;
     if (n->kind == MFS_NODE_DIR) {
@@ -207,7 +251,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EROFS);
         return;
     }
-    const mfs_fs *fs = fs_of(req);
     /* A twin opens its tensor: the same check, the same produced bytes. */
     const mfs_node *src = source_of(fs, n, &idx);
     /* Checking a slice (a stored zip member's sha256) reads the mapping:
@@ -250,9 +293,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    const mfs_fs *fs = fs_of(req);
-    uint32_t idx = index_of(fs, ino);
-    if (idx != MFS_NONE && source_of(fs, mfs_tree_node(fs->tree, idx), NULL)->ops != NULL)
+    uint32_t idx;
+    const mfs_volume *fs = vol_of(req, ino, &idx);
+    if (fs != NULL && source_of(fs, mfs_tree_node(fs->tree, idx), NULL)->ops != NULL)
         mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
     fuse_reply_err(req, 0);
 }
@@ -284,7 +327,7 @@ static void reply_twin(fuse_req_t req, const uint8_t *head, uint64_t hlen, const
 typedef struct sums_req {
     mfs_wait w;             /* first: the content layer hands it back */
     fuse_req_t req;
-    const mfs_fs *fs;
+    const mfs_volume *fs;
     uint32_t xnode;         /* the xattr's file; MFS_NONE for a read */
     uint32_t line, end;     /* lines still to make: [line, end) */
     uint64_t off;           /* the read's range */
@@ -377,7 +420,7 @@ static void sums_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs
 /* Makes the digests the request needs, in order, then replies. */
 static void sums_go(sums_req *r)
 {
-    const mfs_fs *fs = r->fs;
+    const mfs_volume *fs = r->fs;
     const mfs_sums *s = &fs->tree->sums;
     char hex[MFS_SHA256_HEX];
     for (;;) {
@@ -424,7 +467,7 @@ static void sums_go(sums_req *r)
     sums_reply(r, NULL);
 }
 
-static sums_req *sums_new(fuse_req_t req, const mfs_fs *fs)
+static sums_req *sums_new(fuse_req_t req, const mfs_volume *fs)
 {
     sums_req *r = calloc(1, sizeof *r);
     if (r == NULL) {
@@ -438,7 +481,7 @@ static sums_req *sums_new(fuse_req_t req, const mfs_fs *fs)
     return r;
 }
 
-static void read_sums(fuse_req_t req, const mfs_fs *fs, const mfs_node *n, size_t size, off_t off)
+static void read_sums(fuse_req_t req, const mfs_volume *fs, const mfs_node *n, size_t size, off_t off)
 {
     const mfs_sums *s = &fs->tree->sums;
     if (off < 0 || (uint64_t)off >= n->size || size == 0) {
@@ -467,8 +510,8 @@ static void read_sums(fuse_req_t req, const mfs_fs *fs, const mfs_node *n, size_
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    const mfs_fs *fs = fs_of(req);
-    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    const mfs_volume *fs;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, NULL);
     if (n == NULL)
         return;
     if (n->kind != MFS_NODE_FILE) {
@@ -513,9 +556,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
-    const mfs_fs *fs = fs_of(req);
+    const mfs_mount *mt = mount_of(req);
+    const mfs_volume *fs;
     uint32_t idx;
-    const mfs_node *d = node_or_enoent(req, ino, &idx);
+    const mfs_node *d = node_or_enoent(req, ino, &fs, &idx);
     if (d == NULL)
         return;
     if (d->kind != MFS_NODE_DIR) {
@@ -543,15 +587,30 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
             name = mfs_tree_node(fs->tree, target)->name;
         }
         size_t n;
-        if (plus) {
-            struct fuse_entry_param e;
-            fill_entry(fs, target, &e);
-            n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)pos + 1);
-        } else {
-            struct stat st;
-            fill_stat(fs, target, &st);
-            n = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)pos + 1);
+        struct fuse_entry_param e;
+        /* A model's folder shows its volume's root. One not loaded yet is
+         * listed without attributes (ino 0: the kernel looks it up, which
+         * loads it, only when it is used): `ls` of a folder of models
+         * parses none of them. */
+        const mfs_volume *ev = fs;
+        uint32_t et = target;
+        bool unloaded = false;
+        if (pos >= 2 && mfs_forest_model_at(mt->forest, fs->id == 0 ? target : MFS_NONE) != MFS_NONE) {
+            ev = model_root(mt, fs, target, false);
+            et = MFS_ROOT;
+            unloaded = ev == NULL;
         }
+        if (unloaded) {
+            memset(&e, 0, sizeof e);
+            e.attr.st_ino = (ino_t)(((fuse_ino_t)mfs_forest_model_at(mt->forest, target) + 1) << 32 | 1);
+            e.attr.st_mode = S_IFDIR | 0555;
+        } else {
+            fill_entry(mt, ev, et, &e);
+        }
+        if (plus)
+            n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)pos + 1);
+        else
+            n = fuse_add_direntry(req, buf + used, size - used, name, &e.attr, (off_t)pos + 1);
         if (n > size - used)
             break;
         used += n;
@@ -588,7 +647,7 @@ static bool xattr_fits(const mfs_xattr *x)
 /* A file listed in SHA256SUMS answers user.modelfs.sha256 with the digest
  * of its bytes, made on first request; unless the tree gives that xattr a
  * value of its own (a carton file's MANIFEST sha256). */
-static bool computed_sha256(const mfs_fs *fs, const mfs_node *n)
+static bool computed_sha256(const mfs_volume *fs, const mfs_node *n)
 {
     if (!n->summed)
         return false;
@@ -600,8 +659,9 @@ static bool computed_sha256(const mfs_fs *fs, const mfs_node *n)
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-    const mfs_fs *fs = fs_of(req);
-    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    const mfs_volume *fs;
+    uint32_t idx;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
     if (n == NULL)
         return;
     /* Only the user namespace exists here. Saying so (ENOTSUP rather than
@@ -612,7 +672,6 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         fuse_reply_err(req, ENOTSUP);
         return;
     }
-    uint32_t idx = index_of(fs, ino);
     if (computed_sha256(fs, n) && strcmp(name, MFS_XATTR_SHA256) == 0) {
         /* Its length is known without hashing. */
         if (size == 0 || size < 64) {
@@ -646,8 +705,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-    const mfs_fs *fs = fs_of(req);
-    const mfs_node *n = node_or_enoent(req, ino, NULL);
+    const mfs_volume *fs;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, NULL);
     if (n == NULL)
         return;
     size_t total = 0;
@@ -688,13 +747,13 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     (void)ino;
-    const mfs_fs *fs = fs_of(req);
+    const mfs_forest *f = mount_of(req)->forest;
     struct statvfs sv;
     memset(&sv, 0, sizeof sv);
     sv.f_bsize = MFS_MAX_READ;
     sv.f_frsize = 4096;
-    sv.f_blocks = (fsblkcnt_t)((fs->blob->size + 4095) / 4096);
-    sv.f_files = fs->tree->count;
+    sv.f_blocks = (fsblkcnt_t)((f->bytes + 4095) / 4096);
+    sv.f_files = f->top.tree->count;
     sv.f_namemax = MFS_NAME_MAX;
     sv.f_flag = ST_RDONLY;
     fuse_reply_statfs(req, &sv);

@@ -1,4 +1,4 @@
-/* The FUSE low-level front end: serves an immutable mfs_tree. The only
+/* The FUSE low-level front end: serves immutable trees (fs/forest.h). The only
  * place that speaks errno. It knows nothing of model formats. */
 #ifndef MFS_LL_H
 #define MFS_LL_H
@@ -6,21 +6,17 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
-#include "blob.h"
-#include "content.h"
-#include "tree.h"
+#include "forest.h"
 
 /* 1 MiB requests: fewer round trips per byte (SPEC §6). */
 #define MFS_MAX_READ (1u << 20)
 
-typedef struct mfs_fs {
-    const mfs_tree *tree;
-    const mfs_blob *blob;    /* where borrowed file data lives */
-    mfs_content *content;    /* produced and verified file bytes */
+/* What the session serves: one model, or several (fs/forest.h). */
+typedef struct mfs_mount {
+    mfs_forest *forest;
     uid_t uid;
     gid_t gid;
-    struct timespec mtime;   /* every node shows the model file's mtime */
-} mfs_fs;
+} mfs_mount;
 
 extern const struct fuse_lowlevel_ops mfs_ll_ops;
 

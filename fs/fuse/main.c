@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "collection.h"
 #include "blob.h"
 #include "ll.h"
 #include "log.h"
@@ -31,9 +32,10 @@ static const char *prog = "modelfs";
 #define READY_TIMEOUT_MS 60000
 
 struct cli {
-    const char *model;
+    const char **paths;     /* MODEL... MOUNTPOINT: every non-option argument */
+    size_t npaths;
+    const char *model;      /* the first MODEL (the file system's name) */
     const char *mountpoint;
-    int extra_args;
     int help;
     int version;
     char *cache_size;   /* -o cache_size=SIZE */
@@ -69,17 +71,15 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
     case KEY_VERSION:
         c->version = 1;
         return 0;
-    case FUSE_OPT_KEY_NONOPT:
-        if (c->model == NULL) {
-            c->model = arg;
-            return 0;
-        }
-        if (c->mountpoint == NULL) {
-            c->mountpoint = arg;
-            return 1;  /* fuse_parse_cmdline takes it from here */
-        }
-        c->extra_args++;
+    case FUSE_OPT_KEY_NONOPT: {
+        /* The last one is the mount point: known only at the end. */
+        const char **p = realloc(c->paths, (c->npaths + 1) * sizeof *p);
+        if (p == NULL)
+            return -1;
+        c->paths = p;
+        c->paths[c->npaths++] = arg;
         return 0;
+    }
     default:
         return 1;
     }
@@ -89,10 +89,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [options] MODEL MOUNTPOINT\n"
+            "       %s [options] MODEL... MOUNTPOINT\n"
+            "       %s [options] DIR MOUNTPOINT\n"
             "Mount a machine-learning model file as a read-only directory tree.\n"
             "\n"
             "  MODEL           a model file; the format is recognised by its bytes\n"
             "                  (%s)\n"
+            "  MODEL...        several: each is a folder named after its file, with\n"
+            "                  models.json listing them; each loads on first use and one\n"
+            "                  that fails shows a folder with an ERROR file\n"
+            "  DIR             a folder of models: every model file below it (found by\n"
+            "                  its bytes) is a folder at its path; other files are not shown\n"
             "  MOUNTPOINT      an existing directory\n"
             "\n"
             "options:\n"
@@ -117,7 +124,7 @@ static void usage(FILE *f)
             "MODEL may also be a folder holding an unpacked carton.\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 not a recognised model, 5 corrupt model, 6 mount failed.\n",
-            prog, mfs_format_names());
+            prog, prog, prog, mfs_format_names());
 }
 
 /* -o NAME=VALUE as a size above 0, when given; false after saying why. */
@@ -231,6 +238,18 @@ static void *ready_thread(void *arg)
     return NULL;
 }
 
+/* Several models: model k loads from its path, when first used. */
+struct multi_ctx {
+    const mfs_collection *coll;
+    const mfs_load_opts *opts;
+};
+
+static int load_one(void *ctx, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
+{
+    const struct multi_ctx *m = ctx;
+    return mfs_load_path(tree, blob, m->coll->open_paths[k], m->opts, e);
+}
+
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
 {
     pthread_t t;
@@ -276,12 +295,14 @@ int main(int argc, char **argv)
         rc = mfs_exit_code(MFS_OK);
         goto out_args;
     }
-    if (cli.model == NULL || cli.mountpoint == NULL || cli.extra_args) {
-        fprintf(stderr, "%s: %s\n", prog,
-                cli.extra_args ? "too many arguments" : "expected MODEL and MOUNTPOINT");
+    if (cli.npaths < 2) {
+        fprintf(stderr, "%s: expected MODEL and MOUNTPOINT\n", prog);
         usage(stderr);
         goto out_args;
     }
+    cli.model = cli.paths[0];
+    cli.mountpoint = cli.paths[cli.npaths - 1];
+    size_t nmodels = cli.npaths - 1;
     struct stat mst;
     bool no_mp = stat(cli.mountpoint, &mst) != 0;
     if (no_mp || !S_ISDIR(mst.st_mode)) {
@@ -292,7 +313,7 @@ int main(int argc, char **argv)
     }
     char *fsname = fsname_opt(cli.model);
     int added = fuse_opt_insert_arg(&args, 1, "-oro,default_permissions,subtype=modelfs,max_read=1048576") |
-                fuse_opt_insert_arg(&args, 1, fsname);
+                fuse_opt_insert_arg(&args, 1, fsname) | fuse_opt_add_arg(&args, cli.mountpoint);
     free(fsname);
     if (added != 0 || fuse_parse_cmdline(&args, &o) != 0 || o.mountpoint == NULL) {
         fprintf(stderr, "%s: invalid arguments (try --help)\n", prog);
@@ -315,18 +336,33 @@ int main(int argc, char **argv)
     }
     mfs_err err = { 0 };
     mfs_blob blob = { .fd = -1 };
-    mfs_content *content = NULL;
     mfs_tree tree;
     mfs_tree_init(&tree);
-    if (mfs_load_path(&tree, &blob, cli.model, &lopts, &err) != 0) {
-        mfs_err_print(prog, cli.model, &err);
-        rc = mfs_exit_code(err.code);
-        goto out_tree;
+    mfs_forest forest;
+    mfs_collection coll = { 0 };
+    struct multi_ctx mctx = { &coll, &lopts };
+    if (mfs_collect_is_single(cli.paths, nmodels)) {
+        /* One model: loaded now, so a bad one fails the mount with its code. */
+        if (mfs_load_path(&tree, &blob, cli.model, &lopts, &err) != 0) {
+            mfs_err_print(prog, cli.model, &err);
+            rc = mfs_exit_code(err.code);
+            mfs_tree_destroy(&tree);
+            mfs_blob_close(&blob);
+            goto out_opts;
+        }
+        mfs_forest_init_single(&forest, &tree, &blob, cache_size);
+    } else {
+        const char *bad = NULL;
+        if (mfs_collect(cli.paths, nmodels, &coll, &bad, &err) != 0) {
+            mfs_err_print(prog, bad, &err);
+            rc = mfs_exit_code(err.code);
+            goto out_opts;
+        }
+        mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size, load_one,
+                              &mctx, prog);
     }
 
-    content = mfs_content_new(&tree, cache_size);
-    mfs_fs fs = { .tree = &tree, .blob = &blob, .uid = getuid(), .gid = getgid(), .mtime = blob.mtime,
-                  .content = content };
+    mfs_mount fs = { .forest = &forest, .uid = getuid(), .gid = getgid() };
     struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
     if (se == NULL) {
         fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
@@ -360,7 +396,7 @@ int main(int argc, char **argv)
      * session: stop them before it goes. One that will not stop (a
      * library call that does not return) leaves everything as it is for
      * the exit to clean up. */
-    if (!mfs_content_shutdown(content, 10000)) {
+    if (!mfs_forest_shutdown(&forest, 10000)) {
         mfs_log("modelfs: %s: work still running at unmount; exiting anyway", cli.model);
         fuse_session_unmount(se);
         _exit(rc);
@@ -373,7 +409,8 @@ out_signals:
 out_session:
     fuse_session_destroy(se);
 out_tree:
-    mfs_content_free(content);
+    mfs_forest_destroy(&forest);
+    mfs_collection_free_paths(&coll);
     mfs_tree_destroy(&tree);
     mfs_blob_close(&blob);
 out_opts:
@@ -384,6 +421,7 @@ out_opts:
     free(cli.fetch_reserve);
     free(cli.links_dir);
 out_args:
+    free(cli.paths);
     fuse_opt_free_args(&args);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "registry.h"
+#include "collection.h"
 #include "blob.h"
 #include "content.h"
 #include "digest.h"
@@ -24,11 +25,15 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [options] MODEL [PATH]\n"
+            "       %s [options] MODEL... -- [PATH]\n"
             "       %s --sha256 [options] MODEL PATH...\n"
             "       %s --check [options] MODEL...\n"
             "List the tree modelfs would mount for MODEL, or write one file of it.\n"
             "\n"
-            "  MODEL          a model file (%s), or a folder holding an unpacked carton\n"
+            "  MODEL          a model file (%s), or a folder holding an unpacked carton,\n"
+            "                 or a folder of models (as `modelfs DIR MNT` mounts it)\n"
+            "  MODEL... --    several models, as `modelfs A B MNT` mounts them; the PATHs\n"
+            "                 (for --sha256, -x or one file's bytes) come after the --\n"
             "  PATH           a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
             "                 its bytes are written to stdout exactly as the mount serves them\n"
             "  -x             with PATH: print the node's extended attributes instead\n"
@@ -54,35 +59,84 @@ static void usage(FILE *f)
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
             "to verify or could not be read.\n",
-            prog, prog, prog, mfs_format_names());
+            prog, prog, prog, prog, mfs_format_names());
 }
 
-static void list(const mfs_tree *t, uint32_t dir)
+/* A model's folder in the top tree of several models: its volume (loaded
+ * now), else NULL. */
+static const mfs_volume *model_volume(mfs_forest *f, const mfs_volume *v, uint32_t node)
 {
+    uint32_t k = v->id == 0 ? mfs_forest_model_at(f, node) : MFS_NONE;
+    return k == MFS_NONE ? NULL : mfs_forest_get(f, k);
+}
+
+/* Sizes as `ls -l` of the mount shows them: a file fetched or made on
+ * first open shows the length it has once made. */
+static uint64_t shown_size(const mfs_volume *v, uint32_t node)
+{
+    const mfs_node *n = mfs_tree_node(v->tree, node);
+    uint64_t size = n->size;
+    if (n->size_unknown && v->id == 0 && !mfs_content_known_size(v->content, node, &size)) {
+        /* models.json: the mount shows its size once read; so do we. */
+        mfs_held *h = mfs_content_get(v->content, node, NULL);
+        mfs_held_unref(h);
+    }
+    if (n->size_unknown)
+        mfs_content_known_size(v->content, node, &size);
+    return size;
+}
+
+static void list(mfs_forest *f, const mfs_volume *v, uint32_t dir, const char *prefix)
+{
+    const mfs_tree *t = v->tree;
     const mfs_node *d = mfs_tree_node(t, dir);
     for (uint32_t i = 0; i < d->child_count; i++) {
         uint32_t c = t->children[d->child_first + i];
         const mfs_node *n = mfs_tree_node(t, c);
-        char *path = mfs_tree_path(t, c);
+        char *rel = mfs_tree_path(t, c);
+        size_t len = strlen(prefix) + strlen(rel) + 1;
+        char *path = malloc(len);
+        if (path == NULL)
+            abort();
+        snprintf(path, len, "%s%s", prefix, rel);
+        free(rel);
+        const mfs_volume *mv = model_volume(f, v, c);
         if (n->kind == MFS_NODE_DIR) {
             printf("d %12s %s/\n", "-", path);
-            list(t, c);
+            if (mv != NULL) {
+                char *sub = malloc(len + 1);
+                if (sub == NULL)
+                    abort();
+                snprintf(sub, len + 1, "%s/", path);
+                list(f, mv, MFS_ROOT, sub);
+                free(sub);
+            } else {
+                list(f, v, c, prefix);
+            }
         } else {
-            printf("f %12llu %s\n", (unsigned long long)n->size, path);
+            printf("f %12llu %s\n", (unsigned long long)shown_size(v, c), path);
         }
         free(path);
     }
 }
 
-static uint32_t resolve(const mfs_tree *t, const char *path)
+/* The node at `path` and its volume (*v, from the top): a model's folder
+ * leads into its model. */
+static uint32_t resolve(mfs_forest *f, const mfs_volume **v, const char *path)
 {
     uint32_t cur = MFS_ROOT;
     char *copy = strdup(path);
     if (copy == NULL)
         return MFS_NONE;
     for (char *save = NULL, *c = strtok_r(copy, "/", &save); c != NULL && cur != MFS_NONE;
-         c = strtok_r(NULL, "/", &save))
-        cur = mfs_tree_lookup(t, cur, c);
+         c = strtok_r(NULL, "/", &save)) {
+        cur = mfs_tree_lookup((*v)->tree, cur, c);
+        const mfs_volume *mv = cur == MFS_NONE ? NULL : model_volume(f, *v, cur);
+        if (mv != NULL) {
+            *v = mv;
+            cur = MFS_ROOT;
+        }
+    }
     free(copy);
     return cur;
 }
@@ -191,9 +245,12 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
 }
 
 /* --sha256: "SHA256  SIZE  PATH" for one PATH of the tree (as given). */
-static int sum_one(const mfs_tree *t, mfs_content *content, const char *model, const char *path)
+static int sum_one(mfs_forest *f, const char *model, const char *path)
 {
-    uint32_t node = resolve(t, path);
+    const mfs_volume *v = &f->top;
+    uint32_t node = resolve(f, &v, path);
+    const mfs_tree *t = v->tree;
+    mfs_content *content = v->content;
     if (node == MFS_NONE || mfs_tree_node(t, node)->kind != MFS_NODE_FILE) {
         fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
                 "no such path in the tree" : "is a directory", path);
@@ -239,24 +296,56 @@ static int check_all(char **models, int n, const mfs_load_opts *opts)
     return rc;
 }
 
-/* Produces and checks every file that has something to produce or check. */
-static int verify_all(const mfs_tree *t, mfs_content *content)
+/* Produces and checks every file that has something to produce or check,
+ * in every model. */
+static void verify_volume(const mfs_volume *v, unsigned *checked, unsigned *failed)
 {
-    unsigned checked = 0, failed = 0;
+    const mfs_tree *t = v->tree;
+    mfs_content *content = v->content;
     for (uint32_t i = 0; i < t->count; i++) {
         const mfs_node *n = mfs_tree_node(t, i);
         if (n->kind != MFS_NODE_FILE || n->ops == NULL)
             continue;
-        checked++;
+        (*checked)++;
         mfs_held *h = mfs_content_get(content, i, NULL);
         if (h == NULL) {
-            failed++;  /* the reason was logged, with the path */
+            (*failed)++;  /* the reason was logged, with the path */
             continue;
         }
         mfs_held_unref(h);
     }
-    printf("verify: %u files checked, %u failed\n", checked, failed);
-    return mfs_exit_code(failed ? MFS_E_VERIFY : MFS_OK);
+}
+
+static int verify_all(mfs_forest *f)
+{
+    unsigned checked = 0, failed = 0, bad_models = 0;
+    if (f->count == 0)
+        verify_volume(&f->top, &checked, &failed);
+    for (uint32_t k = 0; k < f->count; k++) {
+        const mfs_volume *v = mfs_forest_get(f, k);
+        if (v == NULL || f->models[k].failed)
+            bad_models++;
+        else
+            verify_volume(v, &checked, &failed);
+    }
+    if (f->count)
+        printf("verify: %u models, %u did not load; %u files checked, %u failed\n", f->count,
+               bad_models, checked, failed);
+    else
+        printf("verify: %u files checked, %u failed\n", checked, failed);
+    return mfs_exit_code(failed || bad_models ? MFS_E_VERIFY : MFS_OK);
+}
+
+/* Several models: model k loads from its path when first listed. */
+struct multi_ctx {
+    const mfs_collection *coll;
+    const mfs_load_opts *opts;
+};
+
+static int load_one(void *ctx, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
+{
+    const struct multi_ctx *m = ctx;
+    return mfs_load_path(tree, blob, m->coll->open_paths[k], m->opts, e);
 }
 
 int main(int argc, char **argv)
@@ -300,52 +389,87 @@ int main(int argc, char **argv)
             return mfs_exit_code(MFS_E_USAGE);
         }
     }
-    int rest = argc - argi;
-    if (rest < 1 || (rest > 2 && !sums && !check) || (xattrs && rest != 2) ||
-        (verify && rest != 1) || (sums && (rest < 2 || xattrs || verify)) ||
-        (check && (xattrs || verify || sums))) {
+    if (check) {
+        if (argi >= argc || xattrs || verify || sums) {
+            usage(stderr);
+            return mfs_exit_code(MFS_E_USAGE);
+        }
+        int rc = check_all(argv + argi, argc - argi, &opts);
+        return fflush(stdout) != 0 && rc == 0 ? mfs_exit_code(MFS_E_INTERNAL) : rc;
+    }
+    /* MODEL [PATH...], or MODEL... -- [PATH...] for several models. */
+    int nmodels = 1, first_path = argi + 1;
+    for (int i = argi; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            nmodels = i - argi;
+            first_path = i + 1;
+            break;
+        }
+    }
+    int npaths = argc - first_path;
+    if (nmodels < 1 || argi + nmodels > argc || (npaths > 1 && !sums) || (xattrs && npaths != 1) ||
+        (verify && npaths != 0) || (sums && (npaths < 1 || xattrs || verify))) {
         usage(stderr);
         return mfs_exit_code(MFS_E_USAGE);
     }
-    if (check) {
-        int rc = check_all(argv + argi, rest, &opts);
-        return fflush(stdout) != 0 && rc == 0 ? mfs_exit_code(MFS_E_INTERNAL) : rc;
-    }
-    const char *model = argv[argi];
+    const char *const *models = (const char *const *)(argv + argi);
+    const char *model = models[0];
     mfs_err e = { 0 };
     mfs_blob blob = { .fd = -1 };
     mfs_tree tree;
     mfs_tree_init(&tree);
-    mfs_content *content = NULL;
+    mfs_forest forest;
+    mfs_collection coll = { 0 };
+    struct multi_ctx mctx = { &coll, &opts };
     int rc = mfs_exit_code(MFS_OK);
-    if (mfs_load_path(&tree, &blob, model, &opts, &e) != 0) {
-        mfs_err_print(prog, model, &e);
-        rc = mfs_exit_code(e.code);
+    bool loaded = false;
+    if (mfs_collect_is_single(models, (size_t)nmodels)) {
+        if (mfs_load_path(&tree, &blob, model, &opts, &e) != 0) {
+            mfs_err_print(prog, model, &e);
+            rc = mfs_exit_code(e.code);
+        } else {
+            mfs_forest_init_single(&forest, &tree, &blob, mfs_content_default_cap());
+            loaded = true;
+        }
     } else {
-        content = mfs_content_new(&tree, mfs_content_default_cap());
+        const char *bad = NULL;
+        if (mfs_collect(models, (size_t)nmodels, &coll, &bad, &e) != 0) {
+            mfs_err_print(prog, bad, &e);
+            rc = mfs_exit_code(e.code);
+        } else {
+            mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count,
+                                  mfs_content_default_cap(), load_one, &mctx, "modelfs");
+            loaded = true;
+        }
+    }
+    if (loaded) {
         if (verify) {
-            rc = verify_all(&tree, content);
+            rc = verify_all(&forest);
         } else if (sums) {
-            for (int i = argi + 1; i < argc; i++) {
-                int r = sum_one(&tree, content, model, argv[i]);
+            for (int i = first_path; i < argc; i++) {
+                int r = sum_one(&forest, model, argv[i]);
                 if (rc == 0)
                     rc = r;
             }
-        } else if (rest == 1) {
-            list(&tree, MFS_ROOT);
+        } else if (npaths == 0) {
+            list(&forest, &forest.top, MFS_ROOT, "");
         } else {
-            uint32_t node = resolve(&tree, argv[argi + 1]);
+            const mfs_volume *v = &forest.top;
+            uint32_t node = resolve(&forest, &v, argv[first_path]);
             if (node == MFS_NONE) {
-                fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[argi + 1]);
+                fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model,
+                        argv[first_path]);
                 rc = mfs_exit_code(MFS_E_NO_PATH);
             } else {
-                rc = dump(&tree, content, node, xattrs);
+                rc = dump(v->tree, v->content, node, xattrs);
             }
         }
     }
     if (fflush(stdout) != 0 && rc == 0)
         rc = mfs_exit_code(MFS_E_INTERNAL);
-    mfs_content_free(content);
+    if (loaded)
+        mfs_forest_destroy(&forest);
+    mfs_collection_free_paths(&coll);
     mfs_tree_destroy(&tree);
     mfs_blob_close(&blob);
     return rc;

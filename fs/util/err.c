@@ -54,13 +54,20 @@ int mfs_exit_code(mfs_code code)
     return 1;
 }
 
-void mfs_err_print(const char *prog, const char *file, const mfs_err *e)
+void mfs_err_format(char *out, size_t size, const char *prog, const char *file, const mfs_err *e)
 {
     char name[1024], msg[sizeof e->msg];
     escape_controls(name, sizeof name, file);
     escape_controls(msg, sizeof msg, e->msg);
     if (e->offset >= 0)
-        fprintf(stderr, "%s: %s: byte %lld: %s\n", prog, name, (long long)e->offset, msg);
+        snprintf(out, size, "%s: %s: byte %lld: %s\n", prog, name, (long long)e->offset, msg);
     else
-        fprintf(stderr, "%s: %s: %s\n", prog, name, msg);
+        snprintf(out, size, "%s: %s: %s\n", prog, name, msg);
+}
+
+void mfs_err_print(const char *prog, const char *file, const mfs_err *e)
+{
+    char line[MFS_ERR_LINE_MAX];
+    mfs_err_format(line, sizeof line, prog, file, e);
+    fputs(line, stderr);
 }

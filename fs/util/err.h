@@ -5,6 +5,7 @@
 #ifndef MFS_ERR_H
 #define MFS_ERR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum mfs_code {
@@ -54,5 +55,8 @@ int mfs_exit_code(mfs_code code);
 
 /* Prints "PROG: FILE: byte N: MSG" (offset part only when known) to stderr. */
 void mfs_err_print(const char *prog, const char *file, const mfs_err *e);
+/* The same line, newline included, into `out` (cut to fit). */
+#define MFS_ERR_LINE_MAX 2048
+void mfs_err_format(char *out, size_t size, const char *prog, const char *file, const mfs_err *e);
 
 #endif

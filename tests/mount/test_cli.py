@@ -53,8 +53,10 @@ def main(argv):
 
     r = run([modelfs, "--no-such-option", model, mnt], env)
     c.equal(r.returncode, 2, "unknown option")
+    # Several models: the last argument is the mount point, which must exist.
     r = run([modelfs, model, mnt, "extra"], env)
-    c.equal(r.returncode, 2, "too many arguments")
+    c.equal(r.returncode, 6, "MODEL MODEL MOUNTPOINT with no such mount point")
+    c.check("extra" in r.stderr, "the message names the mount point: %r" % r.stderr)
 
     missing = os.path.join(work, "missing.rten")
     for prog, args in ((modelfs, [missing, mnt]), (modelfs_ls, [missing])):

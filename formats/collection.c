@@ -1,0 +1,313 @@
+#include "collection.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "names.h"
+#include "registry.h"
+#include "strbuf.h"
+#include "xalloc.h"
+
+/* A model found, before the top tree is laid out. */
+typedef struct found {
+    char *dir;               /* encoded folder path below the mount root ("" = root) */
+    char *name;              /* its file name as on disk */
+    char *source;            /* the path shown in messages and models.json */
+    char *open_path;         /* what to load */
+    const mfs_format *format;
+    uint64_t size;
+    struct timespec mtime;
+} found;
+
+typedef struct walker {
+    found *list;
+    size_t count, cap;
+    uint64_t entries;
+    bool warned;
+} walker;
+
+static void add_found(walker *w, const char *dir, const char *name, const char *source,
+                      const char *open_path, const mfs_format *fmt, const struct stat *st)
+{
+    if (w->count == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 16;
+        w->list = mfs_xrealloc(w->list, w->cap * sizeof *w->list);
+    }
+    found *f = &w->list[w->count++];
+    f->dir = mfs_xstrdup(dir);
+    f->name = mfs_xstrdup(name);
+    f->source = mfs_xstrdup(source);
+    f->open_path = mfs_xstrdup(open_path);
+    f->format = fmt;
+    f->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+    f->mtime = st->st_mtim;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *join(const char *a, const char *b)
+{
+    mfs_strbuf sb = { 0 };
+    mfs_sb_adds(&sb, a);
+    if (a[0] && b[0])
+        mfs_sb_addc(&sb, '/');
+    mfs_sb_adds(&sb, b);
+    return mfs_sb_take(&sb, NULL);
+}
+
+/* The format of the regular file `fd`, probed from its mapping. */
+static const mfs_format *probe_fd(int fd, const struct stat *st)
+{
+    return S_ISREG(st->st_mode) ? mfs_format_detect_fd(fd, (uint64_t)st->st_size) : NULL;
+}
+
+/* Whether the real path `real` is `root` or below it. */
+static bool inside(const char *root, const char *real)
+{
+    size_t n = strlen(root);
+    return strncmp(root, real, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1);
+}
+
+/* Walks the folder `path` (already known to be a real folder below
+ * `root`, the real path of DIR): each model found goes to w with its
+ * folder path `enc` below the mount root. Names are sorted, so the same
+ * files give the same tree. Symlinks are followed only to files inside
+ * DIR (a model is loaded by its link's path, so it has the link's name,
+ * as when mounted alone); folders reached by a symlink are not entered. */
+static void walk(walker *w, const char *root, const char *path, const char *shown,
+                 const char *enc, unsigned depth)
+{
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        mfs_log("modelfs: %s: cannot read the folder: %s", shown, strerror(errno));
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (++w->entries > MFS_COLLECT_MAX_ENTRIES) {
+            if (!w->warned)
+                mfs_log("modelfs: %s: more than %u entries; the rest are not looked at", shown,
+                        MFS_COLLECT_MAX_ENTRIES);
+            w->warned = true;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            names = mfs_xrealloc(names, cap * sizeof *names);
+        }
+        names[n++] = mfs_xstrdup(de->d_name);
+    }
+    int dfd = dirfd(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = names[i];
+        char *full = join(path, name), *show = join(shown, name);
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            goto next;
+        if (S_ISDIR(st.st_mode)) {
+            const mfs_format *fmt = mfs_format_detect_dir(full);
+            char *ename = mfs_name_encode(name, strlen(name));
+            if (fmt != NULL)
+                add_found(w, enc, name, show, full, fmt, &st);
+            else if (depth < MFS_COLLECT_MAX_DEPTH) {
+                char *sub = join(enc, ename);
+                walk(w, root, full, show, sub, depth + 1);
+                free(sub);
+            }
+            free(ename);
+        } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+            /* A symlink counts only when it ends at a file inside DIR. */
+            char *real = S_ISLNK(st.st_mode) ? realpath(full, NULL) : NULL;
+            if (S_ISLNK(st.st_mode) && (real == NULL || !inside(root, real))) {
+                free(real);
+                goto next;
+            }
+            int fd = real ? open(real, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+                          : openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+            struct stat fst;
+            if (fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode)) {
+                const mfs_format *fmt = probe_fd(fd, &fst);
+                if (fmt != NULL)
+                    add_found(w, enc, name, show, full, fmt, &fst);
+            }
+            if (fd >= 0)
+                close(fd);
+            free(real);
+        }
+    next:
+        free(full);
+        free(show);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    closedir(d);
+}
+
+bool mfs_collect_is_single(const char *const *args, size_t n)
+{
+    struct stat st;
+    if (n != 1)
+        return false;
+    if (stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
+        return true;  /* a file (or an error to report as before) */
+    return mfs_format_detect_dir(args[0]) != NULL;
+}
+
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return mfs_xstrdup(path);
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == NULL)
+        return mfs_xstrdup(path);
+    return join(cwd, path);
+}
+
+static const char *base_name(const char *path, char *buf, size_t size)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t start = len;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    snprintf(buf, size, "%.*s", (int)(len - start), path + start);
+    return buf;
+}
+
+/* The first free name in `dir` for `name`: itself, then "%~2", "%~3"...
+ * (the names rule's duplicate form, cut to stay a valid name). */
+static char *unique_name(const mfs_tree *t, uint32_t dir, const char *name)
+{
+    char *cand = mfs_xstrdup(name);
+    for (unsigned k = 2; mfs_tree_lookup(t, dir, cand) != MFS_NONE; k++) {
+        free(cand);
+        size_t keep = strlen(name);
+        if (keep > MFS_NAME_MAX - 20)
+            keep = MFS_NAME_MAX - 20;
+        while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
+            keep--;
+        cand = mfs_xmalloc(keep + 24);
+        snprintf(cand, keep + 24, "%.*s%%~%u", (int)keep, name, k);
+    }
+    return cand;
+}
+
+int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const char **bad,
+                mfs_err *e)
+{
+    memset(out, 0, sizeof *out);
+    walker w = { 0 };
+    char base[PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(args[i], &st) != 0) {
+            *bad = args[i];
+            mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));
+            goto fail;
+        }
+        base_name(args[i], base, sizeof base);
+        const mfs_format *fmt = S_ISDIR(st.st_mode) ? mfs_format_detect_dir(args[i]) : NULL;
+        if (S_ISDIR(st.st_mode) && fmt == NULL) {
+            /* A folder of models: at the root when it is the only
+             * argument, else in a folder of its name. */
+            char *root = realpath(args[i], NULL);
+            if (root == NULL) {
+                *bad = args[i];
+                mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));
+                goto fail;
+            }
+            char *enc = n == 1 ? mfs_xstrdup("") : mfs_name_encode(base, strlen(base));
+            walk(&w, root, root, args[i], enc, 0);
+            free(enc);
+            free(root);
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            int fd = open(args[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+            struct stat fst;
+            if (fd >= 0 && fstat(fd, &fst) == 0) {
+                fmt = probe_fd(fd, &fst);
+                st = fst;
+            }
+            if (fd >= 0)
+                close(fd);
+        }
+        /* Named models load even when probing knew them not: their ERROR
+         * says why. Loaded by an absolute path (the daemon leaves the
+         * working folder), symlinks kept, so the model has its name. */
+        char *abs = absolute(args[i]);
+        add_found(&w, "", base, args[i], abs, fmt, &st);
+        free(abs);
+    }
+
+    mfs_tree *top = mfs_xcalloc(1, sizeof *top);
+    mfs_tree_init(top);
+    uint32_t list = mfs_tree_add(top, MFS_ROOT, "models.json", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_set_size_unknown(top, list);
+    out->models = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->models);
+    out->open_paths = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->open_paths);
+    for (size_t i = 0; i < w.count; i++) {
+        found *f = &w.list[i];
+        uint32_t dir = f->dir[0] ? mfs_tree_mkdirs(top, MFS_ROOT, f->dir) : MFS_ROOT;
+        char *enc = mfs_name_encode(f->name, strlen(f->name));
+        char *name = dir == MFS_NONE ? NULL : unique_name(top, dir, enc);
+        uint32_t node = name ? mfs_tree_add(top, dir, name, MFS_NODE_DIR, NULL, 0) : MFS_NONE;
+        free(enc);
+        free(name);
+        if (node == MFS_NONE) {
+            mfs_log("modelfs: %s: no room for it in the tree (a file is in the way); skipped",
+                    f->source);
+        } else {
+            mfs_forest_model *m = &out->models[out->count];
+            m->node = node;
+            m->source = f->source;
+            m->format = f->format ? mfs_xstrdup(f->format->name) : NULL;
+            m->size = f->size;
+            m->mtime = f->mtime;
+            out->open_paths[out->count++] = f->open_path;
+            f->source = f->open_path = NULL;
+        }
+        free(f->dir);
+        free(f->name);
+        free(f->source);
+        free(f->open_path);
+    }
+    free(w.list);
+    mfs_tree_finish(top);
+    out->top = top;
+    return 0;
+fail:
+    for (size_t i = 0; i < w.count; i++) {
+        free(w.list[i].dir);
+        free(w.list[i].name);
+        free(w.list[i].source);
+        free(w.list[i].open_path);
+    }
+    free(w.list);
+    return -1;
+}
+
+void mfs_collection_free_paths(mfs_collection *c)
+{
+    for (uint32_t k = 0; c->open_paths && k < c->count; k++)
+        free(c->open_paths[k]);
+    free(c->open_paths);
+    c->open_paths = NULL;
+}
