@@ -40,16 +40,45 @@ static fuse_ino_t ino_of(const mfs_volume *v, uint32_t idx)
     return ((fuse_ino_t)v->id << 32) | ((fuse_ino_t)idx + 1);
 }
 
-/* The volume and node index behind `ino`; NULL for numbers we never gave
- * out. */
+/* The volume and node index behind `ino`, loading a model whose folder
+ * is used for the first time; NULL for numbers we never gave out (or a
+ * model that could not be loaded for want of memory). */
 static const mfs_volume *vol_of(fuse_req_t req, fuse_ino_t ino, uint32_t *idx)
 {
     uint64_t low = (uint64_t)ino & 0xffffffffu;
-    const mfs_volume *v = mfs_forest_volume(mount_of(req)->forest, (uint32_t)((uint64_t)ino >> 32));
+    uint32_t id = (uint32_t)((uint64_t)ino >> 32);
+    mfs_forest *f = mount_of(req)->forest;
+    const mfs_volume *v = id == 0 ? &f->top : mfs_forest_get(f, id - 1);
     if (v == NULL || low == 0 || low > v->tree->count)
         return NULL;
     *idx = (uint32_t)(low - 1);
     return v;
+}
+
+/* A model's folder before its model is loaded: a directory with the
+ * model file's time, and what it holds unknown. Only looking inside loads
+ * the model, so `ls -l` of a folder of models parses none. Never cached:
+ * the next stat after loading shows the real one. */
+static bool unloaded_root(const mfs_mount *mt, fuse_ino_t ino, struct stat *st)
+{
+    uint32_t id = (uint32_t)((uint64_t)ino >> 32);
+    if (id == 0 || ((uint64_t)ino & 0xffffffffu) != 1 || id > mt->forest->count ||
+        mfs_forest_peek(mt->forest, id - 1) != NULL)
+        return false;
+    memset(st, 0, sizeof *st);
+    st->st_ino = (ino_t)ino;
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;
+    st->st_uid = mt->uid;
+    st->st_gid = mt->gid;
+    st->st_atim = st->st_mtim = st->st_ctim = mt->forest->models[id - 1].mtime;
+    st->st_blksize = MFS_MAX_READ;
+    return true;
+}
+
+static fuse_ino_t model_ino(uint32_t k)
+{
+    return ((fuse_ino_t)k + 1) << 32 | 1;
 }
 
 /* The node behind `ino` (its volume in *fs), or NULL after replying
@@ -112,17 +141,13 @@ static void fill_entry(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
 }
 
 /* Several models: a model's folder in the top tree is its own volume's
- * root. `load` loads it (a lookup); otherwise only a loaded one is
- * given, and NULL means "not loaded yet". */
-static const mfs_volume *model_root(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
-                                    bool load)
+ * root; NULL while the model is not loaded. */
+static const mfs_volume *model_root(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx)
 {
     if (fs->id != 0)
         return NULL;
     uint32_t k = mfs_forest_model_at(mt->forest, idx);
-    if (k == MFS_NONE)
-        return NULL;
-    return load ? mfs_forest_get(mt->forest, k) : mfs_forest_peek(mt->forest, k);
+    return k == MFS_NONE ? NULL : mfs_forest_peek(mt->forest, k);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -146,17 +171,22 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         fuse_reply_err(req, ENOENT);
         return;
     }
-    /* A model's folder: the first lookup loads the model (here, on this
-     * worker; others go on serving). */
-    if (mfs_forest_model_at(mt->forest, fs->id == 0 ? c : MFS_NONE) != MFS_NONE) {
-        fs = model_root(mt, fs, c, true);
-        if (fs == NULL) {
-            fuse_reply_err(req, ENOMEM);
+    struct fuse_entry_param e;
+    /* A model's folder is its volume's root; one not loaded yet is
+     * described without loading it. */
+    uint32_t k = mfs_forest_model_at(mt->forest, fs->id == 0 ? c : MFS_NONE);
+    if (k != MFS_NONE) {
+        memset(&e, 0, sizeof e);
+        if (unloaded_root(mt, model_ino(k), &e.attr)) {
+            e.ino = model_ino(k);
+            e.generation = 1;
+            e.entry_timeout = MFS_TIMEOUT;
+            fuse_reply_entry(req, &e);
             return;
         }
+        fs = model_root(mt, fs, c);
         c = MFS_ROOT;
     }
-    struct fuse_entry_param e;
     fill_entry(mt, fs, c, &e);
     fuse_reply_entry(req, &e);
 }
@@ -166,10 +196,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     (void)fi;
     uint32_t idx;
     const mfs_volume *fs;
+    struct stat st;
+    if (unloaded_root(mount_of(req), ino, &st)) {
+        fuse_reply_attr(req, &st, 0.0);
+        return;
+    }
     const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
     if (n == NULL)
         return;
-    struct stat st;
     fill_stat(mount_of(req), fs, idx, &st);
     fuse_reply_attr(req, &st, attr_timeout(n));
 }
@@ -588,22 +622,26 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
         }
         size_t n;
         struct fuse_entry_param e;
-        /* A model's folder shows its volume's root. One not loaded yet is
-         * listed without attributes (ino 0: the kernel looks it up, which
-         * loads it, only when it is used): `ls` of a folder of models
-         * parses none of them. */
+        /* A model's folder shows its volume's root; one not loaded yet as
+         * unloaded_root says (`ls` of a folder of models parses none). */
         const mfs_volume *ev = fs;
         uint32_t et = target;
         bool unloaded = false;
         if (pos >= 2 && mfs_forest_model_at(mt->forest, fs->id == 0 ? target : MFS_NONE) != MFS_NONE) {
-            ev = model_root(mt, fs, target, false);
+            ev = model_root(mt, fs, target);
             et = MFS_ROOT;
             unloaded = ev == NULL;
         }
         if (unloaded) {
+            fuse_ino_t mi = model_ino(mfs_forest_model_at(mt->forest, target));
             memset(&e, 0, sizeof e);
-            e.attr.st_ino = (ino_t)(((fuse_ino_t)mfs_forest_model_at(mt->forest, target) + 1) << 32 | 1);
-            e.attr.st_mode = S_IFDIR | 0555;
+            if (unloaded_root(mt, mi, &e.attr)) {
+                e.ino = mi;
+                e.generation = 1;
+                e.entry_timeout = MFS_TIMEOUT;
+            } else {
+                fill_entry(mt, model_root(mt, fs, target), MFS_ROOT, &e);
+            }
         } else {
             fill_entry(mt, ev, et, &e);
         }

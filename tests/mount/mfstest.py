@@ -250,7 +250,12 @@ def walk_tree(root):
 
 def ls_tree(modelfs_ls, model, env=None):
     """Parses `modelfs-ls MODEL`: "f SIZE PATH" / "d - PATH/" lines."""
-    r = subprocess.run([modelfs_ls, model], capture_output=True, env=env)
+    return ls_tree_args(modelfs_ls, [model], env)
+
+
+def ls_tree_args(modelfs_ls, args, env=None):
+    """The same for `modelfs-ls ARGS` (e.g. several models and "--")."""
+    r = subprocess.run([modelfs_ls, *args], capture_output=True, env=env)
     if r.returncode != 0:
         raise RuntimeError("modelfs-ls exited %d: %s" % (r.returncode, r.stderr.decode(errors="replace")))
     out = {}

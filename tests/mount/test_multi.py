@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""Several models in one mount (issue 9, item 3):
+ - `modelfs DIR MNT` of a folder of 200 entries (good models of every
+   format, corrupt ones, files that are no model, a FIFO, symlinks in and
+   out of DIR): every good model's folder has exactly the tree and bytes of
+   that model mounted alone (modelfs-ls MODEL is the oracle, itself checked
+   against single mounts by mount.models), each corrupt one holds an ERROR
+   file with the line `modelfs MODEL MNT` prints, the rest is not shown;
+   models.json lists every model; the tree equals `modelfs-ls DIR`;
+   inode numbers and bytes are the same on a second mount;
+ - models load on first use, not at mount (a model replaced after the
+   mount but before its first lookup shows the new file);
+ - `modelfs A B A2 MNT`: folders named after the files, "%~2" for a
+   second same name, an unrecognised file as an ERROR folder, a missing one
+   refused (exit 3);
+ - `diff -r` of two models that differ in one tensor (two mounts, and two
+   folders of one mount) names that tensor's file, its .npy and its
+   SHA256SUMS line, and otherwise only document lines that name the file.
+
+usage: test_multi.py BUILD_DIR GENERATED_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mfstest  # noqa: E402
+
+
+def files_of(root):
+    """{relative path: sha256, or None when it reads as an error} of every
+    file below root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for n in files:
+            p = os.path.join(d, n)
+            try:
+                out[os.path.relpath(p, root)] = mfstest.sha256_file(p)
+            except OSError:
+                out[os.path.relpath(p, root)] = None
+    return out
+
+
+def oracle(build, model, key, env, cache):
+    """(tree, {path: sha256 or None}) of `model` alone, from modelfs-ls
+    (a file it cannot make or check: None); the same for the same key."""
+    if key in cache:
+        return cache[key]
+    ls = os.path.join(build, "modelfs-ls")
+    tree = mfstest.ls_tree(ls, model, env)
+    files = [p for p, size in tree.items() if size is not None]
+    sums, _, _ = mfstest.ls_sums(ls, model, files, env)
+    cache[key] = (tree, {p: sums[p][0] if p in sums else None for p in files})
+    return cache[key]
+
+
+def refusal(build, model, env):
+    """The line `modelfs MODEL MNT` prints for a model it refuses."""
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    r = subprocess.run([os.path.join(build, "modelfs"), model, mnt], capture_output=True,
+                       text=True, env=env, timeout=60)
+    if os.path.ismount(mnt):
+        mfstest.unmount(mnt)
+    os.rmdir(mnt)
+    return r.returncode, r.stderr
+
+
+def make_zoo(build, gen, zoo):
+    """200 entries below `zoo`; returns (good {rel: source}, bad [rel], skipped [rel])."""
+    sources = []
+    for sub in ("rten", "ptd", "tb", "carton"):
+        d = os.path.join(gen, sub)
+        for f in sorted(os.listdir(d)):
+            p = os.path.join(d, f)
+            if f.endswith((".expect.json", ".links")) or not os.path.isfile(p):
+                continue
+            with open(p + ".expect.json") as fh:
+                expect = json.load(fh)
+            if expect.get("expect") == "corrupt" or os.path.isdir(p + ".links"):
+                continue
+            r = subprocess.run([os.path.join(build, "modelfs-ls"), p], capture_output=True)
+            if r.returncode == 0:
+                sources.append(p)
+    good, bad, skipped = {}, [], []
+    i = 0
+    while len(good) + len(bad) + len(skipped) < 200:
+        src = sources[i % len(sources)]
+        rel = os.path.join("set%02d" % (i // len(sources)), "g%d" % (i % 3),
+                           os.path.basename(src))
+        os.makedirs(os.path.dirname(os.path.join(zoo, rel)), exist_ok=True)
+        os.link(src, os.path.join(zoo, rel))
+        good[rel] = src
+        if i % 10 == 3:
+            # Corrupt: the first 200 bytes of a model (probing still says
+            # which format, loading refuses it).
+            crel = rel + ".cut"
+            with open(src, "rb") as f, open(os.path.join(zoo, crel), "wb") as o:
+                o.write(f.read(200))
+            bad.append(crel)
+        if i % 10 == 7:
+            nrel = rel + ".txt"
+            with open(os.path.join(zoo, nrel), "wb") as o:
+                o.write(os.urandom(3000) if i % 20 == 7 else b"not a model\n")
+            skipped.append(nrel)
+        i += 1
+    os.mkfifo(os.path.join(zoo, "fifo"))
+    os.symlink("/etc/passwd", os.path.join(zoo, "outside"))
+    os.symlink(os.path.join(gen, "rten", "demo.rten"), os.path.join(zoo, "outside.rten"))
+    os.symlink("set00", os.path.join(zoo, "dirlink"))
+    os.symlink(os.path.join("set00", "g0", os.path.basename(sources[0])),
+               os.path.join(zoo, "inside.rten"))
+    good["inside.rten"] = sources[0]
+    skipped += ["fifo", "outside", "outside.rten", "dirlink"]
+    return good, bad, skipped
+
+
+def check_zoo(c, build, gen, env, tmp):
+    zoo = os.path.join(tmp, "zoo")
+    os.mkdir(zoo)
+    good, bad, skipped = make_zoo(build, gen, zoo)
+    modelfs, ls = os.path.join(build, "modelfs"), os.path.join(build, "modelfs-ls")
+    t0 = time.time()
+    with mfstest.mounted(modelfs, zoo, env=env) as mnt:
+        c.check(time.time() - t0 < 30, "the folder mounts in %.1f s" % (time.time() - t0))
+        # What is shown: exactly the models, good and bad.
+        shown = set()
+        for d, dirs, files in os.walk(mnt):
+            if os.path.exists(os.path.join(d, "model.json")) or "ERROR" in files:
+                shown.add(os.path.relpath(d, mnt))
+                dirs[:] = []
+        c.equal(sorted(shown), sorted(list(good) + bad), "the model folders shown")
+        cache = {}
+        for rel, src in sorted(good.items()):
+            tree, sums = oracle(build, os.path.join(zoo, rel), (os.path.basename(rel), src), env,
+                                cache)
+            got = mfstest.walk_tree(os.path.join(mnt, rel))
+            c.equal(sorted(got.items(), key=str), sorted(tree.items(), key=str),
+                    "%s: tree as mounted alone" % rel)
+            c.equal(files_of(os.path.join(mnt, rel)), sums, "%s: bytes as mounted alone" % rel)
+        for rel in bad:
+            rc, err = refusal(build, os.path.join(zoo, rel), env)
+            c.check(rc in (4, 5), "%s: refused alone (exit %d)" % (rel, rc))
+            with open(os.path.join(mnt, rel, "ERROR")) as f:
+                c.equal(f.read(), err, "%s: ERROR is modelfs's line" % rel)
+            c.equal(os.listdir(os.path.join(mnt, rel)), ["ERROR"], "%s: only ERROR" % rel)
+        with open(os.path.join(mnt, "models.json")) as f:
+            listed = json.load(f)
+        c.equal(sorted(m["path"] for m in listed), sorted(list(good) + bad), "models.json paths")
+        for m in listed:
+            want = "error" if m["path"] in bad else "ok"
+            c.equal(m["status"], want, "models.json: %s status" % m["path"])
+            c.equal(m["size"], os.path.getsize(os.path.join(zoo, m["path"])),
+                    "models.json: %s size" % m["path"])
+            c.check(m["format"] in ("rten", "ptd", "tensorbuffers", "carton"),
+                    "models.json: %s format %r" % (m["path"], m["format"]))
+        # modelfs-ls DIR is the same tree (models.json read: its size known).
+        c.equal(sorted(mfstest.walk_tree(mnt).items(), key=str),
+                sorted(mfstest.ls_tree(ls, zoo, env).items(), key=str), "tree vs modelfs-ls DIR")
+        inodes = {p: os.stat(os.path.join(mnt, p)).st_ino for p in mfstest.walk_tree(mnt)}
+        bytes1 = files_of(mnt)
+    with mfstest.mounted(modelfs, zoo, env=env) as mnt:
+        # The same inode numbers and bytes (lookups in another order).
+        again = {p: os.stat(os.path.join(mnt, p)).st_ino
+                 for p in sorted(mfstest.walk_tree(mnt), reverse=True)}
+        c.equal(again, inodes, "inode numbers on a second mount")
+        c.equal(files_of(mnt), bytes1, "bytes on a second mount")
+        c.check(len(set(inodes.values())) == len(inodes), "inode numbers are distinct")
+    # Lazy: `ls -l` of a folder loads none of its models; a model replaced
+    # after that is what its first lookup loads.
+    first = sorted(r for r in good if r.startswith("set00/g0/"))[0]
+    with mfstest.mounted(modelfs, zoo, env=env) as mnt:
+        subprocess.run(["ls", "-l", os.path.join(mnt, "set00", "g0")], capture_output=True)
+        victim = os.path.join(zoo, first)
+        os.unlink(victim)
+        with open(victim, "wb") as o:
+            o.write(b"RTEN\x02\x00\x00\x00" + b"\0" * 8)
+        with open(os.path.join(mnt, first, "ERROR")) as f:
+            text = f.read()
+        c.check(first in text and "modelfs:" in text,
+                "a model replaced before its first lookup loads as replaced: %r" % text)
+
+
+def check_args(c, build, gen, env, tmp):
+    modelfs = os.path.join(build, "modelfs")
+    ls = os.path.join(build, "modelfs-ls")
+    a = os.path.join(gen, "rten", "demo.rten")
+    b = os.path.join(gen, "ptd", os.listdir(os.path.join(gen, "ptd"))[0])
+    other = os.path.join(tmp, "other")
+    os.mkdir(other)
+    a2 = os.path.join(other, "demo.rten")
+    shutil.copy(a, a2)
+    junk = os.path.join(tmp, "junk.bin")
+    with open(junk, "wb") as f:
+        f.write(b"\x01" * 100)
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    try:
+        r = subprocess.run([modelfs, a, b, a2, junk, mnt], capture_output=True, text=True,
+                           env=env, timeout=60)
+        c.equal(r.returncode, 0, "modelfs A B A2 JUNK MNT: %s" % r.stderr)
+        if r.returncode == 0:
+            names = sorted(os.listdir(mnt))
+            want = sorted(["demo.rten", "demo.rten%~2", os.path.basename(b), "junk.bin",
+                           "models.json"])
+            c.equal(names, want, "folders named after the files")
+            c.equal(files_of(os.path.join(mnt, "demo.rten%~2")), files_of(os.path.join(mnt, "demo.rten")),
+                    "two copies of one model, same bytes")
+            with open(os.path.join(mnt, "junk.bin", "ERROR")) as f:
+                c.check("not a model file of a known format" in f.read(), "junk.bin: ERROR says why")
+            with open(os.path.join(mnt, "models.json")) as f:
+                json.load(f)  # its size is known once read
+            c.equal(sorted(mfstest.walk_tree(mnt).items(), key=str),
+                    sorted(mfstest.ls_tree_args(ls, [a, b, a2, junk, "--"], env).items(), key=str),
+                    "tree vs modelfs-ls A B A2 JUNK --")
+            mfstest.unmount(mnt)
+        r = subprocess.run([modelfs, a, os.path.join(tmp, "missing.rten"), mnt],
+                           capture_output=True, text=True, env=env, timeout=60)
+        c.equal(r.returncode, 3, "a missing model is refused")
+        c.check("missing.rten" in r.stderr, "the message names it: %r" % r.stderr)
+    finally:
+        if os.path.ismount(mnt):
+            mfstest.unmount(mnt)
+        os.rmdir(mnt)
+
+
+def diff_lines(x, y):
+    r = subprocess.run(["diff", "-r", x, y], capture_output=True, text=True)
+    return r.returncode, r.stdout.splitlines()
+
+
+def check_diff(c, build, gen, env, tmp):
+    """Two models that differ in one tensor's values."""
+    src = os.path.join(gen, "rten", "demo.rten")
+    a, b = os.path.join(tmp, "a.rten"), os.path.join(tmp, "b.rten")
+    shutil.copy(src, a)
+    shutil.copy(src, b)
+    ls = os.path.join(build, "modelfs-ls")
+    doc = json.loads(subprocess.run([ls, a, "model.json"], capture_output=True, check=True,
+                                    env=env).stdout)
+    t = max(doc["tensors"], key=lambda t: t["nbytes"])
+    with open(b, "r+b") as f:
+        f.seek(t["offset"])
+        f.write(bytes(x ^ 0xFF for x in f.read(8)))
+    fname = t["path"].split("/", 1)[1]
+    modelfs = os.path.join(build, "modelfs")
+
+    def check(x, y, how):
+        rc, lines = diff_lines(x, y)
+        c.equal(rc, 1, "%s: diff -r finds a difference" % how)
+        binary = sorted(ln for ln in lines if ln.startswith("Binary files"))
+        c.equal(len(binary), 2, "%s: two binary files differ: %s" % (how, binary))
+        c.check(any("/tensors/%s " % fname in ln for ln in binary), "%s: the tensor file" % how)
+        c.check(any("/npy/%s.npy " % fname in ln for ln in binary), "%s: its .npy" % how)
+        changed = [ln for ln in lines if ln[:2] in ("< ", "> ")]
+        sums = [ln for ln in changed if ln.endswith("  tensors/" + fname)]
+        c.equal(len(sums), 2, "%s: its SHA256SUMS line, old and new" % how)
+        others = [ln for ln in changed if ln not in sums]
+        c.check(others and all("a.rten" in ln or "b.rten" in ln for ln in others),
+                "%s: the other changed lines name the model file: %s" % (how, others))
+        files = sorted(ln.split()[2] for ln in lines if ln.startswith("diff -r"))
+        c.check(all(f.endswith(("/SHA256SUMS", "/model.json", "/model.toml")) for f in files),
+                "%s: text files that differ: %s" % (how, files))
+
+    with mfstest.mounted(modelfs, a, env=env) as ma, mfstest.mounted(modelfs, b, env=env) as mb:
+        check(ma, mb, "two mounts")
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    try:
+        r = subprocess.run([modelfs, a, b, mnt], capture_output=True, text=True, env=env)
+        c.equal(r.returncode, 0, "modelfs a.rten b.rten MNT")
+        if r.returncode == 0:
+            check(os.path.join(mnt, "a.rten"), os.path.join(mnt, "b.rten"), "one mount")
+    finally:
+        if os.path.ismount(mnt):
+            mfstest.unmount(mnt)
+        os.rmdir(mnt)
+
+
+def main(argv):
+    build, gen = argv[1], argv[2]
+    c = mfstest.Checker("multi-model tests")
+    if not mfstest.can_mount():
+        c.skip("no /dev/fuse or fusermount3")
+        return c.finish()
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    tmp = tempfile.mkdtemp(prefix="modelfs-multi-")
+    try:
+        check_args(c, build, gen, env, tmp)
+        check_diff(c, build, gen, env, tmp)
+        check_zoo(c, build, gen, env, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    mfstest.check_sanitizer_reports(c, logdir)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
