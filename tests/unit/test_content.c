@@ -337,9 +337,41 @@ static void test_threads(void)
     mfs_tree_destroy(&t);
 }
 
+/* Two trees (two models of one mount) under one pool: the cap counts
+ * both, and an open in one evicts idle files of the other; open files of
+ * either are never evicted. */
+static void test_pool(void)
+{
+    mfs_tree a, b;
+    build(&a);
+    build(&b);
+    mfs_content_pool *pool = mfs_content_pool_new(2500);
+    mfs_content *ca = mfs_content_new_in(&a, pool), *cb = mfs_content_new_in(&b, pool);
+    mfs_err why = { 0 };
+    mfs_held *ha0 = mfs_content_get(ca, nodes[0], &why);
+    mfs_held_unref(mfs_content_get(ca, nodes[1], &why));  /* idle in a */
+    CHECK(ha0 != NULL && mfs_content_held(ca) == 2000 && mfs_content_held(cb) == 2000);
+    mfs_held *hb = mfs_content_get(cb, nodes[2], &why);   /* evicts a's idle one */
+    CHECK(hb != NULL && hb->data[0] == 'c' && mfs_content_held(cb) == 2000);
+    CHECK(ha0->data[999] == 'a');
+    mfs_held *hb2 = mfs_content_get(cb, nodes[3], &why);  /* a0 and b2 open: no room */
+    CHECK(hb2 == NULL && strstr(why.msg, "cache_size") != NULL);
+    mfs_held_unref(ha0);
+    hb2 = mfs_content_get(cb, nodes[3], &why);            /* a0 idle now: evicted */
+    CHECK(hb2 != NULL && mfs_content_held(ca) <= 2500);
+    mfs_held_unref(hb2);
+    mfs_held_unref(hb);
+    mfs_content_free(ca);
+    mfs_content_free(cb);
+    mfs_content_pool_free(pool);
+    mfs_tree_destroy(&a);
+    mfs_tree_destroy(&b);
+}
+
 int main(void)
 {
     test_basic();
+    test_pool();
     test_nomem_not_sticky();
     test_verify_only();
     test_mixed();
