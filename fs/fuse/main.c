@@ -356,6 +356,7 @@ int main(int argc, char **argv)
         if (mfs_collect(cli.paths, nmodels, &coll, &bad, &err) != 0) {
             mfs_err_print(prog, bad, &err);
             rc = mfs_exit_code(err.code);
+            mfs_tree_destroy(&tree);
             goto out_opts;
         }
         mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size, load_one,

@@ -128,13 +128,15 @@ def daemon_pid(mnt):
 
 
 def rss(pid):
-    """{"RssAnon": bytes, "RssFile": bytes} of a process."""
+    """{"RssAnon": bytes, "RssFile": bytes, "Threads": count} of a process."""
     out = {}
     with open("/proc/%d/status" % pid) as f:
         for line in f:
             k, _, v = line.partition(":")
             if k in ("RssAnon", "RssFile"):
                 out[k] = int(v.split()[0]) * 1024
+            elif k == "Threads":
+                out[k] = int(v)
     return out
 
 

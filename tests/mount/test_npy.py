@@ -119,7 +119,8 @@ def check_big(c, modelfs, env):
         with mfstest.mounted(modelfs, path, env=env) as mnt:
             pid = mfstest.daemon_pid(mnt)
             npy = os.path.join(mnt, "npy", "big.npy")
-            before = mfstest.rss(pid)["RssAnon"]
+            st0 = mfstest.rss(pid)
+            before = st0["RssAnon"]
             n = 0
             with open(npy, "rb", buffering=0) as f:
                 buf = bytearray(MIB)
@@ -128,12 +129,17 @@ def check_big(c, modelfs, env):
                     if not k:
                         break
                     n += k
-            after = mfstest.rss(pid)["RssAnon"]
-            grown = after - before
-            print("big .npy: %d MiB read, daemon RssAnon grew by %d KiB" % (n // MIB, grown // 1024),
-                  flush=True)
+            st1 = mfstest.rss(pid)
+            grown = st1["RssAnon"] - before
+            # A FUSE worker that libfuse starts meanwhile (a busy machine
+            # keeps more reads in flight) has its own 1 MiB request buffer:
+            # not a copy of tensor bytes, so it is allowed for.
+            workers = max(0, st1["Threads"] - st0["Threads"])
+            print("big .npy: %d MiB read, daemon RssAnon grew by %d KiB, %d new threads"
+                  % (n // MIB, grown // 1024, workers), flush=True)
             c.check(n > mib * MIB, "big .npy: read %d bytes" % n)
-            c.check(grown < MIB, "big .npy: RssAnon grew by %d bytes (a copy?)" % grown)
+            c.check(grown < MIB + workers * (MIB + 128 * 1024),
+                    "big .npy: RssAnon grew by %d bytes with %d new threads (a copy?)" % (grown, workers))
             a = np.load(npy, mmap_mode="r")
             c.check(a.shape == (mib * MIB // 4,) and a[-1] == np.float32(mib * MIB // 4 - 1),
                     "big .npy: np.load")
