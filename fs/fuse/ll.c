@@ -431,10 +431,32 @@ static bool sums_emit(sums_req *r, uint32_t i, const char *hex)
 
 static void sums_go(sums_req *r);
 
+static void sums_result(sums_req *r, mfs_content_status st, mfs_held *h);
+
 static void sums_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs_err *e)
 {
     (void)e;  /* the content layer logged it */
     sums_req *r = (sums_req *)w;
+    /* Waits out an interrupt callback running now, and stops new ones. */
+    fuse_req_interrupt_func(r->req, NULL, NULL);
+    sums_result(r, st, h);
+}
+
+/* The reader was killed while a file it needs is made: it is answered
+ * (EINTR, or the lines before that file) at once, as if the open had
+ * been cancelled; the file is still made for the cache. Runs inside
+ * libfuse's interrupt callback, so it must not touch the interrupt
+ * function itself. */
+static void sums_interrupted(fuse_req_t req, void *data)
+{
+    (void)req;
+    sums_req *r = data;
+    if (mfs_content_cancel(r->fs->content, &r->w))
+        sums_result(r, MFS_CONTENT_CANCELLED, NULL);
+}
+
+static void sums_result(sums_req *r, mfs_content_status st, mfs_held *h)
+{
     uint32_t node = r->xnode != MFS_NONE ? r->xnode : r->fs->tree->sums.files[r->line];
     char hex[MFS_SHA256_HEX];
     if (st == MFS_CONTENT_OK) {
@@ -475,6 +497,7 @@ static void sums_go(sums_req *r)
             if (n->ops != NULL) {
                 atomic_store(&r->phase, 0);
                 mfs_wait_init(&r->w, sums_done);  /* a new wait for each open */
+                fuse_req_interrupt_func(r->req, sums_interrupted, r);
                 mfs_content_open(fs->content, node, &r->w);
                 if (atomic_exchange(&r->phase, 1) == 0)
                     return;  /* sums_done goes on */

@@ -147,6 +147,52 @@ def check(c, modelfs, env, work, srv):
         os.rmdir(mnt)
 
 
+def check_sums(c, modelfs, env, work, srv):
+    """A tensor that is a LINKS file behind the silent server: `cat
+    SHA256SUMS` and getfattr of its sha256 wait for it; kill -9 ends them
+    at once."""
+    url = "http://127.0.0.1:%d/never" % srv.port
+    import numpy as np
+    cart = gen_carton.Carton(gen_carton.runner_toml("gen/stuck_sums"), "stored")
+    cart.tensor("a_local", np.arange(4, dtype=np.float32))
+    data = np.arange(8, dtype=np.float32).tobytes()
+    f = "tensor_%d.bin" % len(cart.index)
+    cart.index.append({"name": "b_remote", "dtype": "float32", "shape": [8], "file": f})
+    cart.link("tensor_data/" + f, data, [url])
+    files = cart.finish()
+    model = os.path.join(work, "stuck_sums.carton")
+    with open(model, "wb") as fh:
+        fh.write(gen_carton.zip_bytes(cart.members(files)))
+    links = os.path.join(work, "links_sums")
+    os.makedirs(links)
+    try:
+        ctx = mfstest.mounted(modelfs, model, env=env, extra=("-o", "links_dir=" + links))
+        mnt = ctx.__enter__()
+    except RuntimeError as e:
+        c.check(False, "SHA256SUMS case: mount: %s" % e)
+        return
+    try:
+        readers = [subprocess.Popen(["cat", os.path.join(mnt, "SHA256SUMS")], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL),
+                   subprocess.Popen(["getfattr", "-n", "user.modelfs.sha256",
+                                     os.path.join(mnt, "tensors", "b_remote")],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        time.sleep(1.0)
+        c.check(all(p.poll() is None for p in readers),
+                "SHA256SUMS and the xattr wait for the LINKS tensor")
+        for p in readers:
+            p.send_signal(signal.SIGKILL)
+        start = time.time()
+        ended = all(p.wait(timeout=PROMPT) is not None for p in readers)
+        c.check(ended and time.time() - start < PROMPT,
+                "kill -9 ends a SHA256SUMS reader and a getfattr waiting on a download (%.2f s)"
+                % (time.time() - start))
+        took, res = timed(lambda: os.listdir(mnt))
+        c.check(took < PROMPT and not isinstance(res, Exception), "the mount still answers")
+    finally:
+        ctx.__exit__(None, None, None)
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -161,6 +207,7 @@ def main(argv):
     srv = Silent()
     try:
         check(c, os.path.join(argv[1], "modelfs"), env, work, srv)
+        check_sums(c, os.path.join(argv[1], "modelfs"), env, work, srv)
     finally:
         srv.close()
         shutil.rmtree(work, ignore_errors=True)
