@@ -54,9 +54,16 @@ void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *model
     uint32_t list = mfs_tree_lookup(top, MFS_ROOT, "models.json");
     if (list != MFS_NONE && mfs_forest_model_at(f, list) == MFS_NONE)
         mfs_tree_set_source(top, list, &mfs_forest_models_json_ops, f);
+    /* The folders show the newest model's time: the same on every mount
+     * of the same files. */
     mfs_blob *none = mfs_xcalloc(1, sizeof *none);
     none->fd = -1;
-    clock_gettime(CLOCK_REALTIME, &none->mtime);
+    for (uint32_t k = 0; k < count; k++) {
+        const struct timespec *t = &models[k].mtime;
+        if (t->tv_sec > none->mtime.tv_sec ||
+            (t->tv_sec == none->mtime.tv_sec && t->tv_nsec > none->mtime.tv_nsec))
+            none->mtime = *t;
+    }
     f->top.blob = none;
     f->top.content = mfs_content_new_in(top, f->pool);
     f->top.mtime = none->mtime;
