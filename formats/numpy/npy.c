@@ -14,10 +14,11 @@ int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e);
 
 static int probe(mfs_span f)
 {
-    if (!mfs_span_has(f, 0, 8) || memcmp(f.p, NPY_MAGIC, NPY_MAGIC_LEN) != 0 || f.p[6] < 1 ||
-        f.p[6] > 3 || f.p[7] != 0)
+    /* The 6-byte magic; an unknown version is still ours, to be refused
+     * as such. */
+    if (!mfs_span_has(f, 0, NPY_MAGIC_LEN) || memcmp(f.p, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
         return 0;
-    return 52;  /* the 6-byte magic and a version byte pair */
+    return 48;
 }
 
 static int load(mfs_model *m, mfs_span file, mfs_err *e)
