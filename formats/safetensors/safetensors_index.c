@@ -115,8 +115,11 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off, const char *labe
 static int open_below(const carton_root *root, const char *rel, uint64_t *size, mfs_err *e)
 {
     int fd = carton_open_at(root, rel, false);
+    /* Missing, a symlink, or a path that is no file of the folder: the
+     * model is malformed. Anything else (permissions, I/O) is an I/O error. */
+    bool bad = errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EINVAL;
     if (fd < 0)
-        return mfs_fail(e, errno == ENOENT ? MFS_E_CORRUPT : MFS_E_IO, MFS_NO_OFFSET,
+        return mfs_fail(e, bad ? MFS_E_CORRUPT : MFS_E_IO, MFS_NO_OFFSET,
                         "cannot open %s in the folder: %s%s", rel, strerror(errno),
                         errno == ELOOP ? " (a symlink: shards must be files of the folder)" : ""), -1;
     struct stat st;
