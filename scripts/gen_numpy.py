@@ -14,7 +14,9 @@ hostile ones are patched bytes. Output is deterministic.
   gen_records.npy        a structured dtype: served raw with a problem
   gen_stored.npz         np.savez: keys with / . : and unicode, every dtype
   gen_deflate.npz        np.savez_compressed, with a Fortran and a big-endian member
-  bad_*.npy, bad_*.npz   refused (expect "corrupt", with error_contains)
+  bad_*.npy, bad_*.npz   refused (expect "corrupt", with error_contains): absurd
+                         shapes and header lengths, non-literal headers, members
+                         lying about sizes, a Deflate bomb
 """
 
 import hashlib
@@ -187,6 +189,14 @@ def bad(outdir):
     cd = data.rfind(b"PK\x01\x02")
     struct.pack_into("<I", data, cd + 20, len(blob) + 64)   # compressed size
     w("bad_member_sizes.npz", bytes(data), "")
+    # A small array followed by 1 MB of zeros in a Deflate member: a bomb
+    # whose decoded size the array does not account for.
+    f = io.BytesIO()
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+        info = zipfile.ZipInfo("x.npy", date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, npy_bytes(np.array([1.0], dtype="<f4")) + bytes(1 << 20))
+    w("bad_deflate_trailing.npz", f.getvalue(), "after the array")
 
 
 def main(argv):

@@ -140,6 +140,15 @@ static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
             l->e->offset = (int64_t)en->data_offset;
         return -1;
     }
+    /* A decoded member is held whole while its array is served: bytes
+     * after the array (numpy writes none) would be memory the cache does
+     * not see reserved for the node. */
+    if (!stored && h.data_offset + h.nbytes != en->size) {
+        uint64_t extra = en->size - h.data_offset - h.nbytes;
+        npy_header_free(&h);
+        return MFS_CORRUPT(l->e, en->data_offset, "%s%llu bytes after the array in a Deflate member "
+                           "(numpy writes none)", where, (ull)extra);
+    }
     mfs_val *more = mfs_obj();
     mfs_obj_set(more, "member", mfs_str(en->name));
     mfs_obj_set(more, "compression", mfs_str(mfs_zip_method_name(en->method)));

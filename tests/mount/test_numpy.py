@@ -6,8 +6,9 @@ kept) and against np.load of its npy/ twin (np.transpose with npy_axes for
 Fortran order); the table keys descr, fortran_order, data_offset,
 npy_version, byte_order, member and compression against the expectation;
 object and structured arrays served raw with a `problem` and no twin; a
-deflated member whose data is bad reads as EIO (and --verify says so)
-while the rest of the mount works.
+deflated member claiming more bytes than its array is refused, one whose
+data is bad reads as EIO (and --verify says so) while the rest of the
+mount works.
 
 usage: test_numpy.py BUILD_DIR DIR... (a DIR that does not exist is skipped, visibly)
 """
@@ -82,44 +83,65 @@ def check_model(c, build, model, expect, env):
             del twin
 
 
+def patch_member(path, member, fn):
+    """Rewrites the central directory entry and local header of `member`:
+    fn(data, cd_offset, local_offset, info)."""
+    data = bytearray(open(path, "rb").read())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(member)
+    at = 0
+    while True:
+        at = data.find(b"PK\x01\x02", at)
+        if at < 0:
+            break
+        nlen = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46:at + 46 + nlen] == member.encode():
+            fn(data, at, info.header_offset, info)
+        at += 4
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 def check_bad_member(c, build, env):
-    """A deflated member that inflates to less than its central directory
-    says: the header is read at mount, the open fails (EIO) and --verify
-    reports it; the good member still reads."""
+    """Deflate members that lie: one whose central directory claims more
+    bytes than its array (refused at mount: a decode the cache would not
+    see coming), and one whose CRC-32 is wrong (found on open: EIO, and
+    --verify says so, while the good member still reads)."""
     tmp = tempfile.mkdtemp(prefix="modelfs-npz-")
     try:
-        path = os.path.join(tmp, "short.npz")
         good = np.arange(100, dtype="<f4")
+        path = os.path.join(tmp, "long.npz")
         np.savez_compressed(path, good=good, bad=np.zeros((64, 64), "<f4"))
-        data = bytearray(open(path, "rb").read())
-        # Raise the bad member's uncompressed size (central directory and
-        # local header, or its zip64 fields): it now lies about its length.
-        with zipfile.ZipFile(path) as z:
-            info = z.getinfo("bad.npy")
-        at = 0
-        while True:
-            at = data.find(b"PK\x01\x02", at)
-            if at < 0:
-                break
-            nlen = struct.unpack_from("<H", data, at + 28)[0]
-            if data[at + 46:at + 46 + nlen] == b"bad.npy":
-                if struct.unpack_from("<I", data, at + 24)[0] == 0xFFFFFFFF:
-                    x = at + 46 + nlen
-                    struct.pack_into("<Q", data, x + 4, info.file_size + 4096)
-                else:
-                    struct.pack_into("<I", data, at + 24, info.file_size + 4096)
-            at += 4
-        loc = info.header_offset
-        if struct.unpack_from("<I", data, loc + 22)[0] != 0xFFFFFFFF:
-            struct.pack_into("<I", data, loc + 22, info.file_size + 4096)
-        with open(path, "wb") as f:
-            f.write(data)
+
+        def longer(data, cd, loc, info):
+            if struct.unpack_from("<I", data, cd + 24)[0] == 0xFFFFFFFF:
+                nlen = struct.unpack_from("<H", data, cd + 28)[0]
+                struct.pack_into("<Q", data, cd + 46 + nlen + 4, info.file_size + 4096)
+            else:
+                struct.pack_into("<I", data, cd + 24, info.file_size + 4096)
+            if struct.unpack_from("<I", data, loc + 22)[0] != 0xFFFFFFFF:
+                struct.pack_into("<I", data, loc + 22, info.file_size + 4096)
+        patch_member(path, "bad.npy", longer)
+        r = subprocess.run([os.path.join(build, "modelfs-ls"), path], capture_output=True, text=True,
+                           env=env, timeout=60)
+        c.check(r.returncode == 5 and "after the array" in r.stderr,
+                "a member claiming more bytes than its array: exit %d, %s" % (r.returncode, r.stderr))
+
+        path = os.path.join(tmp, "crc.npz")
+        np.savez_compressed(path, good=good, bad=np.zeros((64, 64), "<f4"))
+
+        def bad_crc(data, cd, loc, info):
+            struct.pack_into("<I", data, cd + 16, info.CRC ^ 0x5a5a5a5a)
+            struct.pack_into("<I", data, loc + 14, info.CRC ^ 0x5a5a5a5a)
+        patch_member(path, "bad.npy", bad_crc)
         r = subprocess.run([os.path.join(build, "modelfs-ls"), "--verify", path], capture_output=True,
                            text=True, env=env, timeout=60)
-        c.equal(r.returncode, 8, "--verify of a member that lies about its size: %s" % r.stderr.strip())
+        c.equal(r.returncode, 8, "--verify of a member with a wrong CRC-32: %s" % r.stderr.strip())
         with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
             _, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "bad"))
-            c.equal(err, errno.EIO, "a deflated member shorter than declared reads as EIO")
+            c.equal(err, errno.EIO, "a deflated member with a wrong CRC-32 reads as EIO")
+            _, err = mfstest.read_or_errno(os.path.join(mnt, "npy", "bad.npy"))
+            c.equal(err, errno.EIO, "and so does its twin")
             got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "good"))
             c.check(err == 0 and got == good.tobytes(), "the good member still reads")
             twin = np.load(os.path.join(mnt, "npy", "good.npy"))
