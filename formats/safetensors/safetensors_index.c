@@ -138,6 +138,18 @@ typedef struct shard {
     size_t name_len;
 } shard;
 
+typedef struct shard_key {
+    const shard *shards;
+    const char *name;
+    size_t len;
+} shard_key;
+
+static bool shard_match(const void *key, uint32_t i)
+{
+    const shard_key *k = key;
+    return k->shards[i].name_len == k->len && memcmp(k->shards[i].name, k->name, k->len) == 0;
+}
+
 typedef struct st_dir {
     mfs_model *m;
     const carton_root *root;
@@ -205,31 +217,37 @@ static int read_index(st_dir *d)
     for (size_t i = 0; md && md->type == MFS_V_OBJ && i < md->u.obj.n; i++)
         mfs_obj_setn(d->m->metadata, md->u.obj.keys[i], md->u.obj.klens[i],
                      mfs_val_clone(md->u.obj.vals[i]));
-    /* The shards, in order of first mention. */
+    /* The shards, in order of first mention (hashed: a map naming many
+     * costs no square). */
     const mfs_val *wm = d->weight_map;
+    mfs_table shard_index = { 0 };
     d->shards = mfs_xcalloc(wm->u.obj.n ? wm->u.obj.n : 1, sizeof *d->shards);
     d->found = mfs_xcalloc(wm->u.obj.n ? wm->u.obj.n : 1, sizeof *d->found);
-    for (size_t i = 0; i < wm->u.obj.n; i++) {
+    for (size_t i = 0; r == 0 && i < wm->u.obj.n; i++) {
         /* Keys are unique (the JSON reader refuses duplicates). */
         mfs_table_add(&d->wm_index, mfs_hash(0x776d, wm->u.obj.keys[i], wm->u.obj.klens[i]), (uint32_t)i);
         const mfs_val *f = wm->u.obj.vals[i];
-        if (f->type != MFS_V_STR || !mfs_path_ok(f->u.s.p, f->u.s.len) || strlen(f->u.s.p) != f->u.s.len)
-            return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET,
-                            "%s: the shard of \"%.*s\" is not a relative path inside the folder "
-                            "(no \"..\", no leading '/')", INDEX_NAME,
-                            wm->u.obj.klens[i] > 100 ? 100 : (int)wm->u.obj.klens[i], wm->u.obj.keys[i]);
-        bool seen = false;
-        /* Shards are few (a model has tens): a scan is enough, and bounded. */
-        for (size_t k = d->nshards; k-- > 0 && !seen;)
-            seen = d->shards[k].name_len == f->u.s.len && memcmp(d->shards[k].name, f->u.s.p, f->u.s.len) == 0;
-        if (!seen) {
-            if (d->nshards == MAX_SHARDS)
-                return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s names more than %d shards",
-                                INDEX_NAME, MAX_SHARDS);
+        if (f->type != MFS_V_STR || !mfs_path_ok(f->u.s.p, f->u.s.len) || strlen(f->u.s.p) != f->u.s.len) {
+            r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET,
+                         "%s: the shard of \"%.*s\" is not a relative path inside the folder "
+                         "(no \"..\", no leading '/')", INDEX_NAME,
+                         wm->u.obj.klens[i] > 100 ? 100 : (int)wm->u.obj.klens[i], wm->u.obj.keys[i]);
+            break;
+        }
+        shard_key sk = { d->shards, f->u.s.p, f->u.s.len };
+        uint64_t sh = mfs_hash(0x7368, f->u.s.p, f->u.s.len);
+        if (mfs_table_find(&shard_index, sh, shard_match, &sk) != MFS_TABLE_NONE)
+            continue;
+        if (d->nshards == MAX_SHARDS)
+            r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s names more than %d shards",
+                         INDEX_NAME, MAX_SHARDS);
+        else {
+            mfs_table_add(&shard_index, sh, (uint32_t)d->nshards);
             d->shards[d->nshards++] = (shard){ f->u.s.p, f->u.s.len };
         }
     }
-    return 0;
+    mfs_table_free(&shard_index);
+    return r;
 }
 
 typedef struct attach_arg {
