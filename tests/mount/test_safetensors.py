@@ -181,6 +181,11 @@ def check_hostile_folders(c, build, env):
             f.write('{"weight_map": {"w": "s.safetensors", "w": "s.safetensors"}}')
         refused(c, build, d, "an index with a duplicate name", "duplicate key", env)
 
+        d = make_folder(tmp, "manyshards", {"t%d" % i: "s%d.safetensors" % i for i in range(70000)}, {})
+        t0 = time.time()
+        refused(c, build, d, "an index naming 70,000 shards", "more than 65536 shards", env)
+        c.check(time.time() - t0 < 30, "70,000 shard names refused in bounded time")
+
         # Unlisted tensors are served and named.
         two = st_file([("w", "F32", [2], b"\1" * 8), ("extra", "U8", [3], b"abc")])
         d = make_folder(tmp, "unlisted", {"w": "s.safetensors"}, {"s.safetensors": two})
