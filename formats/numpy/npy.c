@@ -26,7 +26,8 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     if (probe(file) == 0)
         return mfs_npz_load(m, file, e);
     npy_header h;
-    if (npy_header_parse(file, file.len, "", &h, e) != 0) {
+    mfs_budget budget = npy_budget(file.len);
+    if (npy_header_parse(file, file.len, "", &budget, &h, e) != 0) {
         npy_header_free(&h);
         return -1;
     }

@@ -80,7 +80,15 @@ static void read_descr(npy_header *h, const char *d, size_t n, uint64_t *itemsiz
              d, kind == 'O' ? " (object arrays hold a pickle, not the values)" : "");
 }
 
-int npy_header_parse(mfs_span s, uint64_t total, const char *where, npy_header *h, mfs_err *e)
+mfs_budget npy_budget(uint64_t size)
+{
+    uint64_t left = size > (4ull << 30) / 64 ? (4ull << 30) : (64ull << 20) + 64 * size;
+    mfs_budget b = { left > (4ull << 30) ? (4ull << 30) : left, false };
+    return b;
+}
+
+int npy_header_parse(mfs_span s, uint64_t total, const char *where, mfs_budget *budget,
+                     npy_header *h, mfs_err *e)
 {
     memset(h, 0, sizeof *h);
     uint64_t len;
@@ -96,10 +104,18 @@ int npy_header_parse(mfs_span s, uint64_t total, const char *where, npy_header *
     const char *text = (const char *)s.p + pre;
     size_t tlen = (size_t)(len - pre), err_at = 0;
     char msg[160];
-    mfs_val *d = npy_literal_parse(text, tlen, &err_at, msg, sizeof msg);
+    size_t values = 0;
+    mfs_val *d = npy_literal_parse(text, tlen, &values, &err_at, msg, sizeof msg);
     if (d == NULL)
         return MFS_CORRUPT(e, s.base + pre + err_at, "%sthe .npy header is not a dict literal: %s",
                            where, msg);
+    /* The descr is kept twice in the table (descr, declared_dtype) and
+     * written into model.json and model.toml. */
+    if (!mfs_budget_take(budget, 4 * ((uint64_t)values * MFS_VAL_COST + tlen))) {
+        mfs_val_free(d);
+        return MFS_CORRUPT(e, s.base + pre, "%sthe .npy headers need more memory than modelfs allows "
+                                            "for a file of this size", where);
+    }
     const mfs_val *descr = mfs_obj_get(d, "descr"), *fo = mfs_obj_get(d, "fortran_order"),
                   *shape = mfs_obj_get(d, "shape");
     int r = 0;

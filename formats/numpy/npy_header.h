@@ -45,8 +45,15 @@ int npy_header_len(mfs_span s, uint64_t *len, mfs_err *e);
 /* Parses the header in `s` (which holds at least npy_header_len bytes)
  * of an array whose file (or member) has `total` bytes. The array's
  * bytes must fit in what follows the header. `where` prefixes messages
- * ("member a.npy: ", or ""). Free with npy_header_free. */
-int npy_header_parse(mfs_span s, uint64_t total, const char *where, npy_header *h, mfs_err *e);
+ * ("member a.npy: ", or ""). What the header's values will cost in the
+ * documents is taken from `budget` (a file of many members with large
+ * structured dtypes must not build gigabytes). Free with npy_header_free. */
+int npy_header_parse(mfs_span s, uint64_t total, const char *where, mfs_budget *budget,
+                     npy_header *h, mfs_err *e);
+
+/* The budget for a file of `size` bytes: 64 MiB plus 64 bytes per byte,
+ * at most 4 GiB (as Carton's). */
+mfs_budget npy_budget(uint64_t size);
 void npy_header_free(npy_header *h);
 
 /* Adds the array as a tensor named name[0..len) (its bytes at `data`, or

@@ -242,10 +242,12 @@ static mfs_val *parse_value(lp *l, unsigned depth)
     return fail(l, "unexpected byte 0x%02x", (unsigned char)c);
 }
 
-mfs_val *npy_literal_parse(const char *text, size_t len, size_t *err_at, char *msg, size_t msg_size)
+mfs_val *npy_literal_parse(const char *text, size_t len, size_t *values, size_t *err_at, char *msg,
+                           size_t msg_size)
 {
     lp l = { text, len, 0, 0, err_at, msg, msg_size, false };
     mfs_val *v = parse_value(&l, 0);
+    *values = l.values;
     if (v == NULL)
         return NULL;
     skip_ws(&l);

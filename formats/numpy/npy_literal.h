@@ -11,8 +11,10 @@
 
 #include "doc.h"
 
-/* The value of text[0..len) (surrounding spaces and newlines allowed), or
- * NULL with *err_at (offset in the text) and msg filled. */
-mfs_val *npy_literal_parse(const char *text, size_t len, size_t *err_at, char *msg, size_t msg_size);
+/* The value of text[0..len) (surrounding spaces and newlines allowed), and
+ * in *values how many values it holds; or NULL with *err_at (offset in the
+ * text) and msg filled. */
+mfs_val *npy_literal_parse(const char *text, size_t len, size_t *values, size_t *err_at, char *msg,
+                           size_t msg_size);
 
 #endif

@@ -83,6 +83,8 @@ typedef struct npz_load {
     mfs_model *m;
     const mfs_zip *z;
     mfs_val *warnings;
+    mfs_budget budget;       /* documents built from the headers */
+    uint64_t inflate_left;   /* header bytes we may still inflate at mount */
     mfs_err *e;
 } npz_load;
 
@@ -115,6 +117,12 @@ static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, 
                            "are no \\x93NUMPY header)", where);
     }
     want = hlen < en->size ? (size_t)hlen : (size_t)en->size;
+    /* Header text compresses as well as anything: many members with large
+     * headers would be much inflating for a small file. */
+    if (want > l->inflate_left)
+        return MFS_CORRUPT(l->e, en->data_offset, "%sthe members' .npy headers inflate to more than "
+                           "modelfs reads at mount for a file of this size", where);
+    l->inflate_left -= want;
     if (mfs_inflate_prefix(src, en->comp_size, en->data_offset, buf, want, &got, l->e) != 0)
         return -1;
     /* Offsets in the inflated bytes mean nothing in the file: messages
@@ -134,7 +142,7 @@ static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
     bool stored = en->method == MFS_ZIP_STORED;
     if (!stored)
         head.base = en->data_offset;
-    if (npy_header_parse(head, en->size, where, &h, l->e) != 0) {
+    if (npy_header_parse(head, en->size, where, &l->budget, &h, l->e) != 0) {
         npy_header_free(&h);
         if (!stored)
             l->e->offset = (int64_t)en->data_offset;
@@ -179,7 +187,8 @@ int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
     mfs_tree_own(m->tree, z->names);
     mfs_model_set_format(m, "numpy", 0);
     mfs_obj_set(m->metadata, "container", mfs_str("npz"));
-    npz_load l = { m, z, mfs_arr(), e };
+    /* Inflated header bytes: 16 MiB plus 16 per byte of the file. */
+    npz_load l = { m, z, mfs_arr(), npy_budget(file.len), (16ull << 20) + 16 * file.len, e };
     uint8_t *buf = mfs_xmalloc(NPY_PRELUDE_MAX + NPY_HEADER_MAX);
     int r = 0;
     size_t members = 0;

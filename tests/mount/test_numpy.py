@@ -150,6 +150,32 @@ def check_bad_member(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_header_bomb(c, build, env):
+    """Many Deflate members whose headers are large structured dtypes of
+    one repeated field: small on disk, gigabytes of document if every
+    header were kept. Refused with exit 5, quickly and in bounded memory."""
+    tmp = tempfile.mkdtemp(prefix="modelfs-npz-")
+    try:
+        h = "{'descr': [%s], 'fortran_order': False, 'shape': (0,), }" % ("('a', '|u1'), " * 9000)
+        h = h.encode() + b" " * ((64 - (len(h) + 13) % 64) % 64) + b"\n"
+        blob = b"\x93NUMPY\x02\x00" + struct.pack("<I", len(h)) + h
+        path = os.path.join(tmp, "headers.npz")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for i in range(2000):
+                z.writestr("m%d.npy" % i, blob)
+        r = subprocess.run(["/usr/bin/time", "-f", "%M", os.path.join(build, "modelfs-ls"), path],
+                           capture_output=True, text=True, env=env, timeout=120)
+        size = os.path.getsize(path)
+        c.check(r.returncode == 5 and "more" in r.stderr,
+                "%d members of %d-byte headers in %d bytes: exit %d %s" %
+                (2000, len(blob), size, r.returncode, r.stderr.strip()[:300]))
+        peak_kib = int(r.stderr.strip().splitlines()[-1])
+        c.check(peak_kib * 1024 < (64 << 20) + 64 * size + (256 << 20),
+                "peak memory %d KiB for a %d-byte file" % (peak_kib, size))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -168,6 +194,7 @@ def main(argv):
         check_model(c, build, model, expect, env)
         print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     check_bad_member(c, build, env)
+    check_header_bomb(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
