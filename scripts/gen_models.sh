@@ -13,6 +13,8 @@ for g in ptd tb; do
         "$py" "$here/gen_$g.py" "$out/$g"
     fi
 done
+"$py" "$here/gen_safetensors.py" "$out/safetensors" "$out/safetensors_sharded"
+"$py" "$here/gen_numpy.py" "$out/numpy"
 mkdir -p "$out/carton"
 "$py" "$here/gen_carton.py" "$out/carton"
 echo "gen_models: models written to $out"

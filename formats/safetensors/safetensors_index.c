@@ -1,0 +1,369 @@
+/* A sharded safetensors model: a folder holding model.safetensors.index.json
+ * ({"metadata": {...}, "weight_map": {tensor: shard file}}) and the shard
+ * files it names, mounted as one model.
+ *
+ * Every file is opened below the folder held open at mount (carton_root.c:
+ * one component at a time, no symlink followed), so a shard name cannot
+ * lead out of the folder ("..", an absolute path and a symlink all fail).
+ * Each shard's header is read and checked at mount like a single file's;
+ * its tensors are served from a mapping of the shard made on first open
+ * (carton_map_fd), which notices a shard edited after the mount.
+ *
+ * metadata is the index's "metadata"; the top-level `shards` lists each
+ * shard (file, size, header_size, data_start, tensor_count, metadata);
+ * entries add `shard`. A weight_map entry whose tensor is not in its shard
+ * refuses the folder; a shard's tensor that weight_map does not list is
+ * served and named in `unlisted_tensors`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "carton.h"
+#include "hash.h"
+#include "table.h"
+#include "json_parse.h"
+#include "registry.h"
+#include "safetensors.h"
+#include "xalloc.h"
+
+#define INDEX_NAME "model.safetensors.index.json"
+#define INDEX_MAX (64u << 20)    /* bytes of index JSON read at mount */
+#define INDEX_DEPTH 64
+#define MAX_SHARDS 65536
+
+typedef unsigned long long ull;
+
+/* One tensor's bytes: a slice of a shard file, mapped on open. */
+typedef struct shard_src {
+    const carton_root *root;
+    const char *path;            /* below root; owned by the tree */
+    uint64_t file_size;          /* the shard's size at mount */
+    uint64_t off, len;
+} shard_src;
+
+/* The whole mapped shard, kept while the slice is in use. */
+typedef struct shard_map {
+    mfs_bytes whole;
+} shard_map;
+
+static void release_slice(mfs_bytes *b)
+{
+    shard_map *w = b->opaque;
+    if (w->whole.release)
+        w->whole.release(&w->whole);
+    free(w);
+}
+
+static int produce_slice(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
+{
+    const shard_src *s = ctx;
+    (void)job;
+    int fd = carton_open_at(s->root, s->path, false);
+    if (fd < 0) {
+        bool swapped = errno == ELOOP || errno == ENOTDIR;
+        return mfs_fail(e, swapped ? MFS_E_CHANGED : MFS_E_IO, MFS_NO_OFFSET, "cannot open %s: %s%s",
+                        s->path, strerror(errno),
+                        swapped ? " (a symlink or a file in the way: replaced since the mount?)" : "");
+    }
+    shard_map *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        close(fd);
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: out of memory", s->path);
+    }
+    if (carton_map_fd(fd, s->path, s->file_size, &w->whole, e) != 0) {
+        free(w);
+        return -1;
+    }
+    out->data = w->whole.data + s->off;
+    out->len = s->len;
+    out->release = release_slice;
+    out->opaque = w;
+    return 0;
+}
+
+static bool slice_unchanged(void *ctx, const mfs_bytes *b)
+{
+    const shard_map *w = b->opaque;
+    return carton_file_unchanged(ctx, &w->whole);
+}
+
+static const mfs_source_ops ops_slice = { .produce = produce_slice, .unchanged = slice_unchanged };
+
+/* ---- reading files below the folder ----------------------------------- */
+
+/* Reads `len` bytes at `off` of fd into buf; -1 with e on a short read. */
+static int read_at(int fd, void *buf, size_t len, uint64_t off, const char *label, mfs_err *e)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot read %s: %s", label,
+                            r < 0 ? strerror(errno) : "it shrank while it was read");
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Opens `rel` below the folder: a regular file, its size in *size. */
+static int open_below(const carton_root *root, const char *rel, uint64_t *size, mfs_err *e)
+{
+    int fd = carton_open_at(root, rel, false);
+    /* Missing, a symlink, or a path that is no file of the folder: the
+     * model is malformed. Anything else (permissions, I/O) is an I/O error. */
+    bool bad = errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EINVAL;
+    if (fd < 0)
+        return mfs_fail(e, bad ? MFS_E_CORRUPT : MFS_E_IO, MFS_NO_OFFSET,
+                        "cannot open %s in the folder: %s%s", rel, strerror(errno),
+                        errno == ELOOP ? " (a symlink: shards must be files of the folder)" : ""), -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is not a regular file", rel), -1;
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+/* ---- the index --------------------------------------------------------- */
+
+typedef struct shard {
+    const char *name;            /* borrowed from the index document */
+    size_t name_len;
+} shard;
+
+typedef struct shard_key {
+    const shard *shards;
+    const char *name;
+    size_t len;
+} shard_key;
+
+static bool shard_match(const void *key, uint32_t i)
+{
+    const shard_key *k = key;
+    return k->shards[i].name_len == k->len && memcmp(k->shards[i].name, k->name, k->len) == 0;
+}
+
+typedef struct st_dir {
+    mfs_model *m;
+    const carton_root *root;
+    mfs_val *index;
+    const mfs_val *weight_map;
+    shard *shards;
+    size_t nshards;
+    mfs_table wm_index;          /* weight_map's keys -> their position */
+    bool *found;                 /* per weight_map entry */
+    mfs_val *unlisted;
+    mfs_err *e;
+} st_dir;
+
+typedef struct wm_key {
+    const mfs_val *wm;
+    const char *name;
+    size_t len;
+} wm_key;
+
+static bool wm_match(const void *key, uint32_t i)
+{
+    const wm_key *k = key;
+    return k->wm->u.obj.klens[i] == k->len && memcmp(k->wm->u.obj.keys[i], k->name, k->len) == 0;
+}
+
+/* weight_map's position of a tensor name, or MFS_TABLE_NONE. Hashed: a
+ * shard of many tensors against a map of as many costs no square. */
+static uint32_t wm_find(const st_dir *d, const char *name, size_t len)
+{
+    wm_key k = { d->weight_map, name, len };
+    return mfs_table_find(&d->wm_index, mfs_hash(0x776d, name, len), wm_match, &k);
+}
+
+static int read_index(st_dir *d)
+{
+    uint64_t size;
+    int fd = open_below(d->root, INDEX_NAME, &size, d->e);
+    if (fd < 0)
+        return -1;
+    if (size > INDEX_MAX) {
+        close(fd);
+        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is %llu bytes (modelfs reads at most %u)",
+                        INDEX_NAME, (ull)size, INDEX_MAX);
+    }
+    char *text = mfs_xmalloc(size ? (size_t)size : 1);
+    int r = read_at(fd, text, (size_t)size, 0, INDEX_NAME, d->e);
+    close(fd);
+    if (r != 0) {
+        free(text);
+        return -1;
+    }
+    mfs_budget budget = { (64ull << 20) + 16 * size, false };
+    mfs_json_err je;
+    d->index = mfs_json_parse(text, (size_t)size, INDEX_DEPTH, &budget, &je);
+    free(text);
+    if (d->index == NULL)
+        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: byte %zu: not valid JSON: %s",
+                        INDEX_NAME, je.offset, je.msg);
+    d->weight_map = mfs_obj_get(d->index, "weight_map");
+    if (d->index->type != MFS_V_OBJ || d->weight_map == NULL || d->weight_map->type != MFS_V_OBJ)
+        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s has no \"weight_map\" object", INDEX_NAME);
+    const mfs_val *md = mfs_obj_get(d->index, "metadata");
+    if (md != NULL && md->type != MFS_V_OBJ && md->type != MFS_V_NULL)
+        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: \"metadata\" is not an object", INDEX_NAME);
+    for (size_t i = 0; md && md->type == MFS_V_OBJ && i < md->u.obj.n; i++)
+        mfs_obj_setn(d->m->metadata, md->u.obj.keys[i], md->u.obj.klens[i],
+                     mfs_val_clone(md->u.obj.vals[i]));
+    /* The shards, in order of first mention (hashed: a map naming many
+     * costs no square). */
+    const mfs_val *wm = d->weight_map;
+    mfs_table shard_index = { 0 };
+    d->shards = mfs_xcalloc(wm->u.obj.n ? wm->u.obj.n : 1, sizeof *d->shards);
+    d->found = mfs_xcalloc(wm->u.obj.n ? wm->u.obj.n : 1, sizeof *d->found);
+    for (size_t i = 0; r == 0 && i < wm->u.obj.n; i++) {
+        /* Keys are unique (the JSON reader refuses duplicates). */
+        mfs_table_add(&d->wm_index, mfs_hash(0x776d, wm->u.obj.keys[i], wm->u.obj.klens[i]), (uint32_t)i);
+        const mfs_val *f = wm->u.obj.vals[i];
+        if (f->type != MFS_V_STR || !mfs_path_ok(f->u.s.p, f->u.s.len) || strlen(f->u.s.p) != f->u.s.len) {
+            r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET,
+                         "%s: the shard of \"%.*s\" is not a relative path inside the folder "
+                         "(no \"..\", no leading '/')", INDEX_NAME,
+                         wm->u.obj.klens[i] > 100 ? 100 : (int)wm->u.obj.klens[i], wm->u.obj.keys[i]);
+            break;
+        }
+        shard_key sk = { d->shards, f->u.s.p, f->u.s.len };
+        uint64_t sh = mfs_hash(0x7368, f->u.s.p, f->u.s.len);
+        if (mfs_table_find(&shard_index, sh, shard_match, &sk) != MFS_TABLE_NONE)
+            continue;
+        if (d->nshards == MAX_SHARDS)
+            r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s names more than %d shards",
+                         INDEX_NAME, MAX_SHARDS);
+        else {
+            mfs_table_add(&shard_index, sh, (uint32_t)d->nshards);
+            d->shards[d->nshards++] = (shard){ f->u.s.p, f->u.s.len };
+        }
+    }
+    mfs_table_free(&shard_index);
+    return r;
+}
+
+typedef struct attach_arg {
+    st_dir *d;
+    const char *path;            /* tree-owned */
+    uint64_t file_size, data_start;
+} attach_arg;
+
+static void attach(mfs_model *m, uint32_t node, const st_entry *en, void *arg)
+{
+    const attach_arg *a = arg;
+    shard_src *s = mfs_tree_own(m->tree, mfs_xcalloc(1, sizeof *s));
+    *s = (shard_src){ a->d->root, a->path, a->file_size, a->data_start + en->begin, en->end - en->begin };
+    mfs_tree_set_source(m->tree, node, &ops_slice, s);
+}
+
+static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
+{
+    char *path = mfs_tree_own(d->m->tree, mfs_xstrdup(sh->name));
+    char label[300];
+    snprintf(label, sizeof label, "shard %.200s: ", path);
+    uint64_t size, n;
+    int fd = open_below(d->root, path, &size, d->e);
+    if (fd < 0)
+        return -1;
+    uint8_t first[8];
+    mfs_span f8 = { first, size < 8 ? size : 8, 0 };
+    int r = read_at(fd, first, (size_t)f8.len, 0, path, d->e);
+    if (r == 0)
+        r = st_header_length(f8, size, label, &n, d->e);
+    char *json = NULL;
+    if (r == 0) {
+        json = mfs_xmalloc(n ? (size_t)n : 1);
+        r = read_at(fd, json, (size_t)n, 8, path, d->e);
+    }
+    close(fd);
+    st_header h;
+    memset(&h, 0, sizeof h);
+    if (r == 0)
+        r = st_header_parse(&h, json, n, size, label, d->e);
+    free(json);
+    for (size_t i = 0; r == 0 && i < h.count; i++) {
+        uint32_t w = wm_find(d, h.entries[i].name, h.entries[i].name_len);
+        const mfs_val *want = w == MFS_TABLE_NONE ? NULL : d->weight_map->u.obj.vals[w];
+        if (w != MFS_TABLE_NONE)
+            d->found[w] = true;
+        if (want == NULL)
+            mfs_arr_push(d->unlisted, mfs_strn(h.entries[i].name, h.entries[i].name_len));
+        else if (want->u.s.len != strlen(path) || memcmp(want->u.s.p, path, want->u.s.len) != 0)
+            r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%stensor \"%.*s\" is here, but %s maps "
+                         "it to %.200s", label, h.entries[i].name_len > 100 ? 100 : (int)h.entries[i].name_len,
+                         h.entries[i].name, INDEX_NAME, want->u.s.p);
+    }
+    if (r == 0) {
+        mfs_val *o = mfs_arr_push(list, mfs_obj());
+        mfs_obj_set(o, "file", mfs_str(path));
+        mfs_obj_set(o, "size", mfs_u64(size));
+        mfs_obj_set(o, "header_size", mfs_u64(h.header_size));
+        mfs_obj_set(o, "data_start", mfs_u64(h.data_start));
+        mfs_obj_set(o, "tensor_count", mfs_u64(h.count));
+        mfs_val *md = mfs_obj_set(o, "metadata", mfs_obj());
+        st_copy_metadata(&h, md);
+        attach_arg a = { d, path, size, h.data_start };
+        st_add_tensors(d->m, &h, NULL, path, attach, &a);
+    }
+    st_header_free(&h);
+    return r;
+}
+
+/* Every weight_map entry must have been found in its shard. */
+static int check_all_found(st_dir *d)
+{
+    const mfs_val *wm = d->weight_map;
+    for (size_t i = 0; i < wm->u.obj.n; i++)
+        if (!d->found[i])
+            return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s maps tensor \"%.*s\" to %.200s, "
+                            "which does not hold it", INDEX_NAME,
+                            wm->u.obj.klens[i] > 100 ? 100 : (int)wm->u.obj.klens[i],
+                            wm->u.obj.keys[i], wm->u.obj.vals[i]->u.s.p);
+    return 0;
+}
+
+int mfs_st_probe_dir(const char *path)
+{
+    char p[4096];
+    struct stat st;
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", path, INDEX_NAME) >= sizeof p)
+        return 0;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) ? 64 : 0;
+}
+
+int mfs_st_load_dir(mfs_model *m, const char *path, mfs_err *e)
+{
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
+    const carton_root *root = carton_root_open(m->tree, real, e);
+    free(real);
+    if (root == NULL)
+        return -1;
+    mfs_model_set_format(m, "safetensors", 0);
+    st_dir d = { .m = m, .root = root, .e = e };
+    int r = read_index(&d);
+    mfs_val *list = mfs_obj_set(m->extra, "shards", mfs_arr());
+    d.unlisted = mfs_arr();
+    for (size_t i = 0; r == 0 && i < d.nshards; i++)
+        r = load_shard(&d, &d.shards[i], list);
+    if (r == 0)
+        r = check_all_found(&d);
+    if (r == 0 && d.unlisted->u.arr.n > 0)
+        mfs_obj_set(m->extra, "unlisted_tensors", d.unlisted);
+    else
+        mfs_val_free(d.unlisted);
+    free(d.shards);
+    free(d.found);
+    mfs_table_free(&d.wm_index);
+    mfs_val_free(d.index);
+    return r;
+}

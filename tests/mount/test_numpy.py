@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""NumPy .npy/.npz through real mounts, with numpy as the independent
+reader: for every array, np.load of the original file (or np.load(npz)[key])
+against the mounted tensor bytes (as stored: Fortran order and big-endian
+kept) and against np.load of its npy/ twin (np.transpose with npy_axes for
+Fortran order); the table keys descr, fortran_order, data_offset,
+npy_version, byte_order, member and compression against the expectation;
+object and structured arrays served raw with a `problem` and no twin; a
+deflated member claiming more bytes than its array is refused, one whose
+data is bad reads as EIO (and --verify says so) while the rest of the
+mount works.
+
+usage: test_numpy.py BUILD_DIR DIR... (a DIR that does not exist is skipped, visibly)
+"""
+import errno
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mfstest  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def stored_bytes(a):
+    """The array's bytes as np.save stored them."""
+    fortran = a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous
+    return a.tobytes(order="F" if fortran else "C")
+
+
+def originals(model):
+    """{name: array} as numpy loads the file."""
+    if model.endswith(".npz"):
+        with np.load(model, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    return {os.path.basename(model)[:-4]: np.load(model, allow_pickle=False)}
+
+
+def check_model(c, build, model, expect, env):
+    name = os.path.basename(model)
+    raw_names = {w["name"] for w in expect["tensors"] if w["dtype"] is None}
+    try:
+        arrays = originals(model)
+    except ValueError:
+        arrays = {}  # object arrays: numpy wants allow_pickle; checked as raw below
+    with mfstest.mounted(os.path.join(build, "modelfs"), model, env) as mnt:
+        doc = json.load(open(os.path.join(mnt, "model.json"), encoding="utf-8"))
+        c.equal(doc["format"], "numpy", name + " format")
+        byname = {t["name"]: t for t in doc["tensors"]}
+        c.equal(sorted(byname), sorted(w["name"] for w in expect["tensors"]), name + " names")
+        for w in expect["tensors"]:
+            t = byname.get(w["name"])
+            what = "%s: %r" % (name, w["name"])
+            if t is None:
+                continue
+            for k in ("descr", "fortran_order", "data_offset", "npy_version", "member", "compression"):
+                if k in w:
+                    c.equal(t.get(k), w[k], what + " " + k)
+            c.equal(t.get("byte_order"), "big" if w.get("stored_byte_order") == "big" else None,
+                    what + " byte_order")
+            data = open(os.path.join(mnt, t["path"]), "rb").read()
+            if w["name"] in raw_names:
+                c.check("problem" in t and "npy" not in t and t["dtype"] == "bytes",
+                        what + " served raw with a problem, no twin")
+                c.equal(t.get("declared_shape"), w["shape"], what + " declared_shape")
+                continue
+            a = arrays.get(w["name"])
+            if not c.check(a is not None, what + " np.load has it"):
+                continue
+            c.check(data == stored_bytes(a), what + " tensor bytes vs np.load (as stored)")
+            c.equal(t["shape"], list(a.shape), what + " shape vs np.load")
+            twin = np.load(os.path.join(mnt, t["npy"]), mmap_mode="r")
+            if "npy_axes" in t:
+                twin = np.transpose(twin, t["npy_axes"])
+            c.check(twin.dtype == a.dtype and twin.shape == a.shape and np.array_equal(twin, a),
+                    what + " np.load of the twin (%s %s) vs the original (%s %s)" %
+                    (twin.dtype, twin.shape, a.dtype, a.shape))
+            del twin
+
+
+def patch_member(path, member, fn):
+    """Rewrites the central directory entry and local header of `member`:
+    fn(data, cd_offset, local_offset, info)."""
+    data = bytearray(open(path, "rb").read())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(member)
+    at = 0
+    while True:
+        at = data.find(b"PK\x01\x02", at)
+        if at < 0:
+            break
+        nlen = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46:at + 46 + nlen] == member.encode():
+            fn(data, at, info.header_offset, info)
+        at += 4
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def check_bad_member(c, build, env):
+    """Deflate members that lie: one whose central directory claims more
+    bytes than its array (refused at mount: a decode the cache would not
+    see coming), and one whose CRC-32 is wrong (found on open: EIO, and
+    --verify says so, while the good member still reads)."""
+    tmp = tempfile.mkdtemp(prefix="modelfs-npz-")
+    try:
+        good = np.arange(100, dtype="<f4")
+        path = os.path.join(tmp, "long.npz")
+        np.savez_compressed(path, good=good, bad=np.zeros((64, 64), "<f4"))
+
+        def longer(data, cd, loc, info):
+            if struct.unpack_from("<I", data, cd + 24)[0] == 0xFFFFFFFF:
+                nlen = struct.unpack_from("<H", data, cd + 28)[0]
+                struct.pack_into("<Q", data, cd + 46 + nlen + 4, info.file_size + 4096)
+            else:
+                struct.pack_into("<I", data, cd + 24, info.file_size + 4096)
+            if struct.unpack_from("<I", data, loc + 22)[0] != 0xFFFFFFFF:
+                struct.pack_into("<I", data, loc + 22, info.file_size + 4096)
+        patch_member(path, "bad.npy", longer)
+        r = subprocess.run([os.path.join(build, "modelfs-ls"), path], capture_output=True, text=True,
+                           env=env, timeout=60)
+        c.check(r.returncode == 5 and "after the array" in r.stderr,
+                "a member claiming more bytes than its array: exit %d, %s" % (r.returncode, r.stderr))
+
+        path = os.path.join(tmp, "crc.npz")
+        np.savez_compressed(path, good=good, bad=np.zeros((64, 64), "<f4"))
+
+        def bad_crc(data, cd, loc, info):
+            struct.pack_into("<I", data, cd + 16, info.CRC ^ 0x5a5a5a5a)
+            struct.pack_into("<I", data, loc + 14, info.CRC ^ 0x5a5a5a5a)
+        patch_member(path, "bad.npy", bad_crc)
+        r = subprocess.run([os.path.join(build, "modelfs-ls"), "--verify", path], capture_output=True,
+                           text=True, env=env, timeout=60)
+        c.equal(r.returncode, 8, "--verify of a member with a wrong CRC-32: %s" % r.stderr.strip())
+        with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
+            _, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "bad"))
+            c.equal(err, errno.EIO, "a deflated member with a wrong CRC-32 reads as EIO")
+            _, err = mfstest.read_or_errno(os.path.join(mnt, "npy", "bad.npy"))
+            c.equal(err, errno.EIO, "and so does its twin")
+            got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "good"))
+            c.check(err == 0 and got == good.tobytes(), "the good member still reads")
+            twin = np.load(os.path.join(mnt, "npy", "good.npy"))
+            c.check(np.array_equal(twin, good), "the good member's twin")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_header_bomb(c, build, env):
+    """Many Deflate members whose headers are large structured dtypes of
+    one repeated field: small on disk, gigabytes of document if every
+    header were kept. Refused with exit 5, quickly and in bounded memory."""
+    tmp = tempfile.mkdtemp(prefix="modelfs-npz-")
+    try:
+        h = "{'descr': [%s], 'fortran_order': False, 'shape': (0,), }" % ("('a', '|u1'), " * 9000)
+        h = h.encode() + b" " * ((64 - (len(h) + 13) % 64) % 64) + b"\n"
+        blob = b"\x93NUMPY\x02\x00" + struct.pack("<I", len(h)) + h
+        path = os.path.join(tmp, "headers.npz")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for i in range(2000):
+                z.writestr("m%d.npy" % i, blob)
+        r = subprocess.run(["/usr/bin/time", "-f", "%M", os.path.join(build, "modelfs-ls"), path],
+                           capture_output=True, text=True, env=env, timeout=120)
+        size = os.path.getsize(path)
+        c.check(r.returncode == 5 and "more" in r.stderr,
+                "%d members of %d-byte headers in %d bytes: exit %d %s" %
+                (2000, len(blob), size, r.returncode, r.stderr.strip()[:300]))
+        peak_kib = int(r.stderr.strip().splitlines()[-1])
+        c.check(peak_kib * 1024 < (64 << 20) + 64 * size + (256 << 20),
+                "peak memory %d KiB for a %d-byte file" % (peak_kib, size))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build, dirs = argv[1], argv[2:]
+    c = mfstest.Checker("numpy tests")
+    if not mfstest.can_mount():
+        c.skip("no /dev/fuse or fusermount3")
+        return c.finish()
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    for model, expect in mfstest.expected_models(c, dirs, ("numpy",)):
+        if expect.get("expect") not in ("readable", "readable_or_error"):
+            continue
+        before = c.failed
+        check_model(c, build, model, expect, env)
+        print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+    check_bad_member(c, build, env)
+    check_header_bomb(c, build, env)
+    mfstest.check_sanitizer_reports(c, logdir)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
