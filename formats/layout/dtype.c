@@ -18,6 +18,7 @@ static const struct { const char *name; size_t size; const char *npy; } dtypes[]
     { "quint4x2", 1, "|u1" },   { "quint2x4", 1, "|u1" },   { "bits8", 1, "|u1" },
     { "bits16", 2, "<u2" },     { "bits1x8", 1, "|u1" },    { "bits2x4", 1, "|u1" },
     { "bits4x2", 1, "|u1" },
+    { "float8_e8m0fnu", 1, "|u1" },
 };
 
 size_t mfs_dtype_size(const char *name)
