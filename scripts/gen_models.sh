@@ -15,4 +15,5 @@ for g in ptd tb; do
 done
 mkdir -p "$out/carton"
 "$py" "$here/gen_carton.py" "$out/carton"
+"$py" "$here/gen_onnx.py" "$out/onnx"
 echo "gen_models: models written to $out"
