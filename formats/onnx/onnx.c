@@ -62,24 +62,28 @@ static int model_wire(uint32_t num)
 
 #define PROBE_FIELDS 4096
 
+/* A file cut short (or with a bad field further on) is still an ONNX file
+ * once its first fields are: the loader then says what is wrong (exit 5)
+ * rather than "not a model file". */
 static int probe(mfs_span f)
 {
     mfs_err e = { 0 };
     mfs_pb r = mfs_pb_start(f);
     mfs_pb_field fl;
     bool key = false;
-    int k;
-    for (unsigned i = 0; i < PROBE_FIELDS && (k = mfs_pb_next(&r, &fl, &e)) == 1; i++) {
+    unsigned good = 0;
+    while (good < PROBE_FIELDS && mfs_pb_next(&r, &fl, &e) == 1) {
         int w = model_wire(fl.num);
-        if (i == 0 && w < 0)
+        if (good == 0 && w < 0)
             return 0;  /* ONNX writers put a known field first (ir_version) */
         if (w >= 0 && fl.wire != w)
             return 0;
         if (fl.num == M_IR && (fl.v == 0 || fl.v > 1000))
             return 0;
         key |= fl.num == M_IR || fl.num == M_GRAPH || fl.num == M_OPSET;
+        good++;
     }
-    if (e.code != MFS_OK || !key)
+    if (!key || (e.code != MFS_OK && good < 2))
         return 0;
     return 4;
 }
