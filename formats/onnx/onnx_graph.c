@@ -243,8 +243,9 @@ static int tensor_summary(onnx_ctx *c, mfs_span t, mfs_val *o)
  * their name, described under `subgraphs`). */
 static int describe_attr(onnx_ctx *c, mfs_span a, const attr_info *ai, mfs_val *out)
 {
-    if (onnx_spend(c, (8 + ONNX_ATTR_LIST_MAX) * MFS_VAL_COST + ai->name.len + ONNX_ATTR_STR_MAX,
-                   a.base) != 0)
+    /* Its entry now; the values it shows as they are added (at most
+     * ONNX_ATTR_LIST_MAX of them, each at most ONNX_ATTR_STR_MAX bytes). */
+    if (onnx_spend(c, 4 * MFS_VAL_COST + ai->name.len, a.base) != 0)
         return -1;
     uint64_t type = ai->has_type ? ai->type : type_of_field(ai->first_value);
     mfs_val *o = mfs_arr_push(out, mfs_obj());
@@ -254,12 +255,21 @@ static int describe_attr(onnx_ctx *c, mfs_span a, const attr_info *ai, mfs_val *
     mfs_val *list = NULL;
     uint64_t count = 0;
     bool cut = false;
-    if (type >= 6 && type != 11)
+    if (type >= 6 && type != 11) {
+        if (onnx_spend(c, ONNX_ATTR_LIST_MAX * MFS_VAL_COST, a.base) != 0)
+            return -1;
         list = mfs_arr();
+    }
     mfs_pb r = mfs_pb_start(a);
     mfs_pb_field f;
     int k;
     while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
+        uint64_t shown = f.wire == MFS_PB_LEN ? f.bytes.len : 0;
+        if (onnx_spend(c, MFS_VAL_COST + (shown < ONNX_ATTR_STR_MAX ? shown : ONNX_ATTR_STR_MAX),
+                       f.at) != 0) {
+            k = -1;
+            break;
+        }
         switch (f.num) {
         case A_REF:
             if (f.wire == MFS_PB_LEN)
@@ -294,8 +304,19 @@ static int describe_attr(onnx_ctx *c, mfs_span a, const attr_info *ai, mfs_val *
             }
             break;
         case A_G:
-            if (type == 5 && f.wire == MFS_PB_LEN)
-                mfs_obj_set(o, "value", mfs_str("graph"));
+            if (type == 5 && f.wire == MFS_PB_LEN) {
+                /* The subgraph's name; its description is under `subgraphs`. */
+                mfs_span gname = { (const uint8_t *)"", 0, 0 };
+                mfs_pb gr = mfs_pb_start(f.bytes);
+                mfs_pb_field gf;
+                int gk;
+                while ((gk = mfs_pb_next(&gr, &gf, c->e)) == 1)
+                    if (gf.num == 2 && gf.wire == MFS_PB_LEN)
+                        gname = gf.bytes;
+                if (gk < 0)
+                    k = -1;
+                mfs_obj_set(o, "value", mfs_strn(gname.p, (size_t)gname.len));
+            }
             break;
         case A_FLOATS:
         case A_INTS:
@@ -351,13 +372,17 @@ static int describe_attr(onnx_ctx *c, mfs_span a, const attr_info *ai, mfs_val *
         if (k < 0)
             break;
     }
+    if (k < 0) {
+        mfs_val_free(list);
+        return -1;
+    }
     if (list != NULL) {
         mfs_obj_set(o, "count", mfs_u64(count));
         mfs_obj_set(o, "value", list);
         if (count > ONNX_ATTR_LIST_MAX || cut)
             mfs_obj_set(o, "truncated", mfs_bool(true));
     }
-    return k < 0 ? -1 : 0;
+    return 0;
 }
 
 static const char *const constant_values[] = {
