@@ -131,7 +131,10 @@ def node(op, inputs, outputs, name=None, attrs=(), domain=None):
 def value_info(name, elem_type, dims):
     shape = b""
     for d in dims:
-        shape += f_bytes(1, f_bytes(2, d) if isinstance(d, str) else f_varint(1, d))
+        if d is None:  # neither dim_value nor dim_param
+            shape += f_bytes(1, b"")
+        else:
+            shape += f_bytes(1, f_bytes(2, d) if isinstance(d, str) else f_varint(1, d))
     tt = f_varint(1, elem_type) + f_bytes(2, shape)
     return f_bytes(1, name) + f_bytes(2, f_bytes(1, tt))
 
@@ -272,11 +275,13 @@ def gen_dtypes(ms):
     ents.append(e)
     inits.append(tensor_proto("empty:0", 1, (0, 4), b""))
     ents.append(ent("empty:0", 1, (0, 4), b"", storage="typed_field", field="float_data"))
-    g = graph("dtypes", inits=inits, inputs=[value_info("x", 1, ["batch", 3])],
+    g = graph("dtypes", inits=inits, inputs=[value_info("x", 1, ["batch", None, 3])],
               outputs=[value_info("y", 1, ["batch", 3])])
     ms.write("gen_dtypes.onnx", model(g, props=[("author", "modelfs ✓"), ("", "empty key")]), ents,
              dict(META, graph_name="dtypes", metadata_props={"author": "modelfs ✓", "": "empty key"},
-                  graph_inputs=["x"], graph_outputs=["y"]))
+                  graph_inputs=["x"], graph_outputs=["y"],
+                  inputs=[{"name": "x", "kind": "tensor", "elem_type": 1, "dtype": "float32",
+                           "shape": ["batch", -1, 3]}]))
 
 
 def gen_constants(ms):

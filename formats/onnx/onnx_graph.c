@@ -64,7 +64,9 @@ static int describe_shape(onnx_ctx *c, mfs_span shape, mfs_val *out)
             mfs_val_free(d);
             return -1;
         }
-        mfs_arr_push(out, d ? d : mfs_null());
+        /* Neither dim_value nor dim_param: unknown, -1 (a null would not
+         * survive model.toml). */
+        mfs_arr_push(out, d ? d : mfs_int(-1));
     }
     return k < 0 ? -1 : 0;
 }
