@@ -542,6 +542,7 @@ int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_p
     mfs_span gname = { NULL, 0, 0 };
     mfs_val *inputs = mfs_obj_set(out, "inputs", mfs_arr());
     mfs_val *outputs = mfs_obj_set(out, "outputs", mfs_arr());
+    mfs_val *inits = mfs_obj_set(out, "initializers", mfs_arr());
     mfs_val *gnodes = mfs_obj_set(out, "nodes", mfs_arr());
     mfs_val *subs = mfs_obj_set(out, "subgraphs", mfs_arr());
     onnx_place pl = { tensors_dir, path, "initializer" };
@@ -557,8 +558,17 @@ int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_p
             gname = f.bytes;
         } else if (f.num == G_INIT) {
             mfs_span none = { NULL, 0, 0 };
+            size_t before = c->m->tensors->u.arr.n;
             if (onnx_add_tensor(c, f.bytes, none, &pl) != 0)
                 return -1;
+            /* Its name as the table has it (the table entry's copy). */
+            const mfs_val *tn = before < c->m->tensors->u.arr.n
+                                    ? mfs_obj_get(c->m->tensors->u.arr.items[before], "name") : NULL;
+            if (tn != NULL) {
+                if (onnx_spend(c, MFS_VAL_COST + tn->u.s.len, f.at) != 0)
+                    return -1;
+                mfs_arr_push(inits, mfs_val_clone(tn));
+            }
         } else if (f.num == G_INPUT || f.num == G_OUTPUT) {
             if (onnx_value_info(c, f.bytes, f.num == G_INPUT ? inputs : outputs) != 0)
                 return -1;

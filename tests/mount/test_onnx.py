@@ -108,6 +108,12 @@ def check_graph_json(c, mnt, name, doc):
     if "graph_name" in md:
         c.equal(g["name"], md["graph_name"], name + ": graph.json name")
     c.equal([i["name"] for i in g["inputs"]], md.get("graph_inputs"), name + ": graph.json inputs")
+    for path, sub in graphs.items():
+        if path == "bad":
+            continue
+        want = [t["name"] for t in doc["tensors"]
+                if tuple(t["graph_path"]) == path and t["source"] == "initializer"]
+        c.equal(sub["initializers"], want, "%s: graph.json %r initializers" % (name, path))
     for n in g["nodes"]:
         c.check(set(n) >= {"name", "op_type", "domain", "inputs", "outputs", "attributes"},
                 "%s: node keys %r" % (name, sorted(n)))
@@ -159,9 +165,42 @@ def as_array(kind, v):
     return np.array(val, dtype=dt)
 
 
-def check_onnx_reader(c, mnt, model, doc):
+def onnx_graphs(g, path, out):
+    """{graph_path: GraphProto}, as graph.json nests them."""
+    out[tuple(path)] = g
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                onnx_graphs(a.g, path + [n.name, a.name], out)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for i, sg in enumerate(a.graphs):
+                    onnx_graphs(sg, path + [n.name, "%s[%d]" % (a.name, i)], out)
+    return out
+
+
+def check_onnx_graph(c, name, m, gdoc):
+    """graph.json's graphs and nodes against python3-onnx's."""
+    mine = walk_graph_doc(gdoc, [], {})
+    mine.pop("bad", None)
+    ref = onnx_graphs(m.graph, [], {})
+    c.equal(sorted(mine), sorted(ref), name + ": graph.json's subgraph paths (python3-onnx)")
+    for path, g in ref.items():
+        if path not in mine:
+            continue
+        want = [[n.name, n.op_type, n.domain, list(n.input), list(n.output),
+                 [a.name for a in n.attribute]] for n in g.node]
+        got = [[n["name"], n["op_type"], n["domain"], n["inputs"], n["outputs"],
+                [a["name"] for a in n["attributes"]]] for n in mine[path]["nodes"]]
+        c.equal(got, want, "%s: graph.json nodes of %r (python3-onnx)" % (name, path))
+        c.equal(mine[path]["name"], g.name, "%s: graph.json name of %r" % (name, path))
+        c.equal([v["name"] for v in mine[path]["inputs"]], [v.name for v in g.input],
+                "%s: graph.json inputs of %r" % (name, path))
+
+
+def check_onnx_reader(c, mnt, model, doc, gdoc):
     name = os.path.relpath(model)
     m = onnx.load(model)
+    check_onnx_graph(c, name, m, gdoc)
     by = collections.defaultdict(list)
     for t in doc["tensors"]:
         by[key(t)].append(t)
@@ -377,9 +416,9 @@ def main(argv):
                     doc = json.loads(read(os.path.join(mnt, "model.json")))
                     if expect is not None:
                         check_expect(c, mnt, model, expect)
-                    check_graph_json(c, mnt, f, doc)
+                    gdoc = check_graph_json(c, mnt, f, doc)
                     if onnx is not None:
-                        check_onnx_reader(c, mnt, model, doc)
+                        check_onnx_reader(c, mnt, model, doc, gdoc)
             except RuntimeError as e:
                 c.check(False, "%s: %s" % (model, e))
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
