@@ -178,6 +178,31 @@ def onnx_graphs(g, path, out):
     return out
 
 
+def check_attr(c, what, a, ja):
+    """An attribute's bounded form in graph.json against python3-onnx."""
+    A = onnx.AttributeProto
+    c.equal(ja["type"], A.AttributeType.Name(a.type), what + " type")
+    v = helper.get_attribute_value(a)
+    if a.type == A.INT:
+        c.equal(ja["value"], v, what)
+    elif a.type == A.FLOAT:
+        c.equal(ja["value"], float(np.float32(v)), what)
+    elif a.type == A.STRING:
+        c.equal(ja["value"], v[:1024].decode("utf-8", "replace"), what)
+    elif a.type in (A.INTS, A.FLOATS, A.STRINGS):
+        c.equal(ja["count"], len(v), what + " count")
+        head = list(v[:16])
+        if a.type == A.FLOATS:
+            head = [float(np.float32(x)) for x in head]
+        elif a.type == A.STRINGS:
+            head = [x[:1024].decode("utf-8", "replace") for x in head]
+        c.equal(ja["value"], head, what)
+    elif a.type == A.GRAPH:
+        c.equal(ja["value"], a.g.name, what)
+    elif a.type == A.TENSOR:
+        c.equal(ja["value"].get("shape"), list(a.t.dims), what + " shape")
+
+
 def check_onnx_graph(c, name, m, gdoc):
     """graph.json's graphs and nodes against python3-onnx's."""
     mine = walk_graph_doc(gdoc, [], {})
@@ -192,6 +217,9 @@ def check_onnx_graph(c, name, m, gdoc):
         got = [[n["name"], n["op_type"], n["domain"], n["inputs"], n["outputs"],
                 [a["name"] for a in n["attributes"]]] for n in mine[path]["nodes"]]
         c.equal(got, want, "%s: graph.json nodes of %r (python3-onnx)" % (name, path))
+        for n, jn in zip(g.node, mine[path]["nodes"]):
+            for a, ja in zip(n.attribute, jn["attributes"]):
+                check_attr(c, "%s: %r %s.%s" % (name, path, n.name, a.name), a, ja)
         c.equal(mine[path]["name"], g.name, "%s: graph.json name of %r" % (name, path))
         c.equal([v["name"] for v in mine[path]["inputs"]], [v.name for v in g.input],
                 "%s: graph.json inputs of %r" % (name, path))
