@@ -33,9 +33,8 @@ int onnx_spend(onnx_ctx *c, uint64_t bytes, uint64_t where)
                        "size can", (unsigned long long)(c->budget_total >> 20));
 }
 
-mfs_val *onnx_str(onnx_ctx *c, mfs_span s)
+mfs_val *onnx_str(mfs_span s)
 {
-    (void)c;
     return mfs_strn(s.p, (size_t)s.len);
 }
 
@@ -123,7 +122,7 @@ static int read_prop(onnx_ctx *c, mfs_span s, mfs_val *props)
     if (k < 0 || onnx_spend(c, 2 * MFS_VAL_COST + 2 * (key.len + val.len), s.base) != 0)
         return -1;
     if (mfs_obj_getn(props, (const char *)key.p, (size_t)key.len) == NULL)
-        mfs_obj_setn(props, (const char *)key.p, (size_t)key.len, onnx_str(c, val));
+        mfs_obj_setn(props, (const char *)key.p, (size_t)key.len, onnx_str(val));
     return 0;
 }
 
@@ -152,7 +151,7 @@ static int graph_summary(onnx_ctx *c, mfs_span g)
         }
     }
     if (name.p != NULL)
-        mfs_obj_set(md, "graph_name", onnx_str(c, name));
+        mfs_obj_set(md, "graph_name", onnx_str(name));
     mfs_obj_set(md, "graph_inputs", in_names);
     mfs_obj_set(md, "graph_outputs", out_names);
     mfs_obj_set(md, "inputs", ins);
@@ -162,7 +161,7 @@ static int graph_summary(onnx_ctx *c, mfs_span g)
 
 static int load_onnx(mfs_model *m, mfs_span file, const char *path, mfs_err *e)
 {
-    onnx_ctx c = { .m = m, .file = file, .e = e };
+    onnx_ctx c = { .m = m, .e = e };
     c.budget_total = file.len > ONNX_BUDGET_MAX / ONNX_BUDGET_PER_BYTE ? ONNX_BUDGET_MAX
                                                                         : file.len * ONNX_BUDGET_PER_BYTE;
     if (c.budget_total < ONNX_BUDGET_MIN)
@@ -231,7 +230,7 @@ static int load_onnx(mfs_model *m, mfs_span file, const char *path, mfs_err *e)
         mfs_obj_set(md, "ir_version", mfs_int((int64_t)ir));
     for (unsigned i = M_PRODUCER; i <= M_DOC; i++)
         if (i != M_MODEL_VERSION && sv[i].p != NULL)
-            mfs_obj_set(md, strs[i], onnx_str(&c, sv[i]));
+            mfs_obj_set(md, strs[i], onnx_str(sv[i]));
     if (has_mv)
         mfs_obj_set(md, "model_version", mfs_int(model_version));
     mfs_obj_set(md, "opset_import", opsets);

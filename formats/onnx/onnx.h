@@ -43,7 +43,6 @@
 
 typedef struct onnx_ctx {
     mfs_model *m;
-    mfs_span file;
     mfs_err *e;
     mfs_budget budget;
     uint64_t budget_total;
@@ -60,8 +59,8 @@ typedef struct onnx_place {
 
 /* onnx.c */
 int onnx_spend(onnx_ctx *c, uint64_t bytes, uint64_t where);
-/* A string field's bytes (any bytes) as a document value, charged. */
-mfs_val *onnx_str(onnx_ctx *c, mfs_span s);
+/* A string field's bytes (any bytes) as a document value. */
+mfs_val *onnx_str(mfs_span s);
 
 /* onnx_graph.c: the graph at `g` (a GraphProto) and its subgraphs;
  * describes it into `out` (its graph.json object). */
