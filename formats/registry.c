@@ -19,6 +19,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_carton,
     &mfs_format_safetensors,
     &mfs_format_numpy,
+    &mfs_format_onnx,
     NULL,
 };
 
@@ -102,7 +103,8 @@ static int load_with(const mfs_format *f, mfs_tree *tree, const char *path, mfs_
     mfs_model_init(&m, tree, path, file.len);
     if (opts != NULL)
         m.opts = opts;
-    int r = is_dir ? f->load_dir(&m, path, e) : f->load(&m, file, e);
+    int r = is_dir ? f->load_dir(&m, path, e)
+             : f->load_at ? f->load_at(&m, file, path, e) : f->load(&m, file, e);
     if (r == 0)
         mfs_model_finish(&m);
     if (r == 0 && m.err.code != MFS_OK)

@@ -20,6 +20,9 @@ typedef struct mfs_format {
      * the format is that `path` is one of its folders, and the loader. */
     int (*probe_dir)(const char *path);
     int (*load_dir)(mfs_model *m, const char *path, mfs_err *e);
+    /* Optional: `load` for formats that read files beside the model (ONNX
+     * external data): `path` is MODEL as given. Used instead of `load`. */
+    int (*load_at)(mfs_model *m, mfs_span file, const char *path, mfs_err *e);
 } mfs_format;
 
 extern const mfs_format mfs_format_rten;
@@ -28,6 +31,7 @@ extern const mfs_format mfs_format_tensorbuffers;
 extern const mfs_format mfs_format_carton;
 extern const mfs_format mfs_format_safetensors;
 extern const mfs_format mfs_format_numpy;
+extern const mfs_format mfs_format_onnx;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];

@@ -17,4 +17,5 @@ done
 "$py" "$here/gen_numpy.py" "$out/numpy"
 mkdir -p "$out/carton"
 "$py" "$here/gen_carton.py" "$out/carton"
+"$py" "$here/gen_onnx.py" "$out/onnx"
 echo "gen_models: models written to $out"

@@ -9,7 +9,7 @@ PKGS="build-essential cmake pkg-config
       libjansson-dev
       clang
       flatbuffers-compiler jq attr
-      python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli"
+      python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx"
 
 missing=""
 for p in $PKGS; do

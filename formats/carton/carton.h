@@ -21,6 +21,7 @@
 #include "tree.h"
 #include "model.h"
 #include "zip_read.h"
+#include "carton_root.h"
 
 /* Bytes the driver reads at mount (carton.toml, MANIFEST, LINKS,
  * index.toml, string tensors): per file, and in all. */
@@ -64,35 +65,6 @@ typedef struct carton_fetch_cfg {
     uint64_t timeout_ms;        /* the whole fetch, every URL */
     uint64_t reserve;           /* bytes left free in links_dir; 0: 1 GiB or 5 % of it */
 } carton_fetch_cfg;
-
-/* A folder that files are opened under (an unpacked carton, or links_dir),
- * held open for the life of the mount. Paths below it are opened one
- * component at a time relative to `fd`, none of them followed if it is a
- * symlink: a user who can write the folder cannot swap `model/` for a
- * symlink to a folder only the daemon may read. Owned by the tree, which
- * closes `fd` when it is destroyed. */
-typedef struct carton_root {
-    int fd;                     /* O_DIRECTORY */
-    const char *path;           /* absolute, resolved: for messages and for
-                                   resolving symlinks at mount */
-} carton_root;
-
-/* ---- carton_root.c ------------------------------------------------------ */
-
-/* Opens `path` (a folder) as a root owned by `t`; NULL with e. */
-carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e);
-/* Opens `rel` ("a/b/c", no "." or ".." or empty components) below `r`
- * with no symlink followed on the way: a regular file read-only and
- * non-blocking (so a FIFO cannot block), or a folder when `dir`. The fd,
- * or -1 with errno. */
-int carton_open_at(const carton_root *r, const char *rel, bool dir);
-/* Maps the open file `fd` (taken over: closed, or kept in *out until its
- * release), which must be a regular file of `size` bytes; `label` names it
- * in messages. The mapping keeps what the file looked like, so
- * carton_file_unchanged (an mfs_source_ops.unchanged) sees any later edit,
- * even one whose mtime was put back. */
-int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e);
-bool carton_file_unchanged(void *ctx, const mfs_bytes *b);
 
 typedef struct carton_src {
     carton_kind kind;

@@ -96,14 +96,15 @@ typedef struct held_file {
     ino_t ino;
     uint64_t size;
     struct timespec mtime, ctime;
+    void *map;                  /* the mapping (page-aligned), for munmap */
+    size_t map_len;
 } held_file;
 
 static void release_held(mfs_bytes *b)
 {
     held_file *h = b->opaque;
-    if (b->len > 0)
-        munmap((void *)(uintptr_t)b->data, (size_t)b->len);
     if (h != NULL) {
+        munmap(h->map, h->map_len);
         close(h->fd);
         free(h);
     }
@@ -122,6 +123,12 @@ bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
 
 int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e)
 {
+    return carton_map_range(fd, label, size, 0, size, out, e);
+}
+
+int carton_map_range(int fd, const char *label, uint64_t size, uint64_t off, uint64_t len,
+                     mfs_bytes *out, mfs_err *e)
+{
     static const uint8_t empty[1];
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -136,17 +143,27 @@ int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_
         close(fd);
         return -1;
     }
-    if (size == 0) {
+    if (off > size || len > size - off) {
+        close(fd);
+        return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "%s: [%llu, +%llu) is not inside its %llu bytes",
+                        label, (ull)off, (ull)len, (ull)size);
+    }
+    if (len == 0) {
         close(fd);
         out->data = empty;
         return 0;
     }
-    if (size > SIZE_MAX) {
+    /* mmap wants a page-aligned file offset: map from the page that holds
+     * `off`, serve from `off`. */
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t lead = page > 0 ? off % (uint64_t)page : 0;
+    if (len + lead > SIZE_MAX) {
         close(fd);
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s: %llu bytes cannot be mapped here", label,
-                        (ull)size);
+                        (ull)len);
     }
-    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    size_t map_len = (size_t)(len + lead);
+    void *p = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fd, (off_t)(off - lead));
     if (p == MAP_FAILED) {
         mfs_fail(e, errno == ENOMEM ? MFS_E_NOMEM : MFS_E_IO, MFS_NO_OFFSET, "cannot map %s: %s",
                  label, strerror(errno));
@@ -155,13 +172,13 @@ int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_
     }
     held_file *h = malloc(sizeof *h);
     if (h == NULL) {
-        munmap(p, (size_t)size);
+        munmap(p, map_len);
         close(fd);
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: out of memory", label);
     }
-    *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim };
-    out->data = p;
-    out->len = size;
+    *h = (held_file){ fd, st.st_dev, st.st_ino, size, st.st_mtim, st.st_ctim, p, map_len };
+    out->data = (const uint8_t *)p + lead;
+    out->len = len;
     out->release = release_held;
     out->opaque = h;
     return 0;

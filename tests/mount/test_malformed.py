@@ -104,7 +104,8 @@ def main(argv):
             c.skip("%s is absent" % d)
             continue
         for f in sorted(os.listdir(d)):
-            if f.endswith((".json", ".onnx")) or os.path.getsize(os.path.join(d, f)) > (1 << 20):
+            p = os.path.join(d, f)
+            if f.endswith(".json") or not os.path.isfile(p) or os.path.getsize(p) > (1 << 20):
                 continue
             data = open(os.path.join(d, f), "rb").read()
             paths = []

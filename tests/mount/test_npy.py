@@ -37,6 +37,8 @@ def why_none(t):
         return "nested"
     if t["dtype"] in ("string", "nested"):
         return t["dtype"]
+    if "element_bits" in t:
+        return "packed %d-bit elements" % t["element_bits"]
     return None
 
 

@@ -1,0 +1,273 @@
+/* ONNX models (.onnx): a protobuf ModelProto (onnx/onnx.proto).
+ *
+ * ONNX has no magic number: the probe bids low (a few bits) when the first
+ * bytes parse as a ModelProto: known fields with the wire types the schema
+ * gives them, ir_version, graph or opset_import among them, and nothing
+ * that fails to parse. Every other format's magic bids higher.
+ *
+ * The tree: tensors/ (the main graph's initializers and Constant ops),
+ * subgraphs/NODE/ATTR/tensors/ (those of subgraphs), graph.json, and
+ * model.json's `metadata`: ir_version, producer_name, producer_version,
+ * domain, model_version, doc_string (those present), opset_import
+ * {domain: version}, metadata_props {key: value} (the first of a repeated
+ * key), graph_name, graph_inputs / graph_outputs (names) and inputs /
+ * outputs (name, elem_type, dtype, shape with dim_value or dim_param). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.h"
+#include "registry.h"
+#include "xalloc.h"
+
+enum {
+    M_IR = 1, M_PRODUCER = 2, M_PRODUCER_VERSION = 3, M_DOMAIN = 4, M_MODEL_VERSION = 5,
+    M_DOC = 6, M_GRAPH = 7, M_OPSET = 8, M_PROPS = 14, M_TRAINING = 20, M_FUNCTIONS = 25,
+};
+
+int onnx_spend(onnx_ctx *c, uint64_t bytes, uint64_t where)
+{
+    if (mfs_budget_take(&c->budget, bytes))
+        return 0;
+    return MFS_CORRUPT(c->e, where,
+                       "the model needs more than %llu MiB to describe, more than a file of this "
+                       "size can", (unsigned long long)(c->budget_total >> 20));
+}
+
+mfs_val *onnx_str(mfs_span s)
+{
+    return mfs_strn(s.p, (size_t)s.len);
+}
+
+/* The wire type a ModelProto field must have; -1 for fields we do not know. */
+static int model_wire(uint32_t num)
+{
+    switch (num) {
+    case M_IR:
+    case M_MODEL_VERSION:
+        return MFS_PB_VARINT;
+    case M_PRODUCER:
+    case M_PRODUCER_VERSION:
+    case M_DOMAIN:
+    case M_DOC:
+    case M_GRAPH:
+    case M_OPSET:
+    case M_PROPS:
+    case M_TRAINING:
+    case M_FUNCTIONS:
+        return MFS_PB_LEN;
+    }
+    return -1;
+}
+
+#define PROBE_FIELDS 4096
+
+/* A file cut short (or with a bad field further on) is still an ONNX file
+ * once its first fields are: the loader then says what is wrong (exit 5)
+ * rather than "not a model file". */
+static int probe(mfs_span f)
+{
+    mfs_err e = { 0 };
+    mfs_pb r = mfs_pb_start(f);
+    mfs_pb_field fl;
+    bool key = false;
+    unsigned good = 0;
+    while (good < PROBE_FIELDS && mfs_pb_next(&r, &fl, &e) == 1) {
+        int w = model_wire(fl.num);
+        if (good == 0 && w < 0)
+            return 0;  /* ONNX writers put a known field first (ir_version) */
+        if (w >= 0 && fl.wire != w)
+            return 0;
+        if (fl.num == M_IR && (fl.v == 0 || fl.v > 1000))
+            return 0;
+        key |= fl.num == M_IR || fl.num == M_GRAPH || fl.num == M_OPSET;
+        good++;
+    }
+    if (!key || (e.code != MFS_OK && good < 2))
+        return 0;
+    return 4;
+}
+
+static int read_opset(onnx_ctx *c, mfs_span s, mfs_val *opsets)
+{
+    mfs_pb r = mfs_pb_start(s);
+    mfs_pb_field f;
+    mfs_span domain = { (const uint8_t *)"", 0, 0 };
+    int64_t version = 0;
+    int k;
+    while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
+        if (f.num == 1 && f.wire == MFS_PB_LEN)
+            domain = f.bytes;
+        else if (f.num == 2 && f.wire == MFS_PB_VARINT)
+            version = (int64_t)f.v;
+    }
+    if (k < 0 || onnx_spend(c, 2 * MFS_VAL_COST + 2 * domain.len, s.base) != 0)
+        return -1;
+    if (mfs_obj_getn(opsets, (const char *)domain.p, (size_t)domain.len) == NULL)
+        mfs_obj_setn(opsets, (const char *)domain.p, (size_t)domain.len, mfs_int(version));
+    return 0;
+}
+
+static int read_prop(onnx_ctx *c, mfs_span s, mfs_val *props)
+{
+    mfs_pb r = mfs_pb_start(s);
+    mfs_pb_field f;
+    mfs_span key = { (const uint8_t *)"", 0, 0 }, val = { (const uint8_t *)"", 0, 0 };
+    int k;
+    while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
+        if (f.num == 1 && f.wire == MFS_PB_LEN)
+            key = f.bytes;
+        else if (f.num == 2 && f.wire == MFS_PB_LEN)
+            val = f.bytes;
+    }
+    if (k < 0 || onnx_spend(c, 2 * MFS_VAL_COST + 2 * (key.len + val.len), s.base) != 0)
+        return -1;
+    if (mfs_obj_getn(props, (const char *)key.p, (size_t)key.len) == NULL)
+        mfs_obj_setn(props, (const char *)key.p, (size_t)key.len, onnx_str(val));
+    return 0;
+}
+
+/* The graph's name, inputs and outputs, as metadata. */
+static int graph_summary(onnx_ctx *c, mfs_span g)
+{
+    mfs_val *md = c->m->metadata;
+    mfs_val *in_names = mfs_arr(), *out_names = mfs_arr(), *ins = mfs_arr(), *outs = mfs_arr();
+    mfs_span name = { NULL, 0, 0 };
+    mfs_pb r = mfs_pb_start(g);
+    mfs_pb_field f;
+    int k;
+    while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
+        if (f.wire != MFS_PB_LEN)
+            continue;
+        if (f.num == 2) {
+            name = f.bytes;
+        } else if (f.num == 11 || f.num == 12) {
+            mfs_val *list = f.num == 11 ? ins : outs;
+            if (onnx_value_info(c, f.bytes, list) != 0) {
+                k = -1;
+                break;
+            }
+            mfs_val *n = mfs_obj_get(list->u.arr.items[list->u.arr.n - 1], "name");
+            mfs_arr_push(f.num == 11 ? in_names : out_names, mfs_val_clone(n));
+        }
+    }
+    if (name.p != NULL)
+        mfs_obj_set(md, "graph_name", onnx_str(name));
+    mfs_obj_set(md, "graph_inputs", in_names);
+    mfs_obj_set(md, "graph_outputs", out_names);
+    mfs_obj_set(md, "inputs", ins);
+    mfs_obj_set(md, "outputs", outs);
+    return k < 0 ? -1 : 0;
+}
+
+static int load_onnx(mfs_model *m, mfs_span file, const char *path, mfs_err *e)
+{
+    onnx_ctx c = { .m = m, .e = e };
+    c.budget_total = file.len > ONNX_BUDGET_MAX / ONNX_BUDGET_PER_BYTE ? ONNX_BUDGET_MAX
+                                                                        : file.len * ONNX_BUDGET_PER_BYTE;
+    if (c.budget_total < ONNX_BUDGET_MIN)
+        c.budget_total = ONNX_BUDGET_MIN;
+    c.budget.left = c.budget_total;
+    char *dir = NULL;
+    if (path != NULL) {
+        const char *slash = strrchr(path, '/');
+        dir = slash == NULL ? mfs_xstrdup(".")
+                            : mfs_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+        c.dir = dir;
+    }
+
+    mfs_val *md = m->metadata;
+    mfs_val *opsets = mfs_obj(), *props = mfs_obj();
+    mfs_span graph = { NULL, 0, 0 };
+    uint64_t ir = 0, training = 0, functions = 0;
+    mfs_pb r = mfs_pb_start(file);
+    mfs_pb_field f;
+    int k;
+    static const char *const strs[] = {
+        [M_PRODUCER] = "producer_name", [M_PRODUCER_VERSION] = "producer_version",
+        [M_DOMAIN] = "domain", [M_DOC] = "doc_string",
+    };
+    mfs_span sv[M_DOC + 1] = { { NULL, 0, 0 } };
+    bool has_ir = false, has_mv = false;
+    int64_t model_version = 0;
+    while ((k = mfs_pb_next(&r, &f, e)) == 1) {
+        int w = model_wire(f.num);
+        if (w < 0)
+            continue;  /* unknown fields are skipped, as protobuf does */
+        if (f.wire != w) {
+            k = MFS_CORRUPT(e, f.at, "ModelProto field %u has wire type %u, not %d", f.num, f.wire, w);
+            break;
+        }
+        switch (f.num) {
+        case M_IR: ir = f.v; has_ir = true; break;
+        case M_MODEL_VERSION: model_version = (int64_t)f.v; has_mv = true; break;
+        case M_PRODUCER:
+        case M_PRODUCER_VERSION:
+        case M_DOMAIN:
+        case M_DOC: sv[f.num] = f.bytes; break;
+        case M_GRAPH: graph = f.bytes; break;  /* the last one, as protobuf reads it */
+        case M_OPSET:
+            if (read_opset(&c, f.bytes, opsets) != 0)
+                k = -1;
+            break;
+        case M_PROPS:
+            if (read_prop(&c, f.bytes, props) != 0)
+                k = -1;
+            break;
+        case M_TRAINING: training++; break;
+        case M_FUNCTIONS: functions++; break;
+        }
+        if (k < 0)
+            break;
+    }
+    int rc = -1;
+    if (k < 0) {
+        mfs_val_free(opsets);
+        mfs_val_free(props);
+        goto out;
+    }
+    mfs_model_set_format(m, "onnx", has_ir ? (int64_t)ir : 0);
+    if (has_ir)
+        mfs_obj_set(md, "ir_version", mfs_int((int64_t)ir));
+    for (unsigned i = M_PRODUCER; i <= M_DOC; i++)
+        if (i != M_MODEL_VERSION && sv[i].p != NULL)
+            mfs_obj_set(md, strs[i], onnx_str(sv[i]));
+    if (has_mv)
+        mfs_obj_set(md, "model_version", mfs_int(model_version));
+    mfs_obj_set(md, "opset_import", opsets);
+    mfs_obj_set(md, "metadata_props", props);
+    if (training)
+        mfs_obj_set(md, "training_info_count", mfs_u64(training));
+    if (functions)
+        mfs_obj_set(md, "function_count", mfs_u64(functions));
+    if (graph.p == NULL) {
+        rc = MFS_CORRUPT(e, 0, "ONNX model has no graph");
+        goto out;
+    }
+    if (graph_summary(&c, graph) != 0)
+        goto out;
+    mfs_val *gdoc = mfs_obj();
+    mfs_val *gpath = mfs_arr();
+    int wr = onnx_walk_graph(&c, graph, gpath, MFS_ROOT, m->tensors_dir, 0, gdoc);
+    mfs_val_free(gpath);
+    if (wr != 0) {
+        mfs_val_free(gdoc);
+        goto out;
+    }
+    mfs_model_add_json(m, MFS_ROOT, "graph.json", gdoc);
+    rc = 0;
+out:
+    free(dir);
+    return rc;
+}
+
+static int load(mfs_model *m, mfs_span file, mfs_err *e)
+{
+    return load_onnx(m, file, NULL, e);
+}
+
+const mfs_format mfs_format_onnx = {
+    .name = "onnx",
+    .probe = probe,
+    .load = load,
+    .load_at = load_onnx,
+};

@@ -1,0 +1,109 @@
+/* ONNX models (.onnx): a ModelProto in the protobuf wire format
+ * (formats/codecs/pb.c), read without a schema compiler. What the
+ * onnx_*.c files share; only the ONNX driver includes it.
+ *
+ *  onnx.c           probe, ModelProto: metadata, the main graph
+ *  onnx_graph.c     graphs, nodes, Constant ops, subgraphs, graph.json
+ *  onnx_tensor.c    TensorProto -> a tensor file (zero copy where it can)
+ *  onnx_decode.c    typed fields that must be decoded (varints, scattered
+ *                   fixed-width values), on first open
+ *  onnx_external.c  external data: files beside the model, mapped on open
+ */
+#ifndef MFS_ONNX_H
+#define MFS_ONNX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "carton_root.h"
+#include "doc.h"
+#include "err.h"
+#include "model.h"
+#include "pb.h"
+#include "span.h"
+
+/* Subgraphs nested deeper than this refuse the file. */
+#define ONNX_MAX_DEPTH 64
+/* Dimensions of one tensor. */
+#define ONNX_MAX_DIMS 64
+/* What describing the model may build (table, graph.json, folders), in
+ * estimated heap bytes: ONNX_BUDGET_PER_BYTE per byte of the file, at
+ * least ONNX_BUDGET_MIN, at most ONNX_BUDGET_MAX; past it the file is
+ * refused. A .onnx whose weights are external is all graph: a node or an
+ * attribute of a few dozen bytes becomes a few values of graph.json, about
+ * 20 to 40 bytes per byte. Every subgraph is its own bytes of the file
+ * (protobuf has no sharing), so a walk visits each once. */
+#define ONNX_BUDGET_PER_BYTE 64u
+#define ONNX_BUDGET_MIN (64ull << 20)
+#define ONNX_BUDGET_MAX (4ull << 30)
+/* Values of a list attribute shown in graph.json (the count is always). */
+#define ONNX_ATTR_LIST_MAX 16u
+/* Bytes of a string attribute shown in graph.json. */
+#define ONNX_ATTR_STR_MAX 1024u
+
+typedef struct onnx_ctx {
+    mfs_model *m;
+    mfs_err *e;
+    mfs_budget budget;
+    uint64_t budget_total;
+    const char *dir;            /* the model's folder (external data), or NULL */
+    const carton_root *root;    /* that folder, held open once needed */
+} onnx_ctx;
+
+/* Where a tensor is in the tree and what it came from. */
+typedef struct onnx_place {
+    uint32_t dir;               /* its tensors/ folder */
+    const mfs_val *path;        /* graph_path: [] for the main graph */
+    const char *source;         /* "initializer", "Constant op" */
+} onnx_place;
+
+/* onnx.c */
+int onnx_spend(onnx_ctx *c, uint64_t bytes, uint64_t where);
+/* A string field's bytes (any bytes) as a document value. */
+mfs_val *onnx_str(mfs_span s);
+
+/* onnx_graph.c: the graph at `g` (a GraphProto) and its subgraphs;
+ * describes it into `out` (its graph.json object). */
+int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_parent,
+                    uint32_t tensors_dir, unsigned depth, mfs_val *out);
+/* A graph's inputs or outputs (ValueInfoProto) as [{name, elem_type,
+ * dtype, shape}] into `list`. */
+int onnx_value_info(onnx_ctx *c, mfs_span vi, mfs_val *list);
+
+/* onnx_tensor.c */
+/* numpy's name for an ONNX data type, NULL when unknown. */
+const char *onnx_dtype_name(uint64_t data_type);
+/* Adds the TensorProto `t` as a tensor file named `name` (or its own
+ * name when name.p is NULL). Problems of the tensor itself give an entry
+ * with `problem`; broken structure and unsafe external data give -1. */
+int onnx_add_tensor(onnx_ctx *c, mfs_span t, mfs_span name, const onnx_place *pl);
+/* A Constant op's value given as an attribute (value_float(s),
+ * value_int(s), value_string(s)): `attr` is the AttributeProto. */
+int onnx_add_attr_tensor(onnx_ctx *c, mfs_span attr, const char *attr_name, mfs_span name,
+                         const onnx_place *pl);
+
+/* onnx_decode.c: a file whose bytes are decoded on first open from
+ * `count` values of field `field` of message `msg` (packed runs and single
+ * values, in order), each written as `esize` little-endian bytes (the low
+ * bytes of the value; bool as 0/1). */
+typedef enum onnx_wire { ONNX_VARINT, ONNX_FIXED32, ONNX_FIXED64 } onnx_wire;
+void onnx_decode_attach(onnx_ctx *c, uint32_t node, mfs_span msg, uint32_t field, onnx_wire wire,
+                        unsigned esize, bool is_bool, uint64_t count);
+/* How many values of `wire` field `field` of `msg` holds (packed runs and
+ * single values), and whether they are one packed run (*run, zero copy).
+ * -1 with e when a value has the wrong wire type or a run is malformed. */
+int onnx_count_values(mfs_span msg, uint32_t field, onnx_wire wire, uint64_t *count, mfs_span *run,
+                      int *runs, mfs_err *e);
+
+/* onnx_external.c: external data, checked at mount: `location` below the
+ * model's folder (no "..", no absolute path, no symlink on the way), a
+ * regular file holding [offset, +*len) (*len is the rest of the file when
+ * !has_len). Returns what the file's node serves from (owned by the
+ * tree), or NULL with c->e set: the file is refused. */
+void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool has_len,
+                         uint64_t *len, uint64_t where);
+/* Gives `node` the bytes of `ext`: mapped on open, EIO once the file
+ * changed. */
+void onnx_external_attach(onnx_ctx *c, uint32_t node, void *ext);
+
+#endif
