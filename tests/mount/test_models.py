@@ -34,6 +34,22 @@ def tensor_key(t):
     return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []))
 
 
+def strided_bytes(model, t):
+    """The C-order bytes of a view that starts at t["offset"] in the file
+    and steps by t["stride"] elements."""
+    import numpy as np
+    item = t["nbytes"] // max(1, int(np.prod(t["shape"])))
+    with open(model, "rb") as f:
+        raw = np.frombuffer(f.read(), np.uint8)
+    dims = [(n - 1) * s for n, s in zip(t["shape"], t["stride"]) if n > 0]
+    if t["offset"] + (sum(dims) + 1) * item > len(raw):
+        return b""  # reaches past the file: the check fails
+    view = np.lib.stride_tricks.as_strided(raw[t["offset"]:], shape=tuple(t["shape"]) + (item,),
+                                           strides=tuple(s * item for s in t["stride"]) + (1,),
+                                           writeable=False)
+    return np.ascontiguousarray(view).tobytes()
+
+
 def check_refused(c, build, model, expect, env):
     """A model the expectation calls corrupt: both programs refuse it with
     exit 5 and one line naming the file and the problem."""
@@ -57,6 +73,12 @@ def check_model(c, build, model, expect, env):
     if expect.get("expect") == "corrupt":
         check_refused(c, build, model, expect, env)
         return
+    if expect.get("expect") == "readable_or_error":
+        # Either exposed exactly (the checks below) or refused clearly.
+        r = subprocess.run([modelfs_ls, model], capture_output=True, text=True, env=env, timeout=60)
+        if r.returncode != 0:
+            check_refused(c, build, model, expect, env)
+            return
     try:
         ls = mfstest.ls_tree(modelfs_ls, model, env)
     except RuntimeError as e:
@@ -99,7 +121,7 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
     want_meta = dict(expect.get("metadata", {}))
     if "schema_version" in expect:
         want_meta["schema_version"] = expect["schema_version"]
-    if expect["format"] == "rten":
+    if expect["format"] in ("rten", "pytorch"):
         c.equal(doc["metadata"], want_meta, "%s: metadata" % name)
     c.equal(doc["tensor_count"], expect["tensor_count"], "%s: tensor_count" % name)
     c.equal(len(doc["tensors"]), expect["tensor_count"], "%s: table length" % name)
@@ -145,11 +167,16 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
                 c.check(False, what + " %s exists" % ns)
             except OSError as e:
                 c.equal(e.errno, errno.ENOTSUP, what + " %s errno" % ns)
-        if want["nbytes"] > 0:
+        if want["nbytes"] > 0 and t.get("contiguous", True):
             with open(model, "rb") as f:
                 f.seek(t["offset"])
                 raw = f.read(want["nbytes"])
             c.equal(hashlib.sha256(raw).hexdigest(), want["sha256"], what + " offset points at its bytes")
+        elif want["nbytes"] > 0:
+            # A strided view (pytorch): the offset is its first element's,
+            # the elements are `stride` elements apart from there.
+            c.equal(hashlib.sha256(strided_bytes(model, t)).hexdigest(), want["sha256"],
+                    what + " offset and stride point at its elements")
         if want.get("problem"):
             c.check("problem" in t, what + " is flagged with a problem")
         gp = want.get("graph_path")
@@ -184,7 +211,7 @@ def main(argv):
         return c.finish()
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    for model, expect in mfstest.expected_models(c, argv[2:], ("rten", "ptd", "tensorbuffers")):
+    for model, expect in mfstest.expected_models(c, argv[2:], ("rten", "ptd", "tensorbuffers", "pytorch")):
         if os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)
