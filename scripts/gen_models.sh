@@ -15,4 +15,5 @@ for g in ptd tb; do
 done
 mkdir -p "$out/carton"
 "$py" "$here/gen_carton.py" "$out/carton"
+mkdir -p "$out/pytorch" && "$py" "$here/gen_pytorch.py" "$out/pytorch"
 echo "gen_models: models written to $out"
