@@ -291,11 +291,14 @@ def main(out):
     s = Storage(str(len(storages)), bf16([1.5, -2.0, 3.25, 0.0]), ("BFloat16Storage", "bfloat16"))
     storages.append(s)
     obj["t_bfloat16"] = Tensor(s, 0, (2, 2), (2, 1))
-    s = Storage(str(len(storages)), np.array([1, 2, 65535], np.uint16), ("UntypedStorage", "uint8"))
+    write_model(out, "dtypes.pt", obj, storages, notes="every storage dtype")
+
+    # Newer torch: an UntypedStorage (numel in bytes) and the dtype as an
+    # argument of _rebuild_tensor_v3.
+    s = Storage("0", np.array([1, 2, 65535], np.uint16), ("UntypedStorage", "uint8"))
     s.array = s.array.view(np.uint8)
-    storages.append(s)
-    obj["v3_uint16"] = Tensor(s, 0, (3,), (1,), dtype_v3="uint16")
-    write_model(out, "dtypes.pt", obj, storages, notes="every storage dtype, and a v3 rebuild")
+    obj = {"v3_uint16": Tensor(s, 0, (3,), (1,), dtype_v3="uint16")}
+    write_model(out, "v3.pt", obj, [s], notes="_rebuild_tensor_v3 with a dtype")
 
     # Nested dicts, metadata of every kind, names with / . : and unicode.
     w = Storage("0", np.arange(6, dtype=np.float32))

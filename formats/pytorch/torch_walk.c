@@ -16,7 +16,7 @@
 #include "xalloc.h"
 
 #define WALK_MAX_DEPTH 100
-#define WALK_MIN_VISITS (1u << 20)
+#define WALK_MIN_VISITS (1u << 18)
 
 typedef struct walker {
     pt_walk *w;
@@ -39,7 +39,7 @@ static int visit(walker *k, const pk_val *v, unsigned depth)
         return over(k, v, "values nested deeper than 100");
     if (++k->visits > k->max_visits)
         return over(k, v, "shared references make the object larger than the visit bound "
-                          "(4 per value of the pickle)");
+                          "(4 visits per value of the pickle, at least 262144)");
     if (!mfs_budget_take(k->budget, MFS_VAL_COST))
         return over(k, v, "the metadata would take more memory than the budget");
     return 0;
