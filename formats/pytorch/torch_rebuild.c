@@ -3,7 +3,8 @@
  * torch/_weights_only_unpickler.py). Only globals that describe tensors
  * are accepted: the _rebuild_tensor functions, _rebuild_parameter, the
  * storage classes, torch dtypes, collections.OrderedDict, torch.Size,
- * torch.device and _codecs.encode (how protocol 2 writes bytes). Any other
+ * torch.device, _codecs.encode (how protocol 2 writes bytes) and set (a
+ * list here). Any other
  * global (os.system, builtins.eval, ...) refuses the file, naming it:
  * nothing is ever imported or called. A "call" only builds a value. */
 #include <stdio.h>
@@ -15,7 +16,7 @@
 
 enum {
     SYM_ODICT, SYM_REBUILD_V1, SYM_REBUILD_V2, SYM_REBUILD_V3, SYM_PARAM, SYM_PARAM_STATE,
-    SYM_SIZE, SYM_DEVICE, SYM_ENCODE,
+    SYM_SIZE, SYM_DEVICE, SYM_ENCODE, SYM_SET,
     SYM_STORAGE = 100,      /* + index into storages[] */
     SYM_DTYPE = 200,        /* + index into dtypes[] */
 };
@@ -30,6 +31,8 @@ static const struct { const char *module, *name; int sym; } funcs[] = {
     { "torch", "Size", SYM_SIZE },
     { "torch", "device", SYM_DEVICE },
     { "_codecs", "encode", SYM_ENCODE },
+    { "builtins", "set", SYM_SET },
+    { "__builtin__", "set", SYM_SET },  /* protocol 2's name for it */
 };
 
 /* torch.<X>Storage -> numpy dtype. Quantized storages are named (their
@@ -269,6 +272,13 @@ static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t
     case SYM_SIZE:
         if (args->n != 1 || a0->kind != PK_TUPLE)
             return bad(e, at, sym, "the argument is not a tuple");
+        return args->u.items[0];
+    case SYM_SET:
+        /* set() or set([...]): a list of its items. */
+        if (args->n == 0)
+            return pk_new(pm, PK_LIST, at);
+        if (args->n != 1 || a0->kind != PK_LIST)
+            return bad(e, at, sym, "the argument is not a list");
         return args->u.items[0];
     case SYM_DEVICE:
     case SYM_ENCODE:

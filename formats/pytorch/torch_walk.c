@@ -119,7 +119,7 @@ static mfs_val *bigint_doc(const uint8_t *p, uint64_t len)
     while (top > 1 && mag[top - 1] == 0)
         top--;
     for (uint64_t i = top; i-- > 0;)
-        mfs_sb_addf(&sb, "%02x", mag[i]);
+        mfs_sb_addf(&sb, i == top - 1 ? "%x" : "%02x", mag[i]);
     free(mag);
     mfs_val *s = mfs_strn(sb.buf, sb.len);
     mfs_sb_free(&sb);

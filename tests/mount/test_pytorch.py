@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import pickletools
 import shutil
 import struct
@@ -319,6 +320,28 @@ def hostile(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def python_pickles(c, build, env):
+    """Metadata-only checkpoints written by Python's own pickle module
+    (protocols 2 to 5: another writer's choice of opcodes, FRAME, MEMOIZE,
+    SHORT_BINUNICODE, EMPTY_SET/ADDITEMS, builtins.set)."""
+    d = {"cfg": {"lr": 0.1, "name": "x", "layers": [1, 2, 3]}, "t": (1, None, True),
+         "big": 2**80, "neg": -2**70, "u": "ünï", "s": {3, 1, 2}, "e": {}}
+    want = {"cfg.lr": 0.1, "cfg.name": "x", "cfg.layers": [1, 2, 3], "t": [1, None, True],
+            "big": "0x%x" % 2**80, "neg": "-0x%x" % 2**70, "u": "ünï", "s": [1, 2, 3], "e": {}}
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        for proto in range(2, 6):
+            path = os.path.join(work, "proto%d.pt" % proto)
+            write_checkpoint(path, None, [], top="proto%d" % proto,
+                             pickle_bytes=pickle.dumps(d, protocol=proto))
+            r = subprocess.run([os.path.join(build, "modelfs-ls"), path, "model.json"],
+                               capture_output=True, env=env, timeout=30)
+            if c.equal(r.returncode, 0, "protocol %d: %s" % (proto, r.stderr[:200])):
+                c.equal(json.loads(r.stdout)["metadata"], want, "protocol %d: metadata" % proto)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv):
     build = argv[1]
     c = mfstest.Checker("pytorch tests")
@@ -340,6 +363,7 @@ def main(argv):
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     else:
         c.skip("no /dev/fuse: the mounted checks")
+    python_pickles(c, build, env)
     hostile(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
