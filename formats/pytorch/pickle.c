@@ -66,14 +66,23 @@ static uint32_t make(run *r, pk_kind kind)
     return i;
 }
 
-static void container_add(pk_machine *pm, uint32_t c, uint32_t item)
+bool pk_add(pk_machine *pm, uint32_t c, uint32_t item)
 {
+    if (pm->items >= pm->max_items)
+        return false;
     pk_val *v = &pm->v[c];
     if (v->n == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 4;
         v->u.items = mfs_xreallocarray(v->u.items, v->cap, sizeof *v->u.items);
     }
     v->u.items[v->n++] = item;
+    pm->items++;
+    return true;
+}
+
+static int container_add(run *r, uint32_t c, uint32_t item)
+{
+    return pk_add(r->pm, c, item) ? 0 : fail(r, "makes more container items than %s", "2 per byte of the pickle");
 }
 
 /* ---- reading the stream ------------------------------------------------ */
@@ -173,7 +182,8 @@ static int tuple_from(run *r, uint32_t from)
     if (t == PK_NIL)
         return -1;
     for (uint32_t i = from; i < r->sn; i++)
-        container_add(r->pm, t, r->stack[i]);
+        if (container_add(r, t, r->stack[i]) != 0)
+            return -1;
     r->sn = from;
     return push(r, t);
 }
@@ -194,7 +204,8 @@ static int appends(run *r, uint32_t from)
     if (val(r, list)->kind != PK_LIST)
         return fail(r, "%s", "on something that is not a list or a set");
     for (uint32_t i = from; i < r->sn; i++)
-        container_add(r->pm, list, r->stack[i]);
+        if (container_add(r, list, r->stack[i]) != 0)
+            return -1;
     r->sn = from;
     return 0;
 }
@@ -207,7 +218,8 @@ static int setitems(run *r, uint32_t from)
     if (val(r, dict)->kind != PK_DICT)
         return fail(r, "%s", "on something that is not a dict");
     for (uint32_t i = from; i < r->sn; i++)
-        container_add(r->pm, dict, r->stack[i]);
+        if (container_add(r, dict, r->stack[i]) != 0)
+            return -1;
     r->sn = from;
     return 0;
 }
@@ -512,7 +524,8 @@ static int step(run *r, bool *done)
         if (a == PK_NIL)
             return -1;
         for (uint32_t i = from; i < r->sn; i++)
-            container_add(r->pm, a, r->stack[i]);
+            if (container_add(r, a, r->stack[i]) != 0)
+                return -1;
         r->sn = from;
         return push(r, a);
     }
@@ -668,6 +681,7 @@ int pk_run(pk_machine *pm, mfs_span s, const pk_hooks *h, mfs_err *e)
     pm->root = PK_NIL;
     /* Every value takes at least one opcode byte. */
     pm->max_values = s.len + 16 < PK_MAX_VALUES ? (uint32_t)s.len + 16 : PK_MAX_VALUES;
+    pm->max_items = 2ull * pm->max_values;
     run r = { .pm = pm, .s = s, .h = h, .e = e };
     /* A pickler numbers its memo from 0, one PUT (2+ bytes) per entry. */
     r.memo_limit = s.len < PK_MAX_MEMO ? (uint32_t)s.len : PK_MAX_MEMO;

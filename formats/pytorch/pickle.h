@@ -70,6 +70,7 @@ struct pk_machine {
     pk_val *v;              /* every value made; an index is a value's identity */
     uint32_t n, cap;
     uint32_t max_values;
+    uint64_t items, max_items;  /* container items made, and their cap */
     uint32_t root;          /* what STOP returned */
 };
 
@@ -81,6 +82,11 @@ void pk_free(pk_machine *pm);
 
 /* A new value of `kind` made at `at`; PK_NIL when the value cap is hit. */
 uint32_t pk_new(pk_machine *pm, pk_kind kind, uint64_t at);
+
+/* Appends an item to container `c`; false when the item cap is hit (one
+ * value can be copied into many containers by a call hook, so items are
+ * bounded apart from values). */
+bool pk_add(pk_machine *pm, uint32_t c, uint32_t item);
 
 static inline const pk_val *pk_get(const pk_machine *pm, uint32_t i)
 {

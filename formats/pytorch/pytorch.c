@@ -105,6 +105,7 @@ typedef struct load {
     member *members;            /* sorted by name */
     size_t nmembers;
     bool big;
+    mfs_budget *budget;         /* shared with the walk */
 } load;
 
 static const mfs_zip_entry *find(const load *l, const char *rest)
@@ -214,6 +215,15 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
 {
     const pt_entry *en = &w->e[i];
     const pt_tensor *t = &rb->t[en->tensor];
+    /* Names in shares_storage_with and same_object_as are copies. */
+    uint64_t cost = en->name_len + MFS_VAL_COST;
+    if (en->first >= 0)
+        cost += w->e[en->first].name_len + MFS_VAL_COST;
+    for (size_t k = group[i], n = 0; k < group[i] + gsize[i] && n <= SHARES_MAX; k++, n++)
+        cost += w->e[keys[k].entry].name_len + MFS_VAL_COST;
+    if (!mfs_budget_take(l->budget, cost))
+        return MFS_CORRUPT(l->e, t->at, "the tensor table would take more memory than the budget "
+                           "(64 MiB plus 64 bytes per byte of the file)");
     char rest[300];
     snprintf(rest, sizeof rest, "data/%s", t->key);
     const mfs_zip_entry *ze = find(l, rest);
@@ -221,6 +231,9 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
         return MFS_CORRUPT(l->e, t->at, "tensor %.200s: its storage '%.100s' has no member %.200s/%s",
                            en->name, t->key, l->top, rest);
     uint64_t esize = mfs_dtype_size(t->dtype);
+    if (esize == 0)
+        return MFS_CORRUPT(l->e, t->at, "tensor %.200s: dtype %s has no element size", en->name,
+                           t->dtype);
     uint64_t count = 1, last = t->offset;
     bool empty = false;
     for (size_t d = 0; d < t->ndim; d++) {
@@ -398,6 +411,7 @@ static int load_zip(load *l)
         budget.left = budget.left > BUDGET_MAX ? BUDGET_MAX : budget.left;
     else
         budget.left = BUDGET_MAX;
+    l->budget = &budget;
     int r = pk_run(&pm, s, &h, e);
     if (r == 0)
         r = pt_walk_run(&w, &pm, &rb, pm.root, &budget, e);

@@ -249,13 +249,8 @@ static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t
         for (uint32_t i = 0; d != PK_NIL && src != PK_NIL && i < pm->v[src].n; i++) {
             const pk_val *pair = &pm->v[pm->v[src].u.items[i]];
             uint32_t k = pair->u.items[0], v = pair->u.items[1];
-            pk_val *dv = &pm->v[d];
-            if (dv->n + 2 > dv->cap) {
-                dv->cap = dv->cap ? dv->cap * 2 : 4;
-                dv->u.items = mfs_xreallocarray(dv->u.items, dv->cap, sizeof *dv->u.items);
-            }
-            dv->u.items[dv->n++] = k;
-            dv->u.items[dv->n++] = v;
+            if (!pk_add(pm, d, k) || !pk_add(pm, d, v))
+                return bad(e, at, sym, "makes more container items than the cap");
         }
         return d;
     }

@@ -45,9 +45,12 @@ static int visit(walker *k, const pk_val *v, unsigned depth)
     return 0;
 }
 
-/* A dict key as a name part. */
-static void key_text(mfs_strbuf *sb, const pk_val *key)
+/* A dict key as a name part. The copying is charged: a long key reached
+ * through many shared references must not cost unbounded time. */
+static int key_text(walker *k, mfs_strbuf *sb, const pk_val *key)
 {
+    if ((key->kind == PK_STR || key->kind == PK_BYTES) && !mfs_budget_take(k->budget, key->u.s.len))
+        return over(k, key, "the names would take more memory than the budget");
     switch (key->kind) {
     case PK_STR:
     case PK_BYTES:
@@ -69,6 +72,7 @@ static void key_text(mfs_strbuf *sb, const pk_val *key)
         mfs_sb_adds(sb, "?");
         break;
     }
+    return 0;
 }
 
 static int add_entry(walker *k, const pk_val *v, const char *name, size_t len)
@@ -78,7 +82,7 @@ static int add_entry(walker *k, const pk_val *v, const char *name, size_t len)
         w->cap = w->cap ? w->cap * 2 : 64;
         w->e = mfs_xreallocarray(w->e, w->cap, sizeof *w->e);
     }
-    if (!mfs_budget_take(k->budget, len + 512))
+    if (!mfs_budget_take(k->budget, 2 * len + 1024))
         return over(k, v, "the tensor table would take more memory than the budget");
     pt_entry *en = &w->e[w->n];
     en->name = mfs_xstrndup(name, len);
@@ -167,9 +171,11 @@ static mfs_val *to_doc(walker *k, uint32_t vi, mfs_strbuf *name, unsigned depth)
             if (keep)
                 mfs_sb_addc(name, '.');
             size_t at = name->len;
-            if (dict)
-                key_text(name, pk_get(k->pm, v->u.items[i]));
-            else
+            if (dict && key_text(k, name, pk_get(k->pm, v->u.items[i])) != 0) {
+                mfs_val_free(c);
+                return NULL;
+            }
+            if (!dict)
                 mfs_sb_addf(name, "%u", i);
             mfs_val *x = to_doc(k, v->u.items[dict ? i + 1 : i], name, depth + 1);
             if (x == NULL) {
@@ -202,6 +208,10 @@ static int walk(walker *k, uint32_t vi, mfs_strbuf *name, unsigned depth, bool t
         mfs_val *x = to_doc(k, vi, name, depth);
         if (x == NULL)
             return -1;
+        if (!mfs_budget_take(k->budget, name->len)) {
+            mfs_val_free(x);
+            return over(k, v, "the metadata would take more memory than the budget");
+        }
         mfs_obj_setn(k->w->metadata, name->buf ? name->buf : "", name->len, x);
         return 0;
     }
@@ -211,8 +221,8 @@ static int walk(walker *k, uint32_t vi, mfs_strbuf *name, unsigned depth, bool t
     for (uint32_t i = 0; i + 1 < v->n; i += 2) {
         if (!top)
             mfs_sb_addc(name, '.');
-        key_text(name, pk_get(k->pm, v->u.items[i]));
-        if (walk(k, v->u.items[i + 1], name, depth + 1, false) != 0)
+        if (key_text(k, name, pk_get(k->pm, v->u.items[i])) != 0 ||
+            walk(k, v->u.items[i + 1], name, depth + 1, false) != 0)
             return -1;
         name->len = keep;
         if (name->buf)

@@ -223,6 +223,14 @@ def hostile_pickles(marker):
         b += b"q" + bytes([i]) + b"0(h" + bytes([i]) + b"h" + bytes([i]) + b"l"
     b += b"s."
     out.append(("shared_bomb", bytes(b), "visit bound"))
+    # One list of 1000 pairs given to OrderedDict 200,000 times (items
+    # copied per call), and a 100 KB key reached through 200,000 references.
+    b = bytearray(p2 + b"ccollections\nOrderedDict\nq\x00]q\x01(" + b"K\x01K\x02\x86" * 1000 + b"e")
+    b += b"h\x00h\x01\x85R0" * 200000 + b"N."
+    out.append(("odict_bomb", bytes(b), "container items"))
+    b = bytearray(p2 + b"}X\x01\x00\x00\x00k}q\x00" + X(b"k" * 100000) + b"K\x01s0]q\x01(")
+    b += b"h\x00" * 200000 + b"es."
+    out.append(("long_key", bytes(b), "budget"))
     out.append(("no_stop", p2 + b"}", "without STOP"))
     out.append(("ext1", p2 + b"\x82\x01.", "EXT1"))
     out.append(("reduce_storage", p2 + b"ctorch\nFloatStorage\n)R.", "FloatStorage"))
