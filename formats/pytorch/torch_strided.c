@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "torch.h"
 #include "zip_read.h"
 
@@ -60,6 +61,21 @@ static void release_free(mfs_bytes *b)
     free((void *)(uintptr_t)b->data);
 }
 
+struct gather {
+    const pt_view *v;
+    const uint8_t *storage;
+    uint8_t *out;
+    const mfs_job *job;
+    bool done;
+};
+
+static int gather_guarded(void *arg)
+{
+    struct gather *g = arg;
+    g->done = pt_gather(g->v, g->storage, g->out, g->job);
+    return 0;
+}
+
 static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const pt_view *v = ctx;
@@ -77,9 +93,17 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
         }
         storage = decoded;
     }
-    bool done = pt_gather(v, storage, buf, job);
+    /* A stored storage is read from the mapping: a model file cut short
+     * meanwhile faults, which the guard turns into an error. */
+    struct gather g = { v, storage, buf, job, false };
+    int r = mfs_guard_run(gather_guarded, &g);
     free(decoded);
-    if (!done) {
+    if (r == MFS_GUARD_FAULT) {
+        free(buf);
+        return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                        "the model file shrank while a view of it was made");
+    }
+    if (!g.done) {
         free(buf);
         return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "making a view was cancelled");
     }

@@ -350,6 +350,23 @@ def python_pickles(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def truncated_while_mounted(c, build, env):
+    """A strided view is made from the mapping on open: the model file cut
+    short first makes that open fail (EIO), and the daemon stays up."""
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        base = Storage("0", np.arange(1 << 16, dtype=np.float32))
+        path = os.path.join(work, "cut.pt")
+        write_checkpoint(path, {"t": Tensor(base, 0, (256, 256), (1, 256))}, [base])
+        with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
+            os.truncate(path, 1024)
+            data, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "t"))
+            c.equal((data, err), (None, 5), "cut.pt: the strided view reads as EIO")
+            c.check(os.path.exists(os.path.join(mnt, "model.json")), "cut.pt: the mount still answers")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv):
     build = argv[1]
     c = mfstest.Checker("pytorch tests")
@@ -369,6 +386,7 @@ def main(argv):
             if files is not None and torch is not None:
                 torch_check(c, torch, model, files)
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+        truncated_while_mounted(c, build, env)
     else:
         c.skip("no /dev/fuse: the mounted checks")
     python_pickles(c, build, env)
