@@ -75,7 +75,7 @@ class Pickle:
     def value(self, v):
         if isinstance(v, Raw):
             return self.op(v.data)
-        if isinstance(v, Tensor):
+        if isinstance(v, (Tensor, Param, StateDict)):
             return v.emit(self)
         if v is None:
             return self.op(b"N")
@@ -164,6 +164,36 @@ class Tensor:
         return np.ascontiguousarray(v).tobytes()
 
 
+class Param:
+    """torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict()):
+    an nn.Parameter as torch.save writes it."""
+
+    def __init__(self, tensor):
+        self.t = tensor
+
+    def emit(self, p):
+        p.glob("torch._utils", "_rebuild_parameter").op(b"(")
+        self.t.emit(p)
+        p.op(b"\x88").glob("collections", "OrderedDict").op(b")").op(b"R").op(b"t").op(b"R")
+        return p
+
+
+class StateDict(dict):
+    """A module's state_dict: an OrderedDict whose attributes ({'_metadata':
+    ...}) come after its items, through BUILD."""
+
+    def emit(self, p):
+        p.glob("collections", "OrderedDict").op(b")").op(b"R")
+        if self:
+            p.op(b"(")
+            for k, x in self.items():
+                p.value(k)
+                p.value(x)
+            p.op(b"u")
+        p.value({"_metadata": {"": {"version": 1}}})
+        return p.op(b"b")
+
+
 def sha(b):
     return hashlib.sha256(b).hexdigest()
 
@@ -191,11 +221,24 @@ def write_checkpoint(path, obj, storages, top="archive", byteorder=None, compres
 
 def tensors_of(obj, name=""):
     """(name, Tensor) in pickle order, dict keys joined with '.'."""
+    if isinstance(obj, Param):
+        obj = obj.t
     if isinstance(obj, Tensor):
         yield name, obj
+    elif isinstance(obj, (list, tuple)) and _has_tensor(obj):
+        for i, v in enumerate(obj):
+            yield from tensors_of(v, "%s.%d" % (name, i) if name else str(i))
     elif isinstance(obj, dict) and obj:
         for k, v in obj.items():
             yield from tensors_of(v, "%s.%s" % (name, k) if name else str(k))
+
+
+def _has_tensor(v):
+    if isinstance(v, (Tensor, Param)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_tensor(x) for x in v)
+    return isinstance(v, dict) and any(_has_tensor(x) for x in v.values())
 
 
 def metadata_of(obj, name="", out=None):
@@ -203,17 +246,20 @@ def metadata_of(obj, name="", out=None):
     if isinstance(obj, dict) and (obj or not name):
         for k, v in obj.items():
             metadata_of(v, "%s.%s" % (name, k) if name else str(k), out)
-    elif not isinstance(obj, Tensor):
-        out[name] = json.loads(json.dumps(_doc(obj)))
+    elif not isinstance(obj, (Tensor, Param)):
+        out[name] = json.loads(json.dumps(_doc(obj, name)))
     return out
 
 
-def _doc(v):
-    """As modelfs shows a value: ints past 64 bits as hex strings."""
+def _doc(v, name):
+    """As modelfs shows a value: ints past 64 bits as hex strings, a
+    tensor inside a list as {"tensor": its name}."""
+    if isinstance(v, (Tensor, Param)):
+        return {"tensor": name}
     if isinstance(v, (list, tuple)):
-        return [_doc(x) for x in v]
+        return [_doc(x, "%s.%d" % (name, i)) for i, x in enumerate(v)]
     if isinstance(v, dict):
-        return {k: _doc(x) for k, x in v.items()}
+        return {k: _doc(x, "%s.%s" % (name, k)) for k, x in v.items()}
     if isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
         return ("-0x%x" if v < 0 else "0x%x") % abs(v)
     return v
@@ -309,6 +355,9 @@ def main(out):
                   "a/b:c": Tensor(u, 0, (2,), (1,)), "ünï.名": Tensor(u, 1, (1,), (1,))},
         "epoch": 12, "lr": 0.5, "name": "run ✓", "flags": [True, None, 3], "pair": (1, "x"),
         "huge": 2**70, "neg": -2**40, "empty": {}, "cfg": {"depth": 4, "act": "gelu"},
+        "param": Param(Tensor(b, 0, (2,), (1,))),
+        "groups": [Tensor(w, 3, (3,), (1,)), {"lr": 0.1}],
+        "sd": StateDict({"fc.weight": Tensor(w, 0, (3, 2), (2, 1))}),
     }
     write_model(out, "nested.pt", obj, [w, b, u], top="archive",
                 notes="nested dicts and metadata; a tuple is a list, a big int a hex string")

@@ -141,6 +141,9 @@ def torch_check(c, torch, model, files):
         elif isinstance(v, dict):
             for k, x in v.items():
                 yield from walk(x, "%s.%s" % (path, k) if path else str(k))
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                yield from walk(x, "%s.%d" % (path, i) if path else str(i))
 
     seen = 0
     for path, t in walk(obj, ""):
@@ -151,6 +154,62 @@ def torch_check(c, torch, model, files):
                 "%s: %s: torch.load's bytes vs the mount" % (name, path))
         seen += 1
     c.equal(seen, len(files), "%s: tensors torch.load sees" % name)
+
+
+def torch_written(c, torch, build, env):
+    """Checkpoints torch.save itself writes (a module's state_dict with its
+    _metadata, an nn.Parameter, an optimizer's state with int keys, a
+    tensor as the root, tensors in a list, sliced and expanded views,
+    bfloat16): every tensor torch.load sees is a file with its bytes."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    opt = torch.optim.Adam(m.parameters())
+    m(torch.randn(5, 3)).sum().backward()
+    opt.step()
+    cases = {
+        "module_sd.pt": m.state_dict(),
+        "param.pt": {"p": torch.nn.Parameter(torch.randn(2, 3))},
+        "opt.pt": {"model": m.state_dict(), "optimizer": opt.state_dict(), "epoch": 1},
+        "root_tensor.pt": torch.arange(6.).reshape(2, 3).t(),
+        "list.pt": {"xs": [torch.ones(2), torch.zeros(3, dtype=torch.int8)]},
+        "slices.pt": {"a": torch.arange(20.).reshape(4, 5)[1:3, ::2], "b": torch.arange(10)[::3],
+                      "e": torch.ones(3).expand(2, 3)},
+        "bf16.pt": {"w": torch.randn(3, 3).to(torch.bfloat16)},
+    }
+
+    def flat(o, path=""):
+        if isinstance(o, torch.Tensor):
+            yield path, o
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                yield from flat(v, "%s.%s" % (path, k) if path else str(k))
+        elif isinstance(o, (list, tuple)):
+            for i, v in enumerate(o):
+                yield from flat(v, "%s.%d" % (path, i) if path else str(i))
+
+    modelfs_ls = os.path.join(build, "modelfs-ls")
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        for fn, obj in cases.items():
+            path = os.path.join(work, fn)
+            torch.save(obj, path)
+            r = subprocess.run([modelfs_ls, path, "model.json"], capture_output=True, env=env,
+                               timeout=30)
+            if not c.equal(r.returncode, 0, "%s (torch.save): %s" % (fn, r.stderr[:200])):
+                continue
+            got = {t["name"]: t["path"] for t in json.loads(r.stdout)["tensors"]}
+            names = []
+            for name, t in flat(torch.load(path)):
+                names.append(name)
+                t = t.detach().contiguous()
+                raw = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+                data = subprocess.run([modelfs_ls, path, got.get(name, "missing")],
+                                      capture_output=True, env=env, timeout=30).stdout
+                c.equal(hashlib.sha256(data).hexdigest(), hashlib.sha256(raw).hexdigest(),
+                        "%s (torch.save): %s bytes" % (fn, name))
+            c.equal(sorted(got), sorted(names), "%s (torch.save): tensor names" % fn)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---- hostile files ---------------------------------------------------------
@@ -390,6 +449,8 @@ def main(argv):
     else:
         c.skip("no /dev/fuse: the mounted checks")
     python_pickles(c, build, env)
+    if torch is not None:
+        torch_written(c, torch, build, env)
     hostile(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
