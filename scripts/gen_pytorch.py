@@ -130,15 +130,20 @@ class Tensor:
     """_rebuild_tensor_v2(persistent id, offset, size, stride, False, OrderedDict()).
     The same Tensor object emitted twice is one pickle object (memo)."""
 
-    def __init__(self, storage, offset, shape, stride, dtype_v3=None):
+    def __init__(self, storage, offset, shape, stride, dtype_v3=None, from_type=False):
         self.s, self.offset, self.shape, self.stride = storage, offset, tuple(shape), tuple(stride)
         self.dtype_v3 = dtype_v3
+        self.from_type = from_type  # through torch._tensor._rebuild_from_type_v2 (attributes)
         self.memo = None
 
     def emit(self, p):
         if self.memo is not None:
             return p.get(self.memo)
+        if self.from_type:
+            p.glob("torch._tensor", "_rebuild_from_type_v2").op(b"(")
         p.glob("torch._utils", "_rebuild_tensor_v3" if self.dtype_v3 else "_rebuild_tensor_v2")
+        if self.from_type:
+            p.glob("torch", "Tensor")
         p.op(b"(")
         p.op(b"(").str("storage").glob("torch", self.s.type).str(self.s.key).str("cpu")
         p.int(self.s.array.size).op(b"t").op(b"Q")
@@ -146,7 +151,10 @@ class Tensor:
         p.glob("collections", "OrderedDict").op(b")").op(b"R")
         if self.dtype_v3:
             p.glob("torch", self.dtype_v3)
-        p.op(b"t").op(b"R")
+        p.op(b"t")
+        if self.from_type:
+            p.value({"note": "an attribute"}).op(b"t")
+        p.op(b"R")
         _, self.memo = p.put()
         return p
 
@@ -356,6 +364,7 @@ def main(out):
         "epoch": 12, "lr": 0.5, "name": "run ✓", "flags": [True, None, 3], "pair": (1, "x"),
         "huge": 2**70, "neg": -2**40, "empty": {}, "cfg": {"depth": 4, "act": "gelu"},
         "param": Param(Tensor(b, 0, (2,), (1,))),
+        "with_attr": Tensor(w, 1, (2, 2), (1, 2), from_type=True),
         "groups": [Tensor(w, 3, (3,), (1,)), {"lr": 0.1}],
         "sd": StateDict({"fc.weight": Tensor(w, 0, (3, 2), (2, 1))}),
     }

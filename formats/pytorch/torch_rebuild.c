@@ -3,8 +3,10 @@
  * torch/_weights_only_unpickler.py). Only globals that describe tensors
  * are accepted: the _rebuild_tensor functions, _rebuild_parameter, the
  * storage classes, torch dtypes, collections.OrderedDict, torch.Size,
- * torch.device, _codecs.encode (how protocol 2 writes bytes) and set (a
- * list here). Any other
+ * torch.device, _codecs.encode (how protocol 2 writes bytes), set (a
+ * list here) and _rebuild_from_type_v2 of a plain Tensor or Parameter.
+ * torch's quantized, sparse and other special tensors are refused saying
+ * what they are. Any other
  * global (os.system, builtins.eval, ...) refuses the file, naming it:
  * nothing is ever imported or called. A "call" only builds a value. */
 #include <stdio.h>
@@ -16,7 +18,7 @@
 
 enum {
     SYM_ODICT, SYM_REBUILD_V1, SYM_REBUILD_V2, SYM_REBUILD_V3, SYM_PARAM, SYM_PARAM_STATE,
-    SYM_SIZE, SYM_DEVICE, SYM_ENCODE, SYM_SET,
+    SYM_SIZE, SYM_DEVICE, SYM_ENCODE, SYM_SET, SYM_FROM_TYPE, SYM_TENSOR_TYPE, SYM_PARAM_TYPE,
     SYM_STORAGE = 100,      /* + index into storages[] */
     SYM_DTYPE = 200,        /* + index into dtypes[] */
 };
@@ -33,6 +35,26 @@ static const struct { const char *module, *name; int sym; } funcs[] = {
     { "_codecs", "encode", SYM_ENCODE },
     { "builtins", "set", SYM_SET },
     { "__builtin__", "set", SYM_SET },  /* protocol 2's name for it */
+    /* A tensor with Python attributes: _rebuild_from_type_v2(func, type,
+     * args, state), accepted when type is a plain Tensor or Parameter. */
+    { "torch._tensor", "_rebuild_from_type_v2", SYM_FROM_TYPE },
+    { "torch", "Tensor", SYM_TENSOR_TYPE },
+    { "torch.nn.parameter", "Parameter", SYM_PARAM_TYPE },
+};
+
+/* torch's own, but not tensors whose bytes are one strided view of one
+ * storage: refused, saying what they are. */
+static const struct { const char *name, *what; } unsupported[] = {
+    { "_rebuild_qtensor", "a quantized tensor" },
+    { "_rebuild_sparse_tensor", "a sparse tensor" },
+    { "_rebuild_sparse_csr_tensor", "a sparse tensor" },
+    { "_rebuild_nested_tensor", "a nested tensor" },
+    { "_rebuild_meta_tensor_no_storage", "a meta tensor, which has no data" },
+    { "_rebuild_wrapper_subclass", "a tensor subclass" },
+    { "_rebuild_device_tensor_from_numpy", "a tensor pickled as a numpy array" },
+    { "_rebuild_device_tensor_from_cpu_tensor", "a device tensor" },
+    { "_rebuild_xla_tensor", "an XLA tensor" },
+    { "_rebuild_mps_tensor", "an MPS tensor" },
 };
 
 /* torch.<X>Storage -> numpy dtype. Quantized storages are named (their
@@ -125,6 +147,12 @@ static int global(void *ctx, const char *mod, size_t mlen, const char *name, siz
     char m[100], n[100];
     quote(m, sizeof m, mod, mlen);
     quote(n, sizeof n, name, nlen);
+    if (is(mod, mlen, "torch._utils"))
+        for (size_t i = 0; i < N(unsupported); i++)
+            if (is(name, nlen, unsupported[i].name))
+                return mfs_fail(e, MFS_E_CORRUPT, (int64_t)at,
+                                "data.pkl: global '%s.%s' (%s) is not supported", m, n,
+                                unsupported[i].what);
     return mfs_fail(e, MFS_E_CORRUPT, (int64_t)at,
                     "data.pkl: refuses global '%s.%s': modelfs never imports or calls what a pickle "
                     "names, and a torch.save checkpoint needs only tensor rebuild functions, "
@@ -267,6 +295,25 @@ static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t
     case SYM_SIZE:
         if (args->n != 1 || a0->kind != PK_TUPLE)
             return bad(e, at, sym, "the argument is not a tuple");
+        return args->u.items[0];
+    case SYM_FROM_TYPE: {
+        /* The state (Python attributes) is left out, as BUILD's is. */
+        const pk_val *func = a0, *type = pk_item(pm, args, 1), *fargs = pk_item(pm, args, 2);
+        if (args->n < 3 || func->kind != PK_GLOBAL || type->kind != PK_GLOBAL ||
+            fargs->kind != PK_TUPLE)
+            return bad(e, at, sym, "arguments are not (function, type, args, state)");
+        if (type->u.sym != SYM_TENSOR_TYPE && type->u.sym != SYM_PARAM_TYPE)
+            return bad(e, at, sym, "the type is not torch.Tensor or torch.nn.parameter.Parameter");
+        int fs = func->u.sym;
+        if (fs != SYM_REBUILD_V1 && fs != SYM_REBUILD_V2 && fs != SYM_REBUILD_V3 && fs != SYM_PARAM &&
+            fs != SYM_PARAM_STATE)
+            return bad(e, at, sym, "the function is not a tensor rebuild function");
+        return call(ctx, pm, fs, args->u.items[2], at, e);  /* fs is not this: one level */
+    }
+    case SYM_PARAM_TYPE:
+        /* Parameter(data[, requires_grad]) through NEWOBJ: its tensor. */
+        if (args->n < 1 || a0->kind != PK_OBJ)
+            return bad(e, at, sym, "the data is not a tensor");
         return args->u.items[0];
     case SYM_SET:
         /* set() or set([...]): a list of its items. */

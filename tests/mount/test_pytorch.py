@@ -292,6 +292,9 @@ def hostile_pickles(marker):
     out.append(("long_key", bytes(b), "budget"))
     out.append(("no_stop", p2 + b"}", "without STOP"))
     out.append(("ext1", p2 + b"\x82\x01.", "EXT1"))
+    out.append(("qtensor", p2 + b"ctorch._utils\n_rebuild_qtensor\n.", "a quantized tensor"))
+    out.append(("subclass", p2 + b"ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n"
+                b"_rebuild_tensor_v2\nc__main__\nSub\n", "__main__.Sub"))
     out.append(("reduce_storage", p2 + b"ctorch\nFloatStorage\n)R.", "FloatStorage"))
     return out
 
