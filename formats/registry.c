@@ -20,6 +20,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_safetensors,
     &mfs_format_numpy,
     &mfs_format_onnx,
+    &mfs_format_pytorch,
     NULL,
 };
 

@@ -18,4 +18,5 @@ done
 mkdir -p "$out/carton"
 "$py" "$here/gen_carton.py" "$out/carton"
 "$py" "$here/gen_onnx.py" "$out/onnx"
+mkdir -p "$out/pytorch" && "$py" "$here/gen_pytorch.py" "$out/pytorch"
 echo "gen_models: models written to $out"

@@ -22,16 +22,32 @@ EROFS = 30
 
 def without_nulls(v):
     """The document as TOML carries it: TOML has no null, so null members
-    are left out (README)."""
+    are left out (README), and a null item of an array is written {}."""
     if isinstance(v, dict):
         return {k: without_nulls(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
-        return [without_nulls(x) for x in v]
+        return [{} if x is None else without_nulls(x) for x in v]
     return v
 
 
 def tensor_key(t):
     return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []))
+
+
+def strided_bytes(model, t):
+    """The C-order bytes of a view that starts at t["offset"] in the file
+    and steps by t["stride"] elements."""
+    import numpy as np
+    item = t["nbytes"] // max(1, int(np.prod(t["shape"])))
+    with open(model, "rb") as f:
+        raw = np.frombuffer(f.read(), np.uint8)
+    dims = [(n - 1) * s for n, s in zip(t["shape"], t["stride"]) if n > 0]
+    if t["offset"] + (sum(dims) + 1) * item > len(raw):
+        return b""  # reaches past the file: the check fails
+    view = np.lib.stride_tricks.as_strided(raw[t["offset"]:], shape=tuple(t["shape"]) + (item,),
+                                           strides=tuple(s * item for s in t["stride"]) + (1,),
+                                           writeable=False)
+    return np.ascontiguousarray(view).tobytes()
 
 
 def check_refused(c, build, model, expect, env):
@@ -57,6 +73,12 @@ def check_model(c, build, model, expect, env):
     if expect.get("expect") == "corrupt":
         check_refused(c, build, model, expect, env)
         return
+    if expect.get("expect") == "readable_or_error":
+        # Either exposed exactly (the checks below) or refused clearly.
+        r = subprocess.run([modelfs_ls, model], capture_output=True, text=True, env=env, timeout=60)
+        if r.returncode != 0:
+            check_refused(c, build, model, expect, env)
+            return
     try:
         ls = mfstest.ls_tree(modelfs_ls, model, env)
     except RuntimeError as e:
@@ -99,7 +121,7 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
     want_meta = dict(expect.get("metadata", {}))
     if "schema_version" in expect:
         want_meta["schema_version"] = expect["schema_version"]
-    if expect["format"] == "rten":
+    if expect["format"] in ("rten", "pytorch"):
         c.equal(doc["metadata"], want_meta, "%s: metadata" % name)
     c.equal(doc["tensor_count"], expect["tensor_count"], "%s: tensor_count" % name)
     c.equal(len(doc["tensors"]), expect["tensor_count"], "%s: table length" % name)
@@ -158,14 +180,22 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
         # The offset is in the model file, or in the external file of
         # `location` beside it (ONNX); bytes decoded from another encoding
         # (ONNX varints) are not stored as served anywhere, and a
-        # compressed member's offset is that of its compressed data.
-        if (want_dtype != "string" and want["nbytes"] > 0 and not t.get("decoded")
-                and t.get("storage") not in ("deflate", "zstd")):
+        # compressed member's offset is that of its compressed data (its
+        # bytes are made on open).
+        if (want_dtype == "string" or want["nbytes"] == 0 or t.get("decoded")
+                or t.get("storage") in ("deflate", "zstd")):
+            pass
+        elif t.get("contiguous", True):
             src = os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
             with open(src, "rb") as f:
                 f.seek(t["offset"])
                 raw = f.read(want["nbytes"])
             c.equal(hashlib.sha256(raw).hexdigest(), want["sha256"], what + " offset points at its bytes")
+        elif want["nbytes"] > 0:
+            # A strided view (pytorch): the offset is its first element's,
+            # the elements are `stride` elements apart from there.
+            c.equal(hashlib.sha256(strided_bytes(model, t)).hexdigest(), want["sha256"],
+                    what + " offset and stride point at its elements")
         if want.get("problem"):
             c.check("problem" in t, what + " is flagged with a problem")
         gp = want.get("graph_path")
@@ -201,7 +231,7 @@ def main(argv):
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
     for model, expect in mfstest.expected_models(
-            c, argv[2:], ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx")):
+            c, argv[2:], ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch")):
         if os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)

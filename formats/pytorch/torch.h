@@ -1,0 +1,85 @@
+/* The PyTorch driver's parts (formats/pytorch/): what torch.save's pickle
+ * means (torch_rebuild.c: the accepted globals and what calling them
+ * builds), the names and metadata of a checkpoint (torch_walk.c), the
+ * bytes of a view that is not one run of its storage (torch_strided.c),
+ * and the driver (pytorch.c). */
+#ifndef MFS_TORCH_H
+#define MFS_TORCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "doc.h"
+#include "err.h"
+#include "pickle.h"
+#include "tree.h"
+
+#define PT_MAX_DIMS 64
+#define PT_TAG_TENSOR 1     /* pk_val OBJ tag: u.obj.id indexes pt_rebuild.t */
+
+/* One _rebuild_tensor call: a view of a storage. */
+typedef struct pt_tensor {
+    const char *dtype;          /* numpy name */
+    const char *storage_type;   /* "FloatStorage", "UntypedStorage" */
+    char *key;                  /* storage key (data/KEY) */
+    uint64_t numel;             /* as the persistent id says */
+    uint64_t offset;            /* storage_offset, elements */
+    uint64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+    size_t ndim;
+    uint64_t at;                /* file offset of the REDUCE, for messages */
+} pt_tensor;
+
+typedef struct pt_rebuild {
+    pt_tensor *t;
+    size_t n, cap;
+} pt_rebuild;
+
+/* The hooks that give pickle.c torch's globals; ctx is a pt_rebuild. */
+extern const pk_hooks pt_hooks_template;
+void pt_rebuild_free(pt_rebuild *rb);
+/* "torch._utils._rebuild_tensor_v2" for a symbol, for metadata. */
+const char *pt_sym_name(int sym);
+
+/* A tensor at a name: entries in pickle order. */
+typedef struct pt_entry {
+    char *name;
+    size_t name_len;
+    size_t tensor;              /* index into pt_rebuild.t */
+    long first;                 /* the entry of the same tensor object met first, or -1 */
+} pt_entry;
+
+typedef struct pt_walk {
+    pt_entry *e;
+    size_t n, cap;
+    mfs_val *metadata;          /* object: non-tensor leaves at their joined keys */
+} pt_walk;
+
+/* Names every tensor under `root` (dict keys joined with '.') and puts the
+ * other leaves in w->metadata. Bounded: nesting depth, values visited
+ * (shared references count at every visit) and the memory of metadata
+ * (budget). -1 with e when a bound is passed. */
+int pt_walk_run(pt_walk *w, const pk_machine *pm, const pt_rebuild *rb, uint32_t root,
+                mfs_budget *budget, mfs_err *e);
+void pt_walk_free(pt_walk *w);
+
+/* A view whose bytes are made on open (torch_strided.c): gathered in C
+ * order from a storage that is in place (stored member) or decoded. */
+typedef struct pt_view {
+    const uint8_t *inplace;     /* the storage's bytes in the mapping, or NULL */
+    const void *zip;            /* else: the mfs_zip and entry to decode */
+    const void *entry;
+    uint64_t storage_len;       /* bytes of the storage */
+    uint64_t esize, offset;     /* element size; storage_offset in elements */
+    uint64_t nbytes;            /* of the view, in C order */
+    size_t ndim;
+    uint64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
+} pt_view;
+
+extern const mfs_source_ops pt_view_ops;
+
+/* Writes the view into out (v->nbytes bytes) from `storage`; false when
+ * `job` was cancelled. Every element read lies in storage_len (checked at
+ * mount); the work is one pass over the output. */
+bool pt_gather(const pt_view *v, const uint8_t *storage, uint8_t *out, const mfs_job *job);
+
+#endif

@@ -1,0 +1,463 @@
+#!/usr/bin/python3
+"""PyTorch checkpoints (issue 10) through real mounts.
+
+1. Every pytorch model with an .expect.json in the given dirs: the table's
+   pytorch keys (stride, storage_offset, contiguous, storage_type,
+   storage_key, zip_member, storage_nbytes, shares_storage_with,
+   same_object_as), metadata, each tensor's bytes and its .npy twin (numpy).
+2. Independent readers: Python's pickletools.dis (stdlib) lists the
+   pickle's GLOBALs and persistent ids, which must match the table; torch
+   (when importable; skipped visibly otherwise) loads each model and its
+   tensors' bytes must be the mounted files' bytes.
+3. Hostile files made here: globals that would run code (os.system,
+   builtins.eval, subprocess, exec, through GLOBAL, STACK_GLOBAL and INST)
+   must be refused naming the global, and the command must not have run;
+   absurd lengths and memo indexes, deep nesting, exponential sharing,
+   missing or too-small storages, huge zero-stride views, overlapping zip
+   members, TorchScript archives and bad byteorder are refused with exit
+   5, one line naming the file, the offset and the problem, in bounded
+   time; a compressed data.pkl is read.
+
+usage: test_pytorch.py BUILD_DIR DIR...
+"""
+import hashlib
+import io
+import json
+import os
+import pickle
+import pickletools
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))
+import mfstest  # noqa: E402
+import numpy as np  # noqa: E402
+from gen_pytorch import Pickle, Raw, Storage, Tensor, write_checkpoint  # noqa: E402
+
+KEYS = ("stride", "storage_offset", "contiguous", "storage_type", "storage_key", "zip_member",
+        "storage_nbytes")
+
+
+def data_pkl(model):
+    with zipfile.ZipFile(model) as z:
+        name = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+        return z.read(name)
+
+
+def pickle_facts(pkl):
+    """(GLOBALs, storage keys) by pickletools, which builds nothing. The
+    strings are followed through the memo (torch's pickler PUTs 'storage'
+    once and GETs it for every later persistent id)."""
+    globs, keys, strings, memo, last = set(), set(), [], {}, None
+    for op, arg, _ in pickletools.genops(pkl):
+        if op.name == "GLOBAL":
+            globs.add(arg.replace(" ", "."))
+        if op.name in ("BINUNICODE", "SHORT_BINUNICODE"):
+            strings.append(arg)
+            last = arg
+            continue
+        if op.name in ("BINPUT", "LONG_BINPUT") and last is not None:
+            memo[arg] = last
+        elif op.name in ("BINGET", "LONG_BINGET") and arg in memo:
+            strings.append(memo[arg])
+        elif op.name not in ("BINPUT", "LONG_BINPUT"):
+            strings.append(None)
+        last = None
+    # A persistent id is ('storage', type, KEY, location, numel): the key
+    # is the first string after 'storage' (the type is a GLOBAL).
+    for i, x in enumerate(strings):
+        if x == "storage":
+            nxt = [y for y in strings[i + 1:i + 4] if y is not None]
+            if nxt:
+                keys.add(nxt[0])
+    return globs, keys
+
+
+def check_model(c, modelfs, model, expect, env):
+    name = os.path.basename(model)
+    try:
+        ctx = mfstest.mounted(modelfs, model, env)
+        mnt = ctx.__enter__()
+    except RuntimeError as e:
+        c.check(False, "%s: mount: %s" % (name, e))
+        return None
+    try:
+        with open(os.path.join(mnt, "model.json")) as f:
+            doc = json.load(f)
+        c.equal(doc["metadata"], expect["metadata"], "%s: metadata" % name)
+        got = {t["name"]: t for t in doc["tensors"]}
+        files = {}
+        for want in expect["tensors"]:
+            what = "%s: %s" % (name, want["name"])
+            t = got.get(want["name"])
+            if not c.check(t is not None, what + " missing"):
+                continue
+            for k in KEYS:
+                if k in want:
+                    c.equal(t.get(k), want[k], "%s %s" % (what, k))
+            for k in ("shares_storage_with", "same_object_as"):
+                c.equal(t.get(k), want.get(k), "%s %s" % (what, k))
+            with open(os.path.join(mnt, t["path"]), "rb") as f:
+                data = f.read()
+            files[want["name"]] = data
+            c.equal(hashlib.sha256(data).hexdigest(), want["sha256"], what + " bytes")
+            if "npy" in t:
+                a = np.load(os.path.join(mnt, t["npy"]))
+                dtype = t.get("npy_dtype", t["dtype"])
+                c.check(a.shape == tuple(want["shape"]) and a.tobytes() == data and
+                        a.dtype == np.dtype(dtype), what + " .npy: %s %s" % (a.dtype, a.shape))
+                if t.get("byte_order") == "big":
+                    c.check(a.dtype.byteorder == ">" or a.dtype.itemsize == 1, what + " .npy is '>'")
+        # pickletools, an independent reader of the pickle.
+        globs, keys = pickle_facts(data_pkl(model))
+        c.check(all(g.startswith(("torch.", "collections.OrderedDict")) for g in globs),
+                "%s: pickletools GLOBALs %s" % (name, sorted(globs)))
+        c.equal(sorted({t["storage_key"] for t in doc["tensors"]}), sorted(keys),
+                "%s: storage keys vs pickletools" % name)
+        return files
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def torch_check(c, torch, model, files):
+    """torch.load's tensors, their bytes as loaded, against the mount."""
+    name = os.path.basename(model)
+    try:
+        obj = torch.load(model, map_location="cpu")
+    except Exception as e:  # noqa: BLE001 - a format this torch does not know
+        c.skip("%s: torch %s cannot load it (%s)" % (name, torch.__version__, str(e)[:80]))
+        return
+
+    def walk(v, path):
+        if isinstance(v, torch.Tensor):
+            yield path, v
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                yield from walk(x, "%s.%s" % (path, k) if path else str(k))
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                yield from walk(x, "%s.%d" % (path, i) if path else str(i))
+
+    seen = 0
+    for path, t in walk(obj, ""):
+        t = t.detach().contiguous()
+        raw = t.view(torch.int16).numpy().tobytes() if t.dtype == torch.bfloat16 else t.numpy().tobytes()
+        c.equal(hashlib.sha256(raw).hexdigest(),
+                hashlib.sha256(files.get(path, b"<missing>")).hexdigest(),
+                "%s: %s: torch.load's bytes vs the mount" % (name, path))
+        seen += 1
+    c.equal(seen, len(files), "%s: tensors torch.load sees" % name)
+
+
+def torch_written(c, torch, build, env):
+    """Checkpoints torch.save itself writes (a module's state_dict with its
+    _metadata, an nn.Parameter, an optimizer's state with int keys, a
+    tensor as the root, tensors in a list, sliced and expanded views,
+    bfloat16): every tensor torch.load sees is a file with its bytes."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    opt = torch.optim.Adam(m.parameters())
+    m(torch.randn(5, 3)).sum().backward()
+    opt.step()
+    cases = {
+        "module_sd.pt": m.state_dict(),
+        "param.pt": {"p": torch.nn.Parameter(torch.randn(2, 3))},
+        "opt.pt": {"model": m.state_dict(), "optimizer": opt.state_dict(), "epoch": 1},
+        "root_tensor.pt": torch.arange(6.).reshape(2, 3).t(),
+        "list.pt": {"xs": [torch.ones(2), torch.zeros(3, dtype=torch.int8)]},
+        "slices.pt": {"a": torch.arange(20.).reshape(4, 5)[1:3, ::2], "b": torch.arange(10)[::3],
+                      "e": torch.ones(3).expand(2, 3)},
+        "bf16.pt": {"w": torch.randn(3, 3).to(torch.bfloat16)},
+    }
+
+    def flat(o, path=""):
+        if isinstance(o, torch.Tensor):
+            yield path, o
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                yield from flat(v, "%s.%s" % (path, k) if path else str(k))
+        elif isinstance(o, (list, tuple)):
+            for i, v in enumerate(o):
+                yield from flat(v, "%s.%d" % (path, i) if path else str(i))
+
+    modelfs_ls = os.path.join(build, "modelfs-ls")
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        for fn, obj in cases.items():
+            path = os.path.join(work, fn)
+            torch.save(obj, path)
+            r = subprocess.run([modelfs_ls, path, "model.json"], capture_output=True, env=env,
+                               timeout=30)
+            if not c.equal(r.returncode, 0, "%s (torch.save): %s" % (fn, r.stderr[:200])):
+                continue
+            got = {t["name"]: t["path"] for t in json.loads(r.stdout)["tensors"]}
+            names = []
+            for name, t in flat(torch.load(path)):
+                names.append(name)
+                t = t.detach().contiguous()
+                raw = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+                data = subprocess.run([modelfs_ls, path, got.get(name, "missing")],
+                                      capture_output=True, env=env, timeout=30).stdout
+                c.equal(hashlib.sha256(data).hexdigest(), hashlib.sha256(raw).hexdigest(),
+                        "%s (torch.save): %s bytes" % (fn, name))
+            c.equal(sorted(got), sorted(names), "%s (torch.save): tensor names" % fn)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---- hostile files ---------------------------------------------------------
+
+
+def run_ls(modelfs_ls, path, env, timeout=30):
+    t0 = time.time()
+    r = subprocess.run([modelfs_ls, path], capture_output=True, env=env, timeout=timeout)
+    return r.returncode, r.stderr.decode(errors="replace"), time.time() - t0
+
+
+def refused(c, modelfs_ls, path, needle, env):
+    try:
+        code, err, secs = run_ls(modelfs_ls, path, env)
+    except subprocess.TimeoutExpired:
+        c.check(False, "%s: modelfs-ls hung" % path)
+        return
+    what = os.path.basename(path)
+    c.equal(code, 5, what + ": exit code (stderr %r)" % err)
+    lines = err.strip().splitlines()
+    c.equal(len(lines), 1, what + ": one line")
+    c.check(lines and lines[0].startswith("modelfs-ls: %s: byte " % path) and needle in lines[0],
+            "%s: message %r lacks the file, an offset or %r" % (what, err, needle))
+    c.check(secs < 10, "%s: took %.1f s" % (what, secs))
+
+
+def tensor_ok():
+    s = Storage("0", np.arange(4, dtype=np.float32))
+    return s, Tensor(s, 0, (4,), (1,))
+
+
+def hostile_pickles(marker):
+    """(file stem, pickle bytes, what the message must contain)."""
+    cmd = ("touch " + marker).encode()
+    X = lambda b: b"X" + struct.pack("<I", len(b)) + b  # noqa: E731
+    p2 = b"\x80\x02"
+    out = []
+    # The classic: os.system via GLOBAL (posix.system on Linux pickles).
+    for mod, name in [(b"os", b"system"), (b"posix", b"system"), (b"builtins", b"eval"),
+                      (b"__builtin__", b"exec"), (b"subprocess", b"check_call"),
+                      (b"torch", b"load")]:
+        arg = X(b"__import__('os').system('" + cmd + b"')") if name in (b"eval", b"exec") else X(cmd)
+        out.append(("global_%s_%s" % (mod.decode().strip("_"), name.decode()),
+                    p2 + b"c" + mod + b"\n" + name + b"\n(" + arg + b"tR.", mod.decode() + "." + name.decode()))
+    # STACK_GLOBAL (protocol 4) and INST (protocol 0).
+    su = lambda b: b"\x8c" + bytes([len(b)]) + b  # noqa: E731
+    out.append(("stack_global", b"\x80\x04" + su(b"os") + su(b"system") + b"\x93" + su(cmd) + b"\x85R.",
+                "os.system"))
+    out.append(("inst", b"(" + X(cmd) + b"ios\nsystem\n.", "os.system"))
+    # Hidden after a valid tensor, inside a dict.
+    s, t = tensor_ok()
+    p = Pickle()
+    p.value({"ok": t, "evil": Raw(b"cos\nsystem\n(" + X(cmd) + b"tR")})
+    out.append(("after_tensor", p.stop(), "os.system"))
+    # Absurd lengths and indexes.
+    out.append(("long4", p2 + b"\x8b\xff\xff\xff\x7f" + b"\x00" * 8 + b".", "LONG4"))
+    out.append(("long4_negative", p2 + b"\x8b\xff\xff\xff\xff.", "LONG4"))
+    out.append(("binbytes8", b"\x80\x04\x8e" + struct.pack("<Q", 2**63) + b"ab.", "BINBYTES8"))
+    out.append(("binunicode", p2 + b"X\xff\xff\xff\xff" + b"abc.", "BINUNICODE"))
+    out.append(("memo_put", p2 + b"N" + b"r\xf0\xff\xff\xff" + b".", "LONG_BINPUT"))
+    out.append(("memo_get", p2 + b"j\xff\xff\xff\xff.", "LONG_BINGET"))
+    out.append(("memo_unset", p2 + b"Nq\x00h\x05.", "BINGET"))
+    # Deep nesting: 100,000 MARKs; 100,000 nested lists.
+    out.append(("marks", p2 + b"(" * 100000 + b"N.", "MARK"))
+    out.append(("nested_lists", p2 + b"}X\x01\x00\x00\x00k" + b"]" * 100000 + b"a" * 99999 + b"s.",
+                "nested deeper"))
+    # Exponential sharing: L(i+1) = [L(i), L(i)], 64 levels.
+    b = bytearray(p2 + b"}X\x01\x00\x00\x00k]")
+    for i in range(64):
+        b += b"q" + bytes([i]) + b"0(h" + bytes([i]) + b"h" + bytes([i]) + b"l"
+    b += b"s."
+    out.append(("shared_bomb", bytes(b), "visit bound"))
+    # One list of 1000 pairs given to OrderedDict 200,000 times (items
+    # copied per call), and a 100 KB key reached through 200,000 references.
+    b = bytearray(p2 + b"ccollections\nOrderedDict\nq\x00]q\x01(" + b"K\x01K\x02\x86" * 1000 + b"e")
+    b += b"h\x00h\x01\x85R0" * 200000 + b"N."
+    out.append(("odict_bomb", bytes(b), "container items"))
+    b = bytearray(p2 + b"}X\x01\x00\x00\x00k}q\x00" + X(b"k" * 100000) + b"K\x01s0]q\x01(")
+    b += b"h\x00" * 200000 + b"es."
+    out.append(("long_key", bytes(b), "budget"))
+    out.append(("no_stop", p2 + b"}", "without STOP"))
+    out.append(("ext1", p2 + b"\x82\x01.", "EXT1"))
+    out.append(("qtensor", p2 + b"ctorch._utils\n_rebuild_qtensor\n.", "a quantized tensor"))
+    out.append(("subclass", p2 + b"ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n"
+                b"_rebuild_tensor_v2\nc__main__\nSub\n", "__main__.Sub"))
+    out.append(("reduce_storage", p2 + b"ctorch\nFloatStorage\n)R.", "FloatStorage"))
+    return out
+
+
+def tensor_pickle(storage_key="0", numel=4, offset=0, shape=(4,), stride=(1,)):
+    s = Storage(storage_key, np.arange(max(numel, 1), dtype=np.float32)[:numel])
+    return {"t": Tensor(s, offset, shape, stride)}, s
+
+
+def overlapping_zip(path):
+    """Two central-directory entries for one local header and its data."""
+    obj, s = tensor_pickle()
+    write_checkpoint(path, obj, [s])
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    eocd = data.rfind(b"PK\x05\x06")
+    cd_size, cd_off = struct.unpack_from("<II", data, eocd + 12)
+    cd = data[cd_off:cd_off + cd_size]
+    # Point the second entry (data/0) at the first one's local header.
+    second = cd.find(b"PK\x01\x02", 4)
+    struct.pack_into("<I", cd, second + 42, 0)
+    data[cd_off:cd_off + cd_size] = cd
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def hostile(c, build, env):
+    modelfs_ls = os.path.join(build, "modelfs-ls")
+    modelfs = os.path.join(build, "modelfs")
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    marker = os.path.join(work, "EXECUTED")
+    try:
+        for stem, pkl, needle in hostile_pickles(marker):
+            path = os.path.join(work, stem + ".pt")
+            write_checkpoint(path, None, [tensor_ok()[0]], top=stem, pickle_bytes=pkl)
+            refused(c, modelfs_ls, path, needle, env)
+        # One of them through a mount, too: refused, nothing mounted.
+        mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+        r = subprocess.run([modelfs, os.path.join(work, "global_os_system.pt"), mnt],
+                           capture_output=True, text=True, env=env, timeout=60)
+        c.equal(r.returncode, 5, "os.system: modelfs refuses the mount")
+        c.check("os.system" in r.stderr, "os.system: modelfs names the global: %r" % r.stderr)
+        c.check(not os.path.ismount(mnt), "os.system: nothing mounted")
+        os.rmdir(mnt)
+        c.check(not os.path.exists(marker), "no hostile pickle ran its command")
+
+        cases = []
+        obj, s = tensor_pickle(storage_key="7")
+        path = os.path.join(work, "missing_member.pt")
+        write_checkpoint(path, obj, [])
+        cases.append((path, "has no member"))
+        obj, s = tensor_pickle(numel=4, offset=2, shape=(2, 2), stride=(2, 1))
+        path = os.path.join(work, "past_storage.pt")
+        write_checkpoint(path, obj, [s])
+        cases.append((path, "reaches past its storage"))
+        obj, s = tensor_pickle(numel=1, shape=(2**40,), stride=(0,))
+        path = os.path.join(work, "zero_stride_huge.pt")
+        write_checkpoint(path, obj, [s])
+        cases.append((path, "more than modelfs makes"))
+        obj, s = tensor_pickle(numel=1, shape=(2**62, 2**62), stride=(0, 0))
+        path = os.path.join(work, "shape_overflow.pt")
+        write_checkpoint(path, obj, [s])
+        cases.append((path, "overflow"))
+        path = os.path.join(work, "overlap.pt")
+        overlapping_zip(path)
+        cases.append((path, "overlap"))
+        obj, s = tensor_pickle()
+        path = os.path.join(work, "torchscript.pt")
+        write_checkpoint(path, obj, [s], extra_members=[("constants.pkl", b"\x80\x02).")])
+        cases.append((path, "TorchScript"))
+        path = os.path.join(work, "torchscript_code.pt")
+        write_checkpoint(path, obj, [s], extra_members=[("code/__torch__/m.py", b"pass\n")])
+        cases.append((path, "TorchScript"))
+        path = os.path.join(work, "byteorder.pt")
+        write_checkpoint(path, obj, [s], byteorder="middle")
+        cases.append((path, "byteorder"))
+        for path, needle in cases:
+            refused(c, modelfs_ls, path, needle, env)
+
+        # A compressed data.pkl and storage: a correct tree.
+        obj, s = tensor_pickle()
+        path = os.path.join(work, "deflated_pkl.pt")
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("deflated_pkl/data.pkl", Pickle().value(obj).stop())
+            z.writestr("deflated_pkl/data/0", s.array.tobytes())
+            z.writestr("deflated_pkl/version", "3\n")
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+        r = subprocess.run([modelfs_ls, path, "tensors/t"], capture_output=True, env=env, timeout=30)
+        c.equal((r.returncode, r.stdout), (0, s.array.tobytes()), "deflated data.pkl and storage")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def python_pickles(c, build, env):
+    """Metadata-only checkpoints written by Python's own pickle module
+    (protocols 2 to 5: another writer's choice of opcodes, FRAME, MEMOIZE,
+    SHORT_BINUNICODE, EMPTY_SET/ADDITEMS, builtins.set)."""
+    d = {"cfg": {"lr": 0.1, "name": "x", "layers": [1, 2, 3]}, "t": (1, None, True),
+         "big": 2**80, "neg": -2**70, "u": "ünï", "s": {3, 1, 2}, "e": {}}
+    want = {"cfg.lr": 0.1, "cfg.name": "x", "cfg.layers": [1, 2, 3], "t": [1, None, True],
+            "big": "0x%x" % 2**80, "neg": "-0x%x" % 2**70, "u": "ünï", "s": [1, 2, 3], "e": {}}
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        for proto in range(2, 6):
+            path = os.path.join(work, "proto%d.pt" % proto)
+            write_checkpoint(path, None, [], top="proto%d" % proto,
+                             pickle_bytes=pickle.dumps(d, protocol=proto))
+            r = subprocess.run([os.path.join(build, "modelfs-ls"), path, "model.json"],
+                               capture_output=True, env=env, timeout=30)
+            if c.equal(r.returncode, 0, "protocol %d: %s" % (proto, r.stderr[:200])):
+                c.equal(json.loads(r.stdout)["metadata"], want, "protocol %d: metadata" % proto)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def truncated_while_mounted(c, build, env):
+    """A strided view is made from the mapping on open: the model file cut
+    short first makes that open fail (EIO), and the daemon stays up."""
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        base = Storage("0", np.arange(1 << 16, dtype=np.float32))
+        path = os.path.join(work, "cut.pt")
+        write_checkpoint(path, {"t": Tensor(base, 0, (256, 256), (1, 256))}, [base])
+        with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
+            os.truncate(path, 1024)
+            data, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "t"))
+            c.equal((data, err), (None, 5), "cut.pt: the strided view reads as EIO")
+            c.check(os.path.exists(os.path.join(mnt, "model.json")), "cut.pt: the mount still answers")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv):
+    build = argv[1]
+    c = mfstest.Checker("pytorch tests")
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        c.skip("import torch failed: the torch.load cross-check is not run")
+    if mfstest.can_mount():
+        for model, expect in mfstest.expected_models(c, argv[2:], ("pytorch",)):
+            if expect.get("expect") != "readable":
+                continue
+            before = c.failed
+            files = check_model(c, os.path.join(build, "modelfs"), model, expect, env)
+            if files is not None and torch is not None:
+                torch_check(c, torch, model, files)
+            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+        truncated_while_mounted(c, build, env)
+    else:
+        c.skip("no /dev/fuse: the mounted checks")
+    python_pickles(c, build, env)
+    if torch is not None:
+        torch_written(c, torch, build, env)
+    hostile(c, build, env)
+    mfstest.check_sanitizer_reports(c, logdir)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
