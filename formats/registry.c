@@ -15,6 +15,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_ptd,
     &mfs_format_tensorbuffers,
     &mfs_format_carton,
+    &mfs_format_gguf,
     NULL,
 };
 

@@ -26,6 +26,7 @@ extern const mfs_format mfs_format_rten;
 extern const mfs_format mfs_format_ptd;
 extern const mfs_format mfs_format_tensorbuffers;
 extern const mfs_format mfs_format_carton;
+extern const mfs_format mfs_format_gguf;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];
