@@ -250,7 +250,8 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     /* Counts against the bytes that must hold them, before anything is
      * allocated for them. */
     uint64_t left = file.len - HEADER_LEN;
-    if (n_kv > left / KV_MIN)
+    /* The metadata reader indexes its keys with 32 bits. */
+    if (n_kv > left / KV_MIN || n_kv >= UINT32_MAX)
         return MFS_CORRUPT(e, 16, "%llu metadata pairs cannot fit in the %llu bytes after the header",
                            (unsigned long long)n_kv, (unsigned long long)left);
     if (n_tensors > (left - n_kv * KV_MIN) / INFO_MIN)

@@ -225,11 +225,11 @@ static int stream_array(kv_ctx *k, uint32_t et, uint64_t count, mfs_strbuf *sb)
     for (uint64_t i = 0; i < count; i++) {
         uint64_t at = k->c->pos, before = sb->len;
         mfs_val *v = NULL;
-        /* The value is freed at once: only the text is kept. */
-        mfs_budget none = k->budget;
+        /* The value is freed at once: only the text is paid for. */
+        mfs_budget saved = k->budget;
         if (read_scalar(k, et, &v) != 0)
             return -1;
-        k->budget = none;
+        k->budget = saved;
         mfs_sb_adds(sb, "  ");
         if (v->type == MFS_V_STR)
             mfs_json_string(sb, v->u.s.p, v->u.s.len);
