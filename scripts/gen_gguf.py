@@ -15,6 +15,7 @@ right size. Output is deterministic.
   gen_all.gguf        v3: every scalar and array type (nested too), u64 2^64-1,
                       i64 -2^63, every plain and block ggml type, names with
                       / . : and unicode, a duplicate name, a 0-d and a zero-size tensor
+  gen_blocks.gguf     every ggml type up to id 30 but Q8_1, unique names (for older gguf-py readers)
   gen_v2.gguf         v2, general.alignment 64
   gen_tokenizer.gguf  a 150,000-token tokenizer (tokens, scores, token types)
 """
@@ -219,6 +220,23 @@ def gen_all(outdir):
           note="every value type and every ggml type; block tensors hold random bytes")
 
 
+def gen_blocks(outdir):
+    """Every ggml type up to BF16 (id 30) once, no duplicate names: what
+    older gguf-py readers can read whole. Q8_1 is left out: gguf-py says
+    40 bytes per block, ggml's block_q8_1 is 36 (gen_all has it)."""
+    rng = np.random.default_rng(30)
+    ts = []
+    for tid, (name, np_dtype, bs, ts_) in sorted(GGML_TYPES.items()):
+        if tid > 30 or tid == 9:
+            continue
+        if np_dtype is None:
+            ts.append(blocks("b.%s" % name, tid, [bs, 2], rng))
+        else:
+            ts.append(Tensor("p.%s" % name, tid, [3, 2], rng.integers(0, 256, 6 * ts_, dtype=np.uint8).tobytes()))
+    write(outdir, "gen_blocks.gguf", [KV("general.architecture", STR, "blocks")], ts,
+          note="every ggml type with id <= 30 but Q8_1; random bytes")
+
+
 def gen_v2(outdir):
     rng = np.random.default_rng(2)
     kvs = [KV("general.architecture", STR, "v2"), KV("general.alignment", U32, 64),
@@ -252,6 +270,7 @@ def main(argv):
     outdir = argv[1]
     os.makedirs(outdir, exist_ok=True)
     gen_all(outdir)
+    gen_blocks(outdir)
     gen_v2(outdir)
     gen_tokenizer(outdir)
     return 0

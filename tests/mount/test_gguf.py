@@ -12,7 +12,11 @@ marked, gives a correct tree), quickly, with no sanitizer report.
 
 The expect files are independent of our reader: ../shared's come from
 gguf-py's writer inputs, ours from scripts/gen_gguf.py's. gguf-py's own
-reader is not available here (no Debian package, no PyPI).
+reader (GGUFReader) has no Debian package; when MODELFS_GGUF_PY names a
+folder holding its `gguf` package (llama.cpp's gguf-py/), every model is
+also read with it and compared with the mount (key order, types and
+values, tensor names, types, ne, offsets, sizes and bytes); a file it
+cannot read (a type it does not know, duplicate names) is a visible skip.
 
 usage: test_gguf.py BUILD_DIR DIR...
 """
@@ -29,6 +33,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import mfstest  # noqa: E402
 import gen_gguf as G  # noqa: E402
+import numpy as np  # noqa: E402
 
 TABLE_KEYS = ("dtype", "shape", "nbytes", "ggml_type", "ggml_type_id", "ggml_shape", "data_offset",
               "block_size", "type_size")
@@ -62,7 +67,7 @@ def resolve(c, mnt, name, doc):
     return out
 
 
-def check_model(c, build, model, expect, env):
+def check_model(c, build, model, expect, env, gguf=None):
     name = os.path.basename(model)
     try:
         ctx = mfstest.mounted(os.path.join(build, "modelfs"), model, env)
@@ -111,8 +116,73 @@ def check_model(c, build, model, expect, env):
             if want.get("block_size", 1) > 1:
                 c.check("npy" in t and t["stored_shape"][-1] == t["ggml_shape"][0] // want["block_size"]
                         * want["type_size"], what + " blocks' .npy twin in bytes per row")
+        if gguf is not None:
+            check_with_gguf_py(c, gguf, model, mnt, doc)
     finally:
         ctx.__exit__(None, None, None)
+
+
+# ---- gguf-py's reader, when there is one ----------------------------------
+
+def load_gguf_py(c):
+    where = os.environ.get("MODELFS_GGUF_PY")
+    if not where:
+        c.skip("MODELFS_GGUF_PY is not set: no cross-check with gguf-py's GGUFReader")
+        return None
+    sys.path.insert(0, where)
+    try:
+        import gguf
+        return gguf
+    except Exception as e:  # noqa: BLE001 - any import failure is a skip
+        c.skip("gguf-py at %s does not import: %s" % (where, e))
+        return None
+
+
+def leaves(v):
+    if isinstance(v, list):
+        return [y for x in v for y in leaves(x)]
+    return [v]
+
+
+def check_with_gguf_py(c, gguf, model, mnt, doc):
+    """GGUFReader's view of `model` against the mounted tree."""
+    name = os.path.basename(model)
+    try:
+        rd = gguf.GGUFReader(model)
+    except Exception as e:  # noqa: BLE001 - that reader's refusal is a skip
+        c.skip("gguf-py cannot read %s: %s" % (name, e))
+        return
+    A = gguf.GGUFValueType.ARRAY
+    meta = resolve(c, mnt, name, doc)
+    fields = [f for f in rd.fields.values() if not f.name.startswith("GGUF.")]
+    c.equal([f.name for f in fields], list(meta), name + ": gguf-py key order")
+    for f in fields:
+        what = "%s: gguf-py %s" % (name, f.name)
+        if f.types[-1] != A:
+            n = len(f.types) - 1
+            c.equal("array[" * n + f.types[-1].name.lower() + "]" * n, doc["metadata_types"][f.name],
+                    what + " type")
+        vals = []
+        for i in f.data:
+            part = f.parts[i]
+            if f.types[-1] == gguf.GGUFValueType.STRING:
+                vals.append(bytes(part).decode("utf-8"))
+            else:
+                x = part[0].item()
+                vals.append(bool(x) if f.types[-1] == gguf.GGUFValueType.BOOL else x)
+        mine = leaves(meta[f.name]) if f.types[0] == A else [meta[f.name]]
+        c.check(vals == mine, "%s values %r, mount %r" % (what, vals[:8], mine[:8]))
+    c.equal(len(rd.tensors), len(doc["tensors"]), name + ": gguf-py tensor count")
+    for rt, t in zip(rd.tensors, doc["tensors"]):
+        what = "%s: gguf-py tensor %r" % (name, rt.name)
+        c.equal(rt.name, t["name"], what + " name")
+        c.equal(int(rt.tensor_type), t["ggml_type_id"], what + " type")
+        c.equal([int(x) for x in rt.shape], t["ggml_shape"], what + " ne")
+        c.equal(int(rt.data_offset), t["offset"], what + " offset")
+        c.equal(int(rt.n_bytes), t["nbytes"], what + " nbytes")
+        data = bytes(np.asarray(rt.data).tobytes())
+        with open(os.path.join(mnt, t["path"]), "rb") as fh:
+            c.check(fh.read() == data, what + " bytes")
 
 
 # ---- hostile files -------------------------------------------------------
@@ -236,10 +306,10 @@ def main(argv):
         return c.finish()
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    print("note: gguf-py's reader is not available here; the expect files are the independent side")
+    gguf = load_gguf_py(c)
     for model, expect in mfstest.expected_models(c, dirs, ("gguf",)):
         before = c.failed
-        check_model(c, build, model, expect, env)
+        check_model(c, build, model, expect, env, gguf)
         print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     check_hostile(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
