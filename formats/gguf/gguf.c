@@ -138,8 +138,10 @@ static int check_layout(gguf_cur *c, gguf_info *ts, uint64_t n, uint64_t data_st
             return MFS_CORRUPT(c->e, t->at, "tensor '%.*s': offset %llu is not a multiple of the "
                                "alignment %llu", SHOW(t), (unsigned long long)t->offset,
                                (unsigned long long)align);
-        if (!mfs_add_u64(data_start, t->offset, &abs) || !mfs_add_u64(abs, t->nbytes, &end) ||
-            end > c->file.len)
+        /* An empty tensor has no bytes to find (a file with nothing but
+         * empty tensors may end before its data section). */
+        if (!mfs_add_u64(data_start, t->offset, &abs) || abs > INT64_MAX ||
+            !mfs_add_u64(abs, t->nbytes, &end) || (t->nbytes > 0 && end > c->file.len))
             return MFS_CORRUPT(c->e, t->at,
                                "tensor '%.*s': its %llu bytes at data offset %llu run past the end "
                                "of the file (%llu bytes, data section at %llu)",
@@ -206,7 +208,7 @@ static void add_tensor(mfs_model *m, mfs_span file, const gguf_info *t, uint64_t
         bytes[t->ndim - 1] = t->ne[0] / t->type->block_size * t->type->type_size;
         mfs_obj_set(x, "stored_shape", u64_list(bytes, t->ndim));
     }
-    uint64_t abs = data_start + t->offset;
+    uint64_t abs = data_start + t->offset;    /* checked by check_layout */
     mfs_tensor mt = {
         .name = t->name, .name_len = t->name_len, .dtype = t->type->dtype,
         .shape = shape, .ndim = t->ndim,

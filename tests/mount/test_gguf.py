@@ -215,6 +215,11 @@ def hostile_files():
     yield "ok_one_tensor", good, None
     yield "ok_dup_names", with_data(header(2, 1) + arch + info("t", [4], 0, 0) + info("t", [4], 0, 32),
                                     f32x4 + b"\0" * 16 + f32x4), None
+    yield "ok_empty_past_eof", header(2, 0) + info("e", [0], 0, 0) + info("f", [32, 0], 2, 2 ** 40), None
+    # Large but legal: quick, and the arrays leave model.json.
+    yield "ok_100k_empty_arrays", (header(0, 1) + G.gstr("k") + struct.pack("<IIQ", G.ARR, G.ARR, 100000)
+                                   + struct.pack("<IQ", G.U8, 0) * 100000), None
+    yield "ok_100k_keys", header(0, 100000) + b"".join(kv("k%d" % i, G.U8, 1) for i in range(100000)), None
     yield "cut_in_kv", (header(0, 1) + kv("general.name", G.STR, "x" * 100))[:80], "past the end"
     yield "cut_in_data", good[:-4], "past the end"
     yield "kv_count_2^60", header(0, 2 ** 60), "metadata pairs cannot fit"
