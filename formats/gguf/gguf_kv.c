@@ -78,15 +78,16 @@ static double f64_of(uint64_t bits)
     return d;
 }
 
-/* Reads one value of scalar type `t` (not ARRAY) into a document value. */
-static int read_scalar(kv_ctx *k, uint32_t t, mfs_val **out)
+/* Decodes one value of scalar type `t` (not ARRAY) into *v, allocating
+ * nothing: a string points into the mapping. */
+static int decode_scalar(gguf_cur *c, uint32_t t, mfs_val *v)
 {
-    gguf_cur *c = k->c;
-    uint64_t at = c->pos, u64 = 0, len;
+    uint64_t at = c->pos, u64 = 0;
     uint32_t u32 = 0;
     uint16_t u16 = 0;
     uint8_t u8 = 0;
-    const char *s;
+    memset(v, 0, sizeof *v);
+    v->type = MFS_V_INT;
     switch (t) {
     case T_UINT8:
     case T_INT8:
@@ -111,35 +112,62 @@ static int read_scalar(kv_ctx *k, uint32_t t, mfs_val **out)
         if (!gguf_u64(c, &u64, "a metadata value"))
             return -1;
         break;
-    case T_STRING:
+    case T_STRING: {
+        const char *s;
+        uint64_t len;
         if (!gguf_str(c, &s, &len, "a metadata string"))
             return -1;
-        if (charge(k, MFS_VAL_COST + len, at) != 0)
-            return -1;
-        *out = mfs_strn(s, len);
+        v->type = MFS_V_STR;
+        v->u.s.p = (char *)s;   /* borrowed: never written through */
+        v->u.s.len = len;
         return 0;
+    }
     default:
         return MFS_CORRUPT(c->e, at, "internal error: value type %u", t);
     }
-    if (charge(k, MFS_VAL_COST, at) != 0)
-        return -1;
     switch (t) {
-    case T_UINT8:   *out = mfs_int(u8); break;
-    case T_INT8:    *out = mfs_int((int8_t)u8); break;
+    case T_UINT8:   v->u.i = u8; break;
+    case T_INT8:    v->u.i = (int8_t)u8; break;
     case T_BOOL:
         if (u8 > 1)
             return MFS_CORRUPT(c->e, at, "a bool value is %u, not 0 or 1", u8);
-        *out = mfs_bool(u8 != 0);
+        v->type = MFS_V_BOOL;
+        v->u.b = u8 != 0;
         break;
-    case T_UINT16:  *out = mfs_int(u16); break;
-    case T_INT16:   *out = mfs_int((int16_t)u16); break;
-    case T_UINT32:  *out = mfs_int(u32); break;
-    case T_INT32:   *out = mfs_int((int32_t)u32); break;
-    case T_FLOAT32: *out = mfs_float(f32_of(u32)); break;
-    case T_UINT64:  *out = mfs_uint(u64); break;
-    case T_INT64:   *out = mfs_int((int64_t)u64); break;
-    default:        *out = mfs_float(f64_of(u64)); break;
+    case T_UINT16:  v->u.i = u16; break;
+    case T_INT16:   v->u.i = (int16_t)u16; break;
+    case T_UINT32:  v->u.i = u32; break;
+    case T_INT32:   v->u.i = (int32_t)u32; break;
+    case T_UINT64:
+        if (u64 > INT64_MAX) {
+            v->type = MFS_V_UINT;
+            v->u.u = u64;
+        } else {
+            v->u.i = (int64_t)u64;
+        }
+        break;
+    case T_INT64:   v->u.i = (int64_t)u64; break;
+    case T_FLOAT32:
+        v->type = MFS_V_FLOAT;
+        v->u.f = f32_of(u32);
+        break;
+    default:
+        v->type = MFS_V_FLOAT;
+        v->u.f = f64_of(u64);
+        break;
     }
+    return 0;
+}
+
+/* Reads one value of scalar type `t` (not ARRAY) into a document value. */
+static int read_scalar(kv_ctx *k, uint32_t t, mfs_val **out)
+{
+    uint64_t at = k->c->pos;
+    mfs_val v;
+    if (decode_scalar(k->c, t, &v) != 0 ||
+        charge(k, MFS_VAL_COST + (v.type == MFS_V_STR ? v.u.s.len : 0), at) != 0)
+        return -1;
+    *out = mfs_val_clone(&v);
     return 0;
 }
 
@@ -224,19 +252,16 @@ static int stream_array(kv_ctx *k, uint32_t et, uint64_t count, mfs_strbuf *sb)
     mfs_sb_adds(sb, "[\n");
     for (uint64_t i = 0; i < count; i++) {
         uint64_t at = k->c->pos, before = sb->len;
-        mfs_val *v = NULL;
-        /* The value is freed at once: only the text is paid for. */
-        mfs_budget saved = k->budget;
-        if (read_scalar(k, et, &v) != 0)
+        mfs_val v;
+        if (decode_scalar(k->c, et, &v) != 0)
             return -1;
-        k->budget = saved;
         mfs_sb_adds(sb, "  ");
-        if (v->type == MFS_V_STR)
-            mfs_json_string(sb, v->u.s.p, v->u.s.len);
-        else if (!mfs_write_plain_scalar(sb, v))
+        if (v.type == MFS_V_STR)
+            mfs_json_string(sb, v.u.s.p, v.u.s.len);
+        else if (!mfs_write_plain_scalar(sb, &v))
             mfs_sb_adds(sb, "null");    /* nan, inf: as the JSON writer does */
         mfs_sb_adds(sb, i + 1 < count ? ",\n" : "\n");
-        mfs_val_free(v);
+        /* Only the text is kept and paid for. */
         if (charge(k, sb->len - before, at) != 0)
             return -1;
     }
