@@ -22,6 +22,7 @@ usage: test_gguf.py BUILD_DIR DIR...
 """
 import json
 import os
+import random
 import shutil
 import struct
 import subprocess
@@ -120,6 +121,66 @@ def check_model(c, build, model, expect, env, gguf=None):
             check_with_gguf_py(c, gguf, model, mnt, doc)
     finally:
         ctx.__exit__(None, None, None)
+
+
+# ---- random models ---------------------------------------------------------
+
+RANDOM_MODELS = 16
+
+
+def random_value(r, depth):
+    """(GGUF type, value) for gen_gguf's writer; r is a random.Random."""
+    t = r.choice([G.U8, G.I8, G.U16, G.I16, G.U32, G.I32, G.F32, G.BOOL, G.STR, G.U64, G.I64, G.F64]
+                 + ([G.ARR] * (8 if depth < 2 else 3) if depth < 4 else []))
+    if t != G.ARR:
+        return t, scalar(r, t)
+    et, _ = random_value(r, depth + 1)
+    n = r.choice([0, 1, 3, 20, 1030] if et != G.ARR else [1, 3, 60])
+    items = []
+    for _ in range(n):
+        if et == G.ARR:
+            # Inner arrays may each have their own element type ("mixed").
+            inner = random_value(r, depth + 1) if r.random() < 0.1 else (G.I32, 0)
+            items.append(inner[1] if inner[0] == G.ARR else
+                         (inner[0], [scalar(r, inner[0]) for _ in range(r.randrange(3))]))
+        else:
+            items.append(scalar(r, et))
+    return G.ARR, (et, items)
+
+
+def scalar(r, t):
+    bits = {G.U8: (0, 2 ** 8), G.I8: (-2 ** 7, 2 ** 7), G.U16: (0, 2 ** 16), G.I16: (-2 ** 15, 2 ** 15),
+            G.U32: (0, 2 ** 32), G.I32: (-2 ** 31, 2 ** 31), G.U64: (0, 2 ** 64), G.I64: (-2 ** 63, 2 ** 63)}
+    if t in bits:
+        lo, hi = bits[t]
+        return r.choice([lo, hi - 1, 0, r.randrange(lo, hi)])
+    if t == G.BOOL:
+        return r.random() < 0.5
+    if t == G.STR:
+        return "".join(r.choice("ab/.:\"\\\n\t\x01ü名🌍") for _ in range(r.randrange(6)))
+    x = r.gauss(0, 1) * 10.0 ** r.randrange(-40, 40)
+    return x if t == G.F64 else float(np.float32(x)) if abs(x) < 3e38 else 1.5
+
+
+def random_models(outdir, n):
+    """n random GGUF files (random metadata trees, types, shapes and
+    alignment) with their expectations, from gen_gguf's writer."""
+    ids = sorted(G.GGML_TYPES)
+    for i in range(n):
+        r = random.Random(1000 + i)
+        rng = np.random.default_rng(1000 + i)
+        align = 2 ** r.randrange(10)
+        kvs = [G.KV("general.alignment", G.U32, align)]
+        for k in range(r.randrange(12)):
+            t, v = random_value(r, 0)
+            kvs.append(G.KV("r.%d.%d" % (i, k), t, v))
+        ts = []
+        for k in range(r.randrange(8)):
+            tid = r.choice(ids)
+            bs = G.GGML_TYPES[tid][2]
+            ne = [bs * r.randrange(3)] + [r.randrange(4) for _ in range(r.randrange(4))]
+            ts.append(G.blocks("t%d/%d" % (k, tid), tid, ne, rng))
+        G.write(outdir, "random%02d.gguf" % i, kvs, ts, version=r.choice([2, 3]), alignment=align)
 
 
 # ---- gguf-py's reader, when there is one ----------------------------------
@@ -316,6 +377,13 @@ def main(argv):
         before = c.failed
         check_model(c, build, model, expect, env, gguf)
         print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+    tmp = tempfile.mkdtemp(prefix="modelfs-gguf-random-")
+    try:
+        random_models(tmp, RANDOM_MODELS)
+        for model, expect in mfstest.expected_models(c, [tmp], ("gguf",)):
+            check_model(c, build, model, expect, env, gguf)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     check_hostile(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
