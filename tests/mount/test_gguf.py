@@ -6,7 +6,9 @@ data_offset, offset), every tensor's bytes (sha256 through the mount and
 its xattr), the metadata (values and types, in file order, exactly as
 JSON values: u64 2^64-1, i64 -2^63, float32 as the double nearest it),
 alignment and counts; arrays kept in metadata/*.json read back whole and
-model.json stays small. Then hostile files written here: each is refused
+model.json stays small. The same for random models written here with
+gen_gguf's writer (random metadata trees, types, shapes, alignment and
+version). Then hostile files written here: each is refused
 with exit 5 and one line naming the file and a byte offset (or, where
 marked, gives a correct tree), quickly, with no sanitizer report.
 
