@@ -222,8 +222,8 @@ def gen_all(outdir):
 
 def gen_blocks(outdir):
     """Every ggml type up to BF16 (id 30) once, no duplicate names: what
-    older gguf-py readers can read whole. Q8_1 is left out: gguf-py says
-    40 bytes per block, ggml's block_q8_1 is 36 (gen_all has it)."""
+    older gguf-py readers can read whole. Q8_1 is left out: their tables
+    say 40 bytes per block, ggml's block_q8_1 is 36 (gen_all has it)."""
     rng = np.random.default_rng(30)
     ts = []
     for tid, (name, np_dtype, bs, ts_) in sorted(GGML_TYPES.items()):

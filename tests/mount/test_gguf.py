@@ -221,6 +221,8 @@ def check_with_gguf_py(c, gguf, model, mnt, doc):
     c.equal([f.name for f in fields], list(meta), name + ": gguf-py key order")
     for f in fields:
         what = "%s: gguf-py %s" % (name, f.name)
+        if "mixed" in doc["metadata_types"][f.name]:
+            continue    # that reader takes every element's type from the first one
         if f.types[-1] != A:
             n = len(f.types) - 1
             c.equal("array[" * n + f.types[-1].name.lower() + "]" * n, doc["metadata_types"][f.name],
@@ -238,6 +240,10 @@ def check_with_gguf_py(c, gguf, model, mnt, doc):
     c.equal(len(rd.tensors), len(doc["tensors"]), name + ": gguf-py tensor count")
     for rt, t in zip(rd.tensors, doc["tensors"]):
         what = "%s: gguf-py tensor %r" % (name, rt.name)
+        if t["ggml_type"] == "Q8_1" and gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q8_1][1] != 36:
+            # Older gguf-py tables say 40 bytes per block; ggml's block_q8_1 is 36.
+            c.skip(what + ": this gguf-py's Q8_1 block size is not ggml's")
+            continue
         c.equal(rt.name, t["name"], what + " name")
         c.equal(int(rt.tensor_type), t["ggml_type_id"], what + " type")
         c.equal([int(x) for x in rt.shape], t["ggml_shape"], what + " ne")
