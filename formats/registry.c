@@ -21,6 +21,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_numpy,
     &mfs_format_onnx,
     &mfs_format_pytorch,
+    &mfs_format_gguf,
     NULL,
 };
 

@@ -33,6 +33,7 @@ extern const mfs_format mfs_format_safetensors;
 extern const mfs_format mfs_format_numpy;
 extern const mfs_format mfs_format_onnx;
 extern const mfs_format mfs_format_pytorch;
+extern const mfs_format mfs_format_gguf;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];

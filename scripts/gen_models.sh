@@ -7,6 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 mkdir -p "$out/rten"
 "$py" "$here/gen_rten.py" "$out/rten"
+mkdir -p "$out/gguf" && "$py" "$here/gen_gguf.py" "$out/gguf"
 for g in ptd tb; do
     if [ -f "$here/gen_$g.py" ]; then
         mkdir -p "$out/$g"

@@ -39,6 +39,15 @@ mfs_val *mfs_u64(uint64_t u)
     return mfs_str(buf);
 }
 
+mfs_val *mfs_uint(uint64_t u)
+{
+    if (u <= INT64_MAX)
+        return mfs_int((int64_t)u);
+    mfs_val *v = new_val(MFS_V_UINT);
+    v->u.u = u;
+    return v;
+}
+
 mfs_val *mfs_float(double f)
 {
     mfs_val *v = new_val(MFS_V_FLOAT);
@@ -141,6 +150,7 @@ mfs_val *mfs_val_clone(const mfs_val *v)
     case MFS_V_NULL:  return mfs_null();
     case MFS_V_BOOL:  return mfs_bool(v->u.b);
     case MFS_V_INT:   return mfs_int(v->u.i);
+    case MFS_V_UINT:  return mfs_uint(v->u.u);
     case MFS_V_FLOAT: return mfs_float(v->u.f);
     case MFS_V_STR:   return mfs_strn(v->u.s.p, v->u.s.len);
     case MFS_V_DATETIME: return mfs_datetime(v->dt, v->u.s.p, v->u.s.len);
@@ -168,6 +178,7 @@ bool mfs_val_equal(const mfs_val *a, const mfs_val *b)
     case MFS_V_NULL:  return true;
     case MFS_V_BOOL:  return a->u.b == b->u.b;
     case MFS_V_INT:   return a->u.i == b->u.i;
+    case MFS_V_UINT:  return a->u.u == b->u.u;
     case MFS_V_FLOAT:
         if (isnan(a->u.f) || isnan(b->u.f))
             return isnan(a->u.f) && isnan(b->u.f);

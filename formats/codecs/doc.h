@@ -17,6 +17,7 @@ typedef enum mfs_vtype {
     MFS_V_DATETIME,   /* TOML date/time; `dt` says which kind, `s` holds the text */
     MFS_V_ARR,
     MFS_V_OBJ,
+    MFS_V_UINT,       /* an integer above INT64_MAX (mfs_uint): exact in JSON, a string in TOML */
 } mfs_vtype;
 
 typedef enum mfs_dtkind {
@@ -34,6 +35,7 @@ struct mfs_val {
     union {
         bool b;
         int64_t i;
+        uint64_t u;                                         /* UINT */
         double f;
         struct { char *p; size_t len; } s;                 /* STR, DATETIME: any bytes */
         struct { mfs_val **items; size_t n, cap; } arr;
@@ -66,6 +68,10 @@ mfs_val *mfs_float(double f);
  * 64-bit hashes used as ids) becomes its decimal string, never a changed
  * number. */
 mfs_val *mfs_u64(uint64_t u);
+/* An unsigned 64-bit integer kept exact (GGUF's uint64 metadata): an INT
+ * when it fits, else a UINT, which JSON writes as a number and TOML (whose
+ * integers are signed 64-bit) as its decimal string. */
+mfs_val *mfs_uint(uint64_t u);
 mfs_val *mfs_str(const char *s);                 /* NUL-terminated */
 mfs_val *mfs_strn(const void *s, size_t len);    /* any bytes */
 mfs_val *mfs_datetime(mfs_dtkind kind, const char *s, size_t len);

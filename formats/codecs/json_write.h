@@ -20,7 +20,8 @@ void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n);
 void mfs_format_double(char *out, size_t size, double f);
 
 /* Writes a boolean, an integer or a finite float: text JSON and TOML
- * share. False (nothing written) for any other value. */
+ * share (a UINT too, which TOML writes itself before asking). False
+ * (nothing written) for any other value. */
 bool mfs_write_plain_scalar(mfs_strbuf *sb, const mfs_val *v);
 
 #endif

@@ -31,6 +31,11 @@ static bool is_table_array(const mfs_val *v)
 
 static void inline_val(mfs_strbuf *sb, const mfs_val *v)
 {
+    if (v->type == MFS_V_UINT) {
+        /* TOML integers are signed 64-bit: above that, the decimal string. */
+        mfs_sb_addf(sb, "\"%llu\"", (unsigned long long)v->u.u);
+        return;
+    }
     if (mfs_write_plain_scalar(sb, v))
         return;
     switch (v->type) {

@@ -23,6 +23,15 @@ static const struct { const char *name; size_t size; const char *npy; } dtypes[]
      * byte, for the twin of their bytes (the driver gives stored_shape
      * [nbytes]); the element size is the driver's to know. */
     { "float4_e2m1fn", 1, "|u1" }, { "float6_e2m3fn", 1, "|u1" }, { "float6_e3m2fn", 1, "|u1" },
+    /* GGUF block types: size 1 as the twin is their bytes, |u1 in the
+     * shape the driver gives as stored_shape (rows x bytes per row). */
+    { "q4_0", 1, "|u1" },    { "q4_1", 1, "|u1" },    { "q5_0", 1, "|u1" },    { "q5_1", 1, "|u1" },
+    { "q8_0", 1, "|u1" },    { "q8_1", 1, "|u1" },    { "q2_k", 1, "|u1" },    { "q3_k", 1, "|u1" },
+    { "q4_k", 1, "|u1" },    { "q5_k", 1, "|u1" },    { "q6_k", 1, "|u1" },    { "q8_k", 1, "|u1" },
+    { "iq2_xxs", 1, "|u1" }, { "iq2_xs", 1, "|u1" },  { "iq3_xxs", 1, "|u1" }, { "iq1_s", 1, "|u1" },
+    { "iq4_nl", 1, "|u1" },  { "iq3_s", 1, "|u1" },   { "iq2_s", 1, "|u1" },   { "iq4_xs", 1, "|u1" },
+    { "iq1_m", 1, "|u1" },   { "tq1_0", 1, "|u1" },   { "tq2_0", 1, "|u1" },   { "mxfp4", 1, "|u1" },
+    { "nvfp4", 1, "|u1" },   { "q1_0", 1, "|u1" },
 };
 
 size_t mfs_dtype_size(const char *name)

@@ -22,11 +22,14 @@ EROFS = 30
 
 def without_nulls(v):
     """The document as TOML carries it: TOML has no null, so null members
-    are left out (README), and a null item of an array is written {}."""
+    are left out, a null item of an array is written {}, and integers
+    above 2^63-1 are decimal strings (README)."""
     if isinstance(v, dict):
         return {k: without_nulls(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
         return [{} if x is None else without_nulls(x) for x in v]
+    if isinstance(v, int) and not isinstance(v, bool) and v > 2 ** 63 - 1:
+        return str(v)
     return v
 
 
@@ -231,7 +234,8 @@ def main(argv):
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
     for model, expect in mfstest.expected_models(
-            c, argv[2:], ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch")):
+            c, argv[2:], ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch",
+                          "gguf")):
         if os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)

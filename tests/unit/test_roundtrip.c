@@ -77,9 +77,36 @@ static void test_toml(void)
     mfs_sb_free(&sb);
 }
 
+/* A uint64 above INT64_MAX (GGUF metadata): exact in JSON, its decimal
+ * string in TOML (whose integers are signed 64-bit); one that fits is a
+ * plain integer in both. */
+static void test_uint(void)
+{
+    mfs_val *d = mfs_obj();
+    mfs_obj_set(d, "max", mfs_uint(UINT64_MAX));
+    mfs_obj_set(d, "small", mfs_uint(7));
+    mfs_arr_push(mfs_obj_set(d, "list", mfs_arr()), mfs_uint((uint64_t)INT64_MAX + 1));
+    CHECK(mfs_obj_get(d, "small")->type == MFS_V_INT);
+    mfs_val *copy = mfs_val_clone(d);
+    CHECK(mfs_val_equal(d, copy));
+    mfs_val_free(copy);
+    mfs_strbuf js = { 0 }, ts = { 0 };
+    mfs_json_write(&js, d);
+    mfs_toml_write(&ts, d);
+    CHECK(strstr(js.buf, "\"max\": 18446744073709551615,") != NULL);
+    CHECK(strstr(js.buf, "[9223372036854775808]") != NULL);
+    CHECK(strstr(ts.buf, "max = \"18446744073709551615\"\n") != NULL);
+    CHECK(strstr(ts.buf, "small = 7\n") != NULL);
+    CHECK(strstr(ts.buf, "list = [\"9223372036854775808\"]\n") != NULL);
+    mfs_val_free(d);
+    mfs_sb_free(&js);
+    mfs_sb_free(&ts);
+}
+
 int main(void)
 {
     test_json();
     test_toml();
+    test_uint();
     return unit_finish("test_roundtrip");
 }
