@@ -175,8 +175,10 @@ static char *npy_header(const char *descr, const uint64_t *dims, size_t ndim, si
 static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor *t, mfs_val *e)
 {
     const char *descr = mfs_dtype_npy(t->dtype);
+    /* Packed sub-byte elements with their logical shape (an ONNX int4)
+     * have no numpy form. */
     if (descr == NULL || dir == MFS_ROOT || mfs_obj_get(e, "problem") != NULL ||
-        mfs_obj_get(e, "nested_in") != NULL)
+        mfs_obj_get(e, "nested_in") != NULL || mfs_obj_get(e, "element_bits") != NULL)
         return;
     /* Bytes kept big-endian as stored (a table key `byte_order: "big"`):
      * the twin says so, and numpy swaps on use. */

@@ -176,9 +176,18 @@ def pid_gone(pid, timeout):
         time.sleep(0.05)
 
 
+def is_collection(mnt):
+    """Whether a mount holds several models (a folder of models was given,
+    e.g. a fixture folder's subfolder) rather than one model's tree."""
+    names = os.listdir(mnt)
+    return "models.json" in names and "model.json" not in names
+
+
 def model_files(c, dirs):
     """Every model-like entry of `dirs` (not expectations, LINKS side
-    folders or hidden files); a dir that does not exist is skipped, visibly."""
+    folders or hidden files); a dir that does not exist is skipped, visibly.
+    A subfolder that is not itself a model mounts as a folder of models:
+    callers that want one model's tree skip those (is_collection)."""
     for d in dirs:
         if not os.path.isdir(d):
             c.skip("%s is absent: its models are not checked" % d)

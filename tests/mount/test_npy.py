@@ -53,6 +53,8 @@ def check_model(c, modelfs, model, env):
     except RuntimeError:
         return  # a model that does not mount (mount.models checks those)
     try:
+        if mfstest.is_collection(mnt):
+            return  # a folder of models (mount.multi checks those)
         with open(os.path.join(mnt, "model.json")) as f:
             doc = json.load(f)
         listed = set()

@@ -71,6 +71,8 @@ def check_model(c, build, model, env):
     except RuntimeError:
         return  # a model that does not mount (mount.models checks those)
     try:
+        if mfstest.is_collection(mnt):
+            return  # a folder of models (mount.multi checks those)
         sums = os.path.join(mnt, "SHA256SUMS")
         files = tensor_files(mnt)
         digests = {}
