@@ -304,6 +304,12 @@ fail:
     return -1;
 }
 
+int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
+{
+    const mfs_collection_loader *l = loader;
+    return mfs_load_path(tree, blob, l->coll->open_paths[k], l->opts, e);
+}
+
 void mfs_collection_free_paths(mfs_collection *c)
 {
     for (uint32_t k = 0; c->open_paths && k < c->count; k++)

@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "forest.h"
+#include "model.h"
 #include "tree.h"
 
 /* Most models and folders one mount looks at, and how deep below DIR. */
@@ -31,6 +32,13 @@ bool mfs_collect_is_single(const char *const *args, size_t n);
  * when an argument cannot be read at all. */
 int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const char **bad,
                 mfs_err *e);
+
+/* The loader mfs_forest_init_multi is given: model k from its path. */
+typedef struct mfs_collection_loader {
+    const mfs_collection *coll;
+    const mfs_load_opts *opts;
+} mfs_collection_loader;
+int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e);
 
 /* Frees what mfs_forest_init_multi did not take over (open_paths). */
 void mfs_collection_free_paths(mfs_collection *c);

@@ -238,18 +238,6 @@ static void *ready_thread(void *arg)
     return NULL;
 }
 
-/* Several models: model k loads from its path, when first used. */
-struct multi_ctx {
-    const mfs_collection *coll;
-    const mfs_load_opts *opts;
-};
-
-static int load_one(void *ctx, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
-{
-    const struct multi_ctx *m = ctx;
-    return mfs_load_path(tree, blob, m->coll->open_paths[k], m->opts, e);
-}
-
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
 {
     pthread_t t;
@@ -340,7 +328,7 @@ int main(int argc, char **argv)
     mfs_tree_init(&tree);
     mfs_forest forest;
     mfs_collection coll = { 0 };
-    struct multi_ctx mctx = { &coll, &lopts };
+    mfs_collection_loader mctx = { &coll, &lopts };
     if (mfs_collect_is_single(cli.paths, nmodels)) {
         /* One model: loaded now, so a bad one fails the mount with its code. */
         if (mfs_load_path(&tree, &blob, cli.model, &lopts, &err) != 0) {
@@ -359,8 +347,8 @@ int main(int argc, char **argv)
             mfs_tree_destroy(&tree);
             goto out_opts;
         }
-        mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size, load_one,
-                              &mctx, prog);
+        mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size,
+                              mfs_collection_load, &mctx, prog);
     }
 
     mfs_mount fs = { .forest = &forest, .uid = getuid(), .gid = getgid() };

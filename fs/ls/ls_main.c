@@ -336,18 +336,6 @@ static int verify_all(mfs_forest *f)
     return mfs_exit_code(failed || bad_models ? MFS_E_VERIFY : MFS_OK);
 }
 
-/* Several models: model k loads from its path when first listed. */
-struct multi_ctx {
-    const mfs_collection *coll;
-    const mfs_load_opts *opts;
-};
-
-static int load_one(void *ctx, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
-{
-    const struct multi_ctx *m = ctx;
-    return mfs_load_path(tree, blob, m->coll->open_paths[k], m->opts, e);
-}
-
 int main(int argc, char **argv)
 {
     int xattrs = 0, verify = 0, sums = 0, check = 0, argi = 1;
@@ -420,7 +408,7 @@ int main(int argc, char **argv)
     mfs_tree_init(&tree);
     mfs_forest forest;
     mfs_collection coll = { 0 };
-    struct multi_ctx mctx = { &coll, &opts };
+    mfs_collection_loader mctx = { &coll, &opts };
     int rc = mfs_exit_code(MFS_OK);
     bool loaded = false;
     if (mfs_collect_is_single(models, (size_t)nmodels)) {
@@ -438,7 +426,8 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(e.code);
         } else {
             mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count,
-                                  mfs_content_default_cap(), load_one, &mctx, "modelfs");
+                                  mfs_content_default_cap(), mfs_collection_load, &mctx,
+                                  "modelfs");
             loaded = true;
         }
     }

@@ -44,31 +44,5 @@ static void open_once(const mfs_node *n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    mfs_span file = { data, size, 0 };
-    (void)mfs_format_carton.probe(file);
-    mfs_tree tree;
-    mfs_tree_init(&tree);
-    mfs_model m;
-    mfs_model_init(&m, &tree, "fuzz.carton", size);
-    mfs_err e = { 0 };
-    if (mfs_format_carton.load(&m, file, &e) == 0) {
-        mfs_model_finish(&m);
-        mfs_tree_finish(&tree);
-        for (uint32_t i = 0; i < tree.count; i++) {
-            const mfs_node *n = mfs_tree_node(&tree, i);
-            if (n->kind != MFS_NODE_FILE)
-                continue;
-            if (n->ops != NULL)
-                open_once(n);
-            else
-                mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
-        }
-        for (uint32_t i = 0; i < tree.xattr_count; i++)
-            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
-    } else if (e.code == MFS_OK || e.msg[0] == '\0') {
-        abort();
-    }
-    mfs_model_destroy(&m);
-    mfs_tree_destroy(&tree);
-    return 0;
+    return mfs_fuzz_open_all(&mfs_format_carton, data, size, "fuzz.carton", open_once);
 }

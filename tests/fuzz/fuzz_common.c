@@ -16,19 +16,29 @@ void mfs_fuzz_touch(const uint8_t *p, uint64_t n)
 
 int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
 {
+    return mfs_fuzz_open_all(f, data, size, "fuzz", NULL);
+}
+
+int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
+                      void (*open_once)(const mfs_node *n))
+{
     mfs_span file = { data, size, 0 };
     (void)f->probe(file);
     mfs_tree tree;
     mfs_tree_init(&tree);
     mfs_model m;
-    mfs_model_init(&m, &tree, "fuzz", size);
+    mfs_model_init(&m, &tree, name, size);
     mfs_err e = { 0 };
     if (f->load(&m, file, &e) == 0) {
         mfs_model_finish(&m);
         mfs_tree_finish(&tree);
         for (uint32_t i = 0; i < tree.count; i++) {
             const mfs_node *n = mfs_tree_node(&tree, i);
-            if (n->kind == MFS_NODE_FILE)
+            if (n->kind != MFS_NODE_FILE)
+                continue;
+            if (n->ops != NULL && open_once != NULL)
+                open_once(n);
+            else
                 mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
