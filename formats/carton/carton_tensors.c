@@ -298,7 +298,7 @@ static void add_nested_entry(carton_load *cl, const ct *t)
     mfs_obj_set(e, "inner", inner ? mfs_val_clone(inner) : mfs_arr());
     if (t->problem[0])
         mfs_obj_set(e, "problem", mfs_str(t->problem));
-    mfs_arr_push(cl->m->tensors, e);
+    mfs_model_add_entry(cl->m, e);
     free(path);
 }
 

@@ -137,6 +137,11 @@ static void write_val(mfs_strbuf *sb, const mfs_val *v, int depth)
     }
 }
 
+void mfs_json_write_at(mfs_strbuf *sb, const mfs_val *v, int depth)
+{
+    write_val(sb, v, depth);
+}
+
 void mfs_json_write(mfs_strbuf *sb, const mfs_val *v)
 {
     write_val(sb, v, 0);

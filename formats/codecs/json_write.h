@@ -10,6 +10,9 @@
 #include "strbuf.h"
 
 void mfs_json_write(mfs_strbuf *sb, const mfs_val *v);
+/* One value as it appears nested `depth` levels deep (no final newline):
+ * for documents written a piece at a time. */
+void mfs_json_write_at(mfs_strbuf *sb, const mfs_val *v, int depth);
 /* A quoted string for n bytes at s, valid both as a JSON string and as a
  * TOML basic string: the escapes \" \\ \b \f \n \r \t and \u00XX (other
  * control characters and DEL) mean the same in both. */

@@ -115,6 +115,17 @@ static void write_table(mfs_strbuf *sb, const mfs_val *obj, const char *path, si
     }
 }
 
+void mfs_toml_write_entry(mfs_strbuf *sb, const mfs_val *obj, const char *path)
+{
+    mfs_strbuf key = { 0 };
+    toml_key(&key, path, strlen(path));
+    mfs_sb_adds(sb, "\n[[");
+    mfs_sb_add(sb, key.buf, key.len);
+    mfs_sb_adds(sb, "]]\n");
+    write_table(sb, obj, key.buf, key.len);
+    mfs_sb_free(&key);
+}
+
 void mfs_toml_write(mfs_strbuf *sb, const mfs_val *obj)
 {
     if (obj->type == MFS_V_OBJ)

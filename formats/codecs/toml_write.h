@@ -10,5 +10,9 @@
 #include "strbuf.h"
 
 void mfs_toml_write(mfs_strbuf *sb, const mfs_val *obj);
+/* One table of the array of tables `path` (a top-level key): what
+ * mfs_toml_write writes for each item of it, for documents written a
+ * piece at a time. */
+void mfs_toml_write_entry(mfs_strbuf *sb, const mfs_val *obj, const char *path);
 
 #endif

@@ -11,6 +11,7 @@
 #include "xalloc.h"
 #include "json_write.h"
 #include "dtype.h"
+#include "docstream.h"
 #include "names.h"
 #include "toml_write.h"
 #include "utf8.h"
@@ -40,6 +41,8 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
     m->metadata = mfs_obj();
     m->extra = mfs_obj();
     m->tensors = mfs_arr();
+    m->json_body = mfs_docstream_new();
+    m->toml_body = mfs_docstream_new();
     m->tensors_dir = mfs_tree_mkdirs(tree, MFS_ROOT, "tensors");
 }
 
@@ -54,6 +57,8 @@ void mfs_model_destroy(mfs_model *m)
     mfs_val_free(m->metadata);
     mfs_val_free(m->extra);
     mfs_val_free(m->tensors);
+    mfs_docstream_free(m->json_body);
+    mfs_docstream_free(m->toml_body);
     memset(m, 0, sizeof *m);
 }
 
@@ -328,9 +333,48 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
         mfs_val_free(t->extra);
     }
     add_npy(m, dir, node, t, e);
-    mfs_arr_push(m->tensors, e);
+    mfs_model_add_entry(m, e);
     free(path);
     return node;
+}
+
+/* Entries held before they are written out: the last one stays readable
+ * (mfs_model_last_entry) until the next is added. */
+#define MFS_ENTRIES_HELD 1024u
+
+/* Writes the held entries into model.json's and model.toml's tables, as
+ * the whole document's writers would, and frees them: a large model's
+ * table never exists as values all at once. */
+static void write_out(mfs_model *m)
+{
+    uint64_t first = m->tensor_total - m->tensors->u.arr.n;
+    for (size_t i = 0; i < m->tensors->u.arr.n; i++) {
+        const mfs_val *e = m->tensors->u.arr.items[i];
+        mfs_strbuf *j = mfs_docstream_buf(m->json_body);
+        if (first + i > 0)
+            mfs_sb_addc(j, ',');
+        mfs_sb_adds(j, "\n    ");
+        mfs_json_write_at(j, e, 2);
+        mfs_docstream_flush(m->json_body);
+        mfs_toml_write_entry(mfs_docstream_buf(m->toml_body), e, "tensors");
+        mfs_docstream_flush(m->toml_body);
+    }
+    mfs_val_free(m->tensors);
+    m->tensors = mfs_arr();
+}
+
+void mfs_model_add_entry(mfs_model *m, mfs_val *e)
+{
+    if (m->tensors->u.arr.n >= MFS_ENTRIES_HELD)
+        write_out(m);
+    mfs_arr_push(m->tensors, e);
+    m->tensor_total++;
+}
+
+const mfs_val *mfs_model_last_entry(const mfs_model *m)
+{
+    size_t n = m->tensors->u.arr.n;
+    return n ? m->tensors->u.arr.items[n - 1] : NULL;
 }
 
 static void add_generated(mfs_model *m, uint32_t dir, const char *name, mfs_strbuf *sb)
@@ -356,6 +400,9 @@ void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *d
  * detach_document gives them back before the document is freed. */
 static mfs_val *borrow_document(const mfs_model *m, mfs_val *file)
 {
+    /* With entries written out, the table is left out here (the caller
+     * writes it); a model without tensors has it whole, empty. */
+    bool whole = m->tensor_total == 0;
     mfs_val *d = mfs_obj();
     mfs_obj_set(d, "format", mfs_str(m->format));
     mfs_obj_set(d, "format_version", mfs_int(m->format_version));
@@ -363,8 +410,9 @@ static mfs_val *borrow_document(const mfs_model *m, mfs_val *file)
     mfs_obj_set(d, "metadata", m->metadata);
     for (size_t i = 0; i < m->extra->u.obj.n; i++)
         mfs_obj_setn(d, m->extra->u.obj.keys[i], m->extra->u.obj.klens[i], m->extra->u.obj.vals[i]);
-    mfs_obj_set(d, "tensor_count", mfs_int((int64_t)m->tensors->u.arr.n));
-    mfs_obj_set(d, "tensors", m->tensors);
+    mfs_obj_set(d, "tensor_count", mfs_int((int64_t)m->tensor_total));
+    if (whole)
+        mfs_obj_set(d, "tensors", m->tensors);
     return d;
 }
 
@@ -381,8 +429,11 @@ static void detach_document(const mfs_model *m, mfs_val *d)
     mfs_val_free(d);
 }
 
-void mfs_model_finish(mfs_model *m)
+/* model.json and model.toml: the document's keys before the table, then
+ * the table as written out (write_out), then what closes it. */
+static void finish_documents(mfs_model *m)
 {
+    write_out(m);
     mfs_val *file = mfs_obj();
     mfs_obj_set(file, "name", mfs_str(m->file_name));
     mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
@@ -391,8 +442,37 @@ void mfs_model_finish(mfs_model *m)
     mfs_json_write(&json, doc);
     mfs_toml_write(&toml, doc);
     detach_document(m, doc);
-    add_generated(m, MFS_ROOT, "model.json", &json);
-    add_generated(m, MFS_ROOT, "model.toml", &toml);
+    /* The head is the document without its last key, "tensors": its
+     * closing "\n}\n" gives way to that key and the table. */
+    static const char open[] = ",\n  \"tensors\": [", close[] = "\n  ]\n}\n";
+    json.len = json.len >= 3 ? json.len - 3 : 0;
+    mfs_sb_adds(&json, open);
+    if (mfs_docstream_finish(m->json_body, m->tree, MFS_ROOT, "model.json", json.buf, json.len,
+                             close, sizeof close - 1) == MFS_NONE ||
+        mfs_docstream_finish(m->toml_body, m->tree, MFS_ROOT, "model.toml", toml.buf, toml.len,
+                             "", 0) == MFS_NONE)
+        mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: duplicate generated file");
+    m->json_body = m->toml_body = NULL;
+    mfs_sb_free(&json);
+    mfs_sb_free(&toml);
+}
+
+void mfs_model_finish(mfs_model *m)
+{
+    if (m->tensor_total > 0) {
+        finish_documents(m);
+    } else {
+        mfs_val *file = mfs_obj();
+        mfs_obj_set(file, "name", mfs_str(m->file_name));
+        mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
+        mfs_val *doc = borrow_document(m, file);
+        mfs_strbuf json = { 0 }, toml = { 0 };
+        mfs_json_write(&json, doc);
+        mfs_toml_write(&toml, doc);
+        detach_document(m, doc);
+        add_generated(m, MFS_ROOT, "model.json", &json);
+        add_generated(m, MFS_ROOT, "model.toml", &toml);
+    }
     /* Its lines and size are known once the tree is sorted (finish). */
     if (mfs_tree_add_sums(m->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add SHA256SUMS");

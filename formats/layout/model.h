@@ -34,7 +34,11 @@ typedef struct mfs_model {
     int64_t format_version;
     mfs_val *metadata;       /* object: formats add their metadata here */
     mfs_val *extra;          /* object: format-level keys placed before "tensors" */
-    mfs_val *tensors;        /* array: the tensor table */
+    mfs_val *tensors;        /* array: the entries of the tensor table not yet
+                                written out (use mfs_model_add_entry and
+                                mfs_model_last_entry, not this) */
+    uint64_t tensor_total;   /* entries added so far */
+    struct mfs_docstream *json_body, *toml_body;  /* the table, written out */
     uint32_t tensors_dir;    /* the tensors/ directory */
     mfs_err err;             /* the first failure of the layout itself (a file
                                 it could not add): the load fails with it */
@@ -66,6 +70,12 @@ void mfs_model_set_format(mfs_model *m, const char *format, int64_t version);
  * its table entry. Returns the file's node, or MFS_NONE with m->err set
  * (the tree functions ignore that node). */
 uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t);
+
+/* Adds an entry to the tensor table that has no file of its own (a
+ * carton nested tensor); takes `e`. */
+void mfs_model_add_entry(mfs_model *m, mfs_val *e);
+/* The entry added last (valid until the next add), or NULL. */
+const mfs_val *mfs_model_last_entry(const mfs_model *m);
 
 /* Adds a generated JSON document file (takes ownership of `doc`). */
 void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc);

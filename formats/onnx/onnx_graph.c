@@ -558,12 +558,12 @@ int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_p
             gname = f.bytes;
         } else if (f.num == G_INIT) {
             mfs_span none = { NULL, 0, 0 };
-            size_t before = c->m->tensors->u.arr.n;
+            uint64_t before = c->m->tensor_total;
             if (onnx_add_tensor(c, f.bytes, none, &pl) != 0)
                 return -1;
             /* Its name as the table has it (the table entry's copy). */
-            const mfs_val *tn = before < c->m->tensors->u.arr.n
-                                    ? mfs_obj_get(c->m->tensors->u.arr.items[before], "name") : NULL;
+            const mfs_val *last = mfs_model_last_entry(c->m);
+            const mfs_val *tn = before < c->m->tensor_total && last ? mfs_obj_get(last, "name") : NULL;
             if (tn != NULL) {
                 if (onnx_spend(c, MFS_VAL_COST + tn->u.s.len, f.at) != 0)
                     return -1;

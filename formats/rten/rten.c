@@ -293,9 +293,9 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
                            (int)name_len, name);
     }
 
-    /* Its file, xattrs, table entry (with a copy of the path) and shape,
-     * in graph.json too. */
-    if (spend(c, 16 * MFS_VAL_COST + 4ull * name_len + path_cost(graph_path) +
+    /* Its file, xattrs and shape, in graph.json too; its table entry is
+     * written out (compressed) as the table grows, so it is not held. */
+    if (spend(c, 4 * MFS_VAL_COST + 4ull * name_len + path_cost(graph_path) +
                      2 * ndim * MFS_VAL_COST, mfs_fbt_offset(cn)) != 0)
         return -1;
     mfs_val *extra = NULL;
