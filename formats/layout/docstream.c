@@ -75,6 +75,11 @@ void mfs_docstream_flush(mfs_docstream *d)
         compress_pending(d);
 }
 
+bool mfs_docstream_empty(const mfs_docstream *d)
+{
+    return d->count == 0 && d->pending.len == 0;
+}
+
 static void free_bytes(mfs_bytes *b)
 {
     free(b->opaque);

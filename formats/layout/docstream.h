@@ -8,6 +8,7 @@
 #ifndef MFS_DOCSTREAM_H
 #define MFS_DOCSTREAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,8 @@ void mfs_docstream_free(mfs_docstream *d);
  * after (it compresses once enough has gathered). */
 mfs_strbuf *mfs_docstream_buf(mfs_docstream *d);
 void mfs_docstream_flush(mfs_docstream *d);
+/* Whether nothing was written to the body. */
+bool mfs_docstream_empty(const mfs_docstream *d);
 
 /* Adds file `name` under `dir`: head, then the body, then tail (both
  * copied). Takes `d`. The node, or MFS_NONE. */

@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "docstream.h"
 #include "dtype.h"
 #include "fb.h"
+#include "json_write.h"
 #include "xalloc.h"
 #include "registry.h"
 #include "rten_names.h"
@@ -348,7 +350,7 @@ static int describe_value(rten_ctx *c, const mfs_fbt *vn, mfs_val *gnode)
 }
 
 static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32_t dir_parent,
-                      uint32_t tensors_dir, unsigned depth, mfs_val *out);
+                      uint32_t tensors_dir, unsigned depth, mfs_val *out, mfs_docstream *nodes_out);
 
 /* The subgraphs of operator node `op` (named `name`), walked into `subs`. */
 static int walk_subgraphs(rten_ctx *c, const mfs_fbt *op, const char *name, uint32_t name_len,
@@ -392,7 +394,7 @@ static int walk_subgraphs(rten_ctx *c, const mfs_fbt *op, const char *name, uint
         mfs_obj_set(entry, "attribute", mfs_str(graph_attrs[i].name));
         mfs_obj_set(entry, "path", mfs_val_clone(sub_path));
         mfs_val *gdoc = mfs_obj_set(entry, "graph", mfs_obj());
-        int r = walk_graph(c, &sub, sub_path, attr_dir, tdir, depth + 1, gdoc);
+        int r = walk_graph(c, &sub, sub_path, attr_dir, tdir, depth + 1, gdoc, NULL);
         mfs_val_free(sub_path);
         if (r != 0)
             return -1;
@@ -400,8 +402,66 @@ static int walk_subgraphs(rten_ctx *c, const mfs_fbt *op, const char *name, uint
     return 0;
 }
 
+/* One node's graph.json entry (gn) and, for a constant, its file. */
+static int walk_node(rten_ctx *c, const mfs_fbv *nodes, uint32_t i, const mfs_val *path,
+                     uint32_t dir_parent, uint32_t tensors_dir, unsigned depth, mfs_val *gn,
+                     mfs_val *subs, bool streamed)
+{
+    mfs_fbt node, data;
+    const char *name = "";
+    uint32_t name_len = 0;
+    uint8_t kind;
+    bool has_data;
+    if (mfs_fbv_table(nodes, i, &node, c->e) != 0 ||
+        mfs_fb_str(&node, NODE_NAME, &name, &name_len, NULL, c->e) != 0 ||
+        mfs_fb_u8(&node, NODE_DATA_TYPE, 0, &kind, NULL, c->e) != 0 ||
+        mfs_fb_table(&node, NODE_DATA, &data, &has_data, c->e) != 0)
+        return -1;
+    /* Its entry: index, name, kind and a few more values (written out at
+     * once, compressed, when streamed). */
+    if (spend(c, (streamed ? 1 : 8) * MFS_VAL_COST + name_len, mfs_fbt_offset(&node)) != 0)
+        return -1;
+    mfs_obj_set(gn, "index", mfs_int(i));
+    mfs_obj_set(gn, "name", mfs_strn(name, name_len));
+    if (!has_data || kind == KIND_NONE || kind > KIND_VALUE) {
+        mfs_obj_set(gn, "kind", mfs_str("none"));
+        return 0;
+    }
+    if (kind == KIND_CONSTANT) {
+        mfs_obj_set(gn, "kind", mfs_str("constant"));
+        return add_constant(c, &data, name, name_len, tensors_dir, path, gn);
+    }
+    if (kind == KIND_VALUE) {
+        mfs_obj_set(gn, "kind", mfs_str("value"));
+        return describe_value(c, &data, gn);
+    }
+    uint8_t op, attrs_type;
+    if (mfs_fb_u8(&data, OP_TYPE, 0, &op, NULL, c->e) != 0 ||
+        mfs_fb_u8(&data, OP_ATTRS_TYPE, 0, &attrs_type, NULL, c->e) != 0)
+        return -1;
+    mfs_obj_set(gn, "kind", mfs_str("operator"));
+    const char *opname = mfs_rten_op_name(op);
+    mfs_obj_set(gn, "op", opname ? mfs_str(opname) : mfs_int(op));
+    if (attrs_type != 0) {
+        const char *an = mfs_rten_attrs_name(attrs_type);
+        mfs_obj_set(gn, "attrs", an ? mfs_str(an) : mfs_int(attrs_type));
+    }
+    mfs_val *in = refs(&data, OP_INPUTS, true, nodes, c);
+    if (in == NULL)
+        return -1;
+    mfs_obj_set(gn, "inputs", in);
+    mfs_val *outs = refs(&data, OP_OUTPUTS, true, nodes, c);
+    if (outs == NULL)
+        return -1;
+    mfs_obj_set(gn, "outputs", outs);
+    return walk_subgraphs(c, &data, name, name_len, path, dir_parent, depth, subs);
+}
+
+/* `out` gets inputs, outputs, captures, nodes and subgraphs; with
+ * `nodes_out` (the main graph), the nodes are written there instead, one
+ * at a time, as graph.json's "nodes" items (see load). */
 static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32_t dir_parent,
-                      uint32_t tensors_dir, unsigned depth, mfs_val *out)
+                      uint32_t tensors_dir, unsigned depth, mfs_val *out, mfs_docstream *nodes_out)
 {
     if (depth > MAX_DEPTH)
         return MFS_CORRUPT(c->e, mfs_fbt_offset(g), "subgraphs nested deeper than %d", MAX_DEPTH);
@@ -421,63 +481,62 @@ static int walk_graph(rten_ctx *c, const mfs_fbt *g, const mfs_val *path, uint32
             return -1;
         mfs_obj_set(out, lists[i].key, r);
     }
-    mfs_val *gnodes = mfs_obj_set(out, "nodes", mfs_arr());
+    mfs_val *gnodes = nodes_out ? NULL : mfs_obj_set(out, "nodes", mfs_arr());
     mfs_val *subs = mfs_obj_set(out, "subgraphs", mfs_arr());
 
     for (uint32_t i = 0; present && i < nodes.count; i++) {
-        mfs_fbt node, data;
-        const char *name = "";
-        uint32_t name_len = 0;
-        uint8_t kind;
-        bool has_data;
-        if (mfs_fbv_table(&nodes, i, &node, c->e) != 0 ||
-            mfs_fb_str(&node, NODE_NAME, &name, &name_len, NULL, c->e) != 0 ||
-            mfs_fb_u8(&node, NODE_DATA_TYPE, 0, &kind, NULL, c->e) != 0 ||
-            mfs_fb_table(&node, NODE_DATA, &data, &has_data, c->e) != 0)
-            return -1;
-        /* Its entry: index, name, kind and a few more values. */
-        if (spend(c, 8 * MFS_VAL_COST + name_len, mfs_fbt_offset(&node)) != 0)
-            return -1;
-        mfs_val *gn = mfs_arr_push(gnodes, mfs_obj());
-        mfs_obj_set(gn, "index", mfs_int(i));
-        mfs_obj_set(gn, "name", mfs_strn(name, name_len));
-        if (!has_data || kind == KIND_NONE || kind > KIND_VALUE) {
-            mfs_obj_set(gn, "kind", mfs_str("none"));
-            continue;
+        mfs_val *gn = nodes_out ? mfs_obj() : mfs_arr_push(gnodes, mfs_obj());
+        int r = walk_node(c, &nodes, i, path, dir_parent, tensors_dir, depth, gn, subs,
+                          nodes_out != NULL);
+        if (nodes_out) {
+            mfs_strbuf *sb = mfs_docstream_buf(nodes_out);
+            if (i > 0)
+                mfs_sb_addc(sb, ',');
+            mfs_sb_adds(sb, "\n    ");
+            mfs_json_write_at(sb, gn, 2);
+            mfs_docstream_flush(nodes_out);
+            mfs_val_free(gn);
         }
-        if (kind == KIND_CONSTANT) {
-            mfs_obj_set(gn, "kind", mfs_str("constant"));
-            if (add_constant(c, &data, name, name_len, tensors_dir, path, gn) != 0)
-                return -1;
-        } else if (kind == KIND_VALUE) {
-            mfs_obj_set(gn, "kind", mfs_str("value"));
-            if (describe_value(c, &data, gn) != 0)
-                return -1;
-        } else {
-            uint8_t op, attrs_type;
-            if (mfs_fb_u8(&data, OP_TYPE, 0, &op, NULL, c->e) != 0 ||
-                mfs_fb_u8(&data, OP_ATTRS_TYPE, 0, &attrs_type, NULL, c->e) != 0)
-                return -1;
-            mfs_obj_set(gn, "kind", mfs_str("operator"));
-            const char *opname = mfs_rten_op_name(op);
-            mfs_obj_set(gn, "op", opname ? mfs_str(opname) : mfs_int(op));
-            if (attrs_type != 0) {
-                const char *an = mfs_rten_attrs_name(attrs_type);
-                mfs_obj_set(gn, "attrs", an ? mfs_str(an) : mfs_int(attrs_type));
-            }
-            mfs_val *in = refs(&data, OP_INPUTS, true, &nodes, c);
-            if (in == NULL)
-                return -1;
-            mfs_obj_set(gn, "inputs", in);
-            mfs_val *outs = refs(&data, OP_OUTPUTS, true, &nodes, c);
-            if (outs == NULL)
-                return -1;
-            mfs_obj_set(gn, "outputs", outs);
-            if (walk_subgraphs(c, &data, name, name_len, path, dir_parent, depth, subs) != 0)
-                return -1;
-        }
+        if (r != 0)
+            return -1;
     }
     return 0;
+}
+
+/* graph.json: the main graph's keys in order (inputs, outputs, captures,
+ * nodes, subgraphs), its nodes written out as they are walked, so that a
+ * graph of a million nodes is never held as values. */
+static int add_graph_json(rten_ctx *c, const mfs_fbt *graph, const mfs_val *path)
+{
+    mfs_val *gdoc = mfs_obj();
+    mfs_docstream *nodes = mfs_docstream_new();
+    int r = walk_graph(c, graph, path, MFS_ROOT, c->m->tensors_dir, 0, gdoc, nodes);
+    if (r != 0) {
+        mfs_docstream_free(nodes);
+        mfs_val_free(gdoc);
+        return -1;
+    }
+    /* gdoc holds inputs, outputs, captures and (last) subgraphs. */
+    mfs_val *subs = gdoc->u.obj.vals[gdoc->u.obj.n - 1];
+    gdoc->u.obj.vals[gdoc->u.obj.n - 1] = mfs_null();
+    free(gdoc->u.obj.keys[--gdoc->u.obj.n]);
+    mfs_val_free(gdoc->u.obj.vals[gdoc->u.obj.n]);
+    mfs_strbuf head = { 0 }, tail = { 0 };
+    mfs_json_write(&head, gdoc);
+    head.len -= 3;  /* its closing "\n}\n": the document goes on */
+    mfs_sb_adds(&head, ",\n  \"nodes\": [");
+    bool empty = mfs_docstream_empty(nodes);
+    mfs_sb_adds(&tail, empty ? "],\n  \"subgraphs\": " : "\n  ],\n  \"subgraphs\": ");
+    mfs_json_write_at(&tail, subs, 1);
+    mfs_sb_adds(&tail, "\n}\n");
+    if (mfs_docstream_finish(nodes, c->m->tree, MFS_ROOT, "graph.json", head.buf, head.len, tail.buf,
+                             tail.len) == MFS_NONE)
+        r = mfs_fail(c->e, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add graph.json");
+    mfs_sb_free(&head);
+    mfs_sb_free(&tail);
+    mfs_val_free(subs);
+    mfs_val_free(gdoc);
+    return r;
 }
 
 static int load(mfs_model *m, mfs_span file, mfs_err *e)
@@ -527,16 +586,10 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     if (!present)
         return MFS_CORRUPT(e, mfs_fbt_offset(&root), "RTen model has no graph");
 
-    mfs_val *gdoc = mfs_obj();
     mfs_val *path = mfs_arr();
-    int r = walk_graph(&c, &graph, path, MFS_ROOT, m->tensors_dir, 0, gdoc);
+    int r = add_graph_json(&c, &graph, path);
     mfs_val_free(path);
-    if (r != 0) {
-        mfs_val_free(gdoc);
-        return -1;
-    }
-    mfs_model_add_json(m, MFS_ROOT, "graph.json", gdoc);
-    return 0;
+    return r;
 }
 
 const mfs_format mfs_format_rten = {
