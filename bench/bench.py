@@ -565,7 +565,7 @@ def bench_many(t, ms, folder, n, runs, scale):
 
     t.section("%s tensors (model file %s), median of %d" % (format(n, ","), mb(os.path.getsize(model)), runs))
     if refused:
-        t.info("modelfs refused the model (exit %d)" % refused.code, refused.message[:200])
+        t.info("modelfs refused the model (exit %d)" % refused.code, refused.message[:300])
     t.info("ext4 folder, `ls -l`, page cache dropped", "%.2f s" % med(s["ext4 cold"]))
     t.info("ext4 folder, `ls -l`, cached", "%.2f s" % med(s["ext4 warm"]))
     what = "modelfs `ls -l tensors/`, fresh mount (ratio: time vs ext4 dropped)"
