@@ -4,6 +4,7 @@ ratio against a baseline measured in the same run, on the same bytes, on the
 same machine; medians of --runs runs; PASS/MISS for every target.
 
     sudo /usr/bin/python3 bench/bench.py BUILD_DIR [--quick] [--runs N] [--cache DIR]
+                                         [--only sequential,random,tensors,zstd,sums]
 
 Rows (full sizes; --quick shrinks every size and makes one run):
   sequential   one 512 MiB tensor read with 1 MiB reads (open included):
@@ -170,18 +171,17 @@ def make_sums(d, count, mib):
     write_rten(d, "model.rten", consts)
 
 
-def make_inputs(cache, p):
+def input_folder(cache, p, key):
+    """The cached folder of one input: "big", "carton", "sums" or a number
+    of tensors; made first if needed."""
     v = INPUTS_VERSION
-    inputs = {
-        "big": cached(cache, "big-%dM-v%d" % (p["big_mib"], v), lambda d: make_big(d, p["big_mib"])),
-        "carton": cached(cache, "carton-%dM-v%d" % (p["zstd_mib"], v),
-                         lambda d: make_carton(d, p["zstd_mib"])),
-        "sums": cached(cache, "sums-%dx%dM-v%d" % (p["sums"] + (v,)),
-                       lambda d: make_sums(d, *p["sums"])),
-    }
-    for n in p["many"]:
-        inputs[n] = cached(cache, "many-%d-v%d" % (n, v), lambda d, n=n: make_many(d, n))
-    return inputs
+    if key == "big":
+        return cached(cache, "big-%dM-v%d" % (p["big_mib"], v), lambda d: make_big(d, p["big_mib"]))
+    if key == "carton":
+        return cached(cache, "carton-%dM-v%d" % (p["zstd_mib"], v), lambda d: make_carton(d, p["zstd_mib"]))
+    if key == "sums":
+        return cached(cache, "sums-%dx%dM-v%d" % (p["sums"] + (v,)), lambda d: make_sums(d, *p["sums"]))
+    return cached(cache, "many-%d-v%d" % (key, v), lambda d: make_many(d, key))
 
 
 # ---------------------------------------------------------------- mounts
@@ -284,8 +284,10 @@ class Mounts:
             end = time.monotonic() + 600
             while not os.path.ismount(mnt):
                 done, status = os.waitpid(pid, os.WNOHANG)
-                if done or time.monotonic() > end:
+                if done:
                     self.procs.remove(pid)
+                if done or time.monotonic() > end:
+                    # Not yet reaped (a timeout): close() ends it.
                     with open(err) as f:
                         raise RuntimeError("modelfs -f did not mount: %s" % f.read().strip())
                 time.sleep(0.01)
@@ -685,6 +687,8 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per row (default 3, 1 with --quick)")
     ap.add_argument("--cache", default=os.environ.get("MODELFS_BENCH_CACHE", "/var/tmp/modelfs-bench-cache"),
                     help="where generated inputs are kept")
+    ap.add_argument("--only", help="comma-separated sections: sequential, random, tensors, zstd, sums "
+                                   "(default: all)")
     a = ap.parse_args()
     why = can_run(a.build)
     if why:
@@ -695,18 +699,33 @@ def main():
         p["runs"] = a.runs
     signal.signal(signal.SIGTERM, interrupted)
     os.makedirs(a.cache, exist_ok=True)
-    inputs = make_inputs(a.cache, p)
+
+    def folder(key):
+        return input_folder(a.cache, p, key)
+
+    sections = [
+        ("sequential", "sequential reads", lambda: bench_sequential(t, ms, folder("big"), p["runs"])),
+        ("random", "random reads",
+         lambda: bench_random(t, ms, a.build, folder("big"), p["runs"], p["rand_reads"]))]
+    sections += [("tensors", "%d tensors" % n,
+                  lambda n=n: bench_many(t, ms, folder(n), n, p["runs"], n == max(p["many"])))
+                 for n in p["many"]]
+    sections += [("zstd", "zstd member", lambda: bench_zstd(t, ms, folder("carton"), p["runs"])),
+                 ("sums", "SHA256SUMS", lambda: bench_sums(t, ms, folder("sums"), p["runs"]))]
+    only = set(a.only.split(",")) if a.only else {k for k, _, _ in sections}
+    unknown = only - {k for k, _, _ in sections}
+    if unknown:
+        ap.error("--only: unknown section %s" % ", ".join(sorted(unknown)))
+    sections = [(name, run) for k, name, run in sections if k in only]
+    # Every input first: generation is not part of any measurement.
+    for k in sorted(only, key=str):
+        for key in {"sequential": ["big"], "random": ["big"], "tensors": p["many"],
+                    "zstd": ["carton"], "sums": ["sums"]}[k]:
+            folder(key)
     tmp = tempfile.mkdtemp(prefix="modelfs-bench-")
     ms = Mounts(a.build, tmp)
     t = Table()
     t0 = time.perf_counter()
-    sections = [
-        ("sequential reads", lambda: bench_sequential(t, ms, inputs["big"], p["runs"])),
-        ("random reads", lambda: bench_random(t, ms, a.build, inputs["big"], p["runs"], p["rand_reads"]))]
-    sections += [("%d tensors" % n, lambda n=n: bench_many(t, ms, inputs[n], n, p["runs"], n == max(p["many"])))
-                 for n in p["many"]]
-    sections += [("zstd member", lambda: bench_zstd(t, ms, inputs["carton"], p["runs"])),
-                 ("SHA256SUMS", lambda: bench_sums(t, ms, inputs["sums"], p["runs"]))]
     failed = []
     try:
         for name, run in sections:
@@ -723,9 +742,9 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     passed, missed = t.verdicts()
     print("\n".join(machine(a.build)))
-    print("runs: %d per row (medians)%s; took %.0f s" % (
+    print("runs: %d per row (medians)%s%s; took %.0f s" % (
         p["runs"], "; --quick: small sizes, PASS/MISS only shows the harness works" if a.quick else "",
-        time.perf_counter() - t0))
+        "; only: %s" % a.only if a.only else "", time.perf_counter() - t0))
     print()
     print(t.markdown())
     print()
