@@ -635,8 +635,9 @@ def bench_sums(t, ms, sums, runs):
 
 # ---------------------------------------------------------------- main
 
-def machine(build):
-    """Lines describing where and what was measured."""
+def machine(build, load):
+    """Lines describing where and what was measured (`load`: the 1-minute
+    load average before the run)."""
     def first(path, key):
         with open(path) as f:
             for line in f:
@@ -658,7 +659,8 @@ def machine(build):
                 int(first("/proc/meminfo", "MemTotal").split()[0]) / 1e6, platform.release(),
                 " ".join(fs) or "?"),
             "modelfs: %s, %s build (%s)" % (commit or "?", btype, os.path.abspath(build)),
-            "date: %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())]
+            "date: %s; load average before the run: %.2f (other work on the machine is noise "
+            "in every row)" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load)]
 
 
 def can_run(build):
@@ -726,6 +728,7 @@ def main():
     ms = Mounts(a.build, tmp)
     t = Table()
     t0 = time.perf_counter()
+    load = os.getloadavg()[0]
     failed = []
     try:
         for name, run in sections:
@@ -741,7 +744,7 @@ def main():
         ms.close()
         shutil.rmtree(tmp, ignore_errors=True)
     passed, missed = t.verdicts()
-    print("\n".join(machine(a.build)))
+    print("\n".join(machine(a.build, load)))
     print("runs: %d per row (medians)%s%s; took %.0f s" % (
         p["runs"], "; --quick: small sizes, PASS/MISS only shows the harness works" if a.quick else "",
         "; only: %s" % a.only if a.only else "", time.perf_counter() - t0))
