@@ -1,7 +1,18 @@
 #!/bin/sh
-# Installs every Debian package that the build, the tests, the fuzzers and the demo need.
+# Installs every Debian package that the build, the tests, the fuzzers and the demo need;
+# with --bench also the peers bench/bench.py compares modelfs with (squashfuse_ll,
+# fuse-zip, mksquashfs, zstd, GNU time).
 # Idempotent: does nothing (and needs no network) when everything is already there.
 set -eu
+
+usage() { echo "usage: $0 [--bench]" >&2; exit 2; }
+BENCH=0
+for a in "$@"; do
+    case "$a" in
+        --bench) BENCH=1 ;;
+        *) usage ;;
+    esac
+done
 
 PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
@@ -10,6 +21,10 @@ PKGS="build-essential cmake pkg-config
       clang
       flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx"
+# fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.
+if [ "$BENCH" -eq 1 ]; then
+    PKGS="$PKGS squashfuse fuse-zip squashfs-tools zstd time"
+fi
 
 missing=""
 for p in $PKGS; do
