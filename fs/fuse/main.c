@@ -203,7 +203,7 @@ static int daemonize(void)
 
 /* Kernel read-ahead for this mount (its bdi): with 4 MiB, sequential reads
  * keep several 1 MiB requests in flight for the worker threads; measured
- * better than 1 MiB and than 16 MiB (bench/read_bench.py). Best effort:
+ * better than 1 MiB and than 16 MiB (bench/bench.py). Best effort:
  * needs root. */
 #define MFS_READAHEAD_KB 4096
 
