@@ -92,6 +92,7 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->children);
     free(t->xattrs);
     mfs_table_free(&t->names);
+    mfs_table_free(&t->heads);
     free(t->owned);
     memset(t, 0, sizeof *t);
 }
@@ -131,6 +132,19 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     return idx;
 }
 
+struct head_key {
+    const mfs_tree *t;
+    const void *head;
+    size_t len;
+};
+
+static bool same_head(const void *key, uint32_t twin)
+{
+    const struct head_key *k = key;
+    const mfs_node *n = &k->t->nodes[twin];
+    return mfs_tree_head_len(k->t, n) == k->len && memcmp(n->data, k->head, k->len) == 0;
+}
+
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
                            size_t head_len, uint32_t body)
 {
@@ -146,8 +160,18 @@ uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const
     uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
     if (idx == MFS_NONE)
         return MFS_NONE;
-    /* In the arena: a header per tensor must not cost a malloc each. */
-    t->nodes[idx].data = head_len ? memcpy(arena_alloc(t, head_len), head, head_len) : NULL;
+    /* In the arena, once per distinct header: tensors of one dtype and
+     * shape (the layers of a model) share theirs. */
+    struct head_key k = { t, head, head_len };
+    uint64_t h = mfs_hash(0, head, head_len);
+    uint32_t same = head_len ? mfs_table_find(&t->heads, h, same_head, &k) : MFS_NONE;
+    if (same != MFS_NONE) {
+        t->nodes[idx].data = t->nodes[same].data;
+    } else {
+        t->nodes[idx].data = head_len ? memcpy(arena_alloc(t, head_len), head, head_len) : NULL;
+        if (head_len)
+            mfs_table_add(&t->heads, h, idx);
+    }
     t->nodes[idx].body = body;
     return idx;
 }
@@ -355,6 +379,7 @@ void mfs_tree_finish(mfs_tree *t)
 {
     if (t->finished)
         return;
+    mfs_table_free(&t->heads);  /* only adds need it */
     /* Every node but the root, grouped by parent and sorted by name: each
      * directory's children end up contiguous. */
     uint32_t n = t->count - 1;

@@ -107,6 +107,7 @@ typedef struct mfs_tree {
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
     mfs_table names;        /* (parent, name) -> node index */
+    mfs_table heads;        /* twin header bytes -> a twin holding them (until finish) */
     void **owned;
     size_t owned_count, owned_cap;
     /* Names and xattr values live in large blocks of their own, not among
