@@ -1,5 +1,6 @@
 #include "tree.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,48 @@ static char *arena_strdup(mfs_tree *t, const char *s)
     return memcpy(arena_alloc(t, n), s, n);
 }
 
+struct piece_key {
+    const mfs_tree *t;
+    const void *p;
+    size_t len;
+};
+
+static bool same_piece(const void *key, uint32_t i)
+{
+    const struct piece_key *k = key;
+    return k->t->pieces[i].len == k->len && memcmp(k->t->pieces[i].p, k->p, k->len) == 0;
+}
+
+/* `len` bytes in the arena, once per distinct value while loading: the
+ * headers of twins and the dtype or shape of tensors repeat across a
+ * model's layers, and a million tensors would keep a million copies. */
+static const uint8_t *arena_intern(mfs_tree *t, const void *p, size_t len)
+{
+    if (len == 0)
+        return arena_alloc(t, 1);
+    struct piece_key k = { t, p, len };
+    uint64_t h = mfs_hash(0, p, len);
+    uint32_t i = mfs_table_find(&t->interned, h, same_piece, &k);
+    if (i != MFS_NONE)
+        return t->pieces[i].p;
+    uint8_t *copy = memcpy(arena_alloc(t, len), p, len);
+    if (t->piece_count == t->piece_cap) {
+        t->piece_cap = t->piece_cap ? t->piece_cap * 2 : 64;
+        t->pieces = mfs_xreallocarray(t->pieces, t->piece_cap, sizeof *t->pieces);
+    }
+    t->pieces[t->piece_count] = (struct mfs_piece){ copy, len };
+    mfs_table_add(&t->interned, h, t->piece_count++);
+    return copy;
+}
+
+static void forget_pieces(mfs_tree *t)
+{
+    mfs_table_free(&t->interned);
+    free(t->pieces);
+    t->pieces = NULL;
+    t->piece_count = t->piece_cap = 0;
+}
+
 void mfs_tree_init(mfs_tree *t)
 {
     memset(t, 0, sizeof *t);
@@ -92,7 +135,7 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->children);
     free(t->xattrs);
     mfs_table_free(&t->names);
-    mfs_table_free(&t->heads);
+    forget_pieces(t);
     free(t->owned);
     memset(t, 0, sizeof *t);
 }
@@ -132,19 +175,6 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     return idx;
 }
 
-struct head_key {
-    const mfs_tree *t;
-    const void *head;
-    size_t len;
-};
-
-static bool same_head(const void *key, uint32_t twin)
-{
-    const struct head_key *k = key;
-    const mfs_node *n = &k->t->nodes[twin];
-    return mfs_tree_head_len(k->t, n) == k->len && memcmp(n->data, k->head, k->len) == 0;
-}
-
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
                            size_t head_len, uint32_t body)
 {
@@ -160,18 +190,8 @@ uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const
     uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
     if (idx == MFS_NONE)
         return MFS_NONE;
-    /* In the arena, once per distinct header: tensors of one dtype and
-     * shape (the layers of a model) share theirs. */
-    struct head_key k = { t, head, head_len };
-    uint64_t h = mfs_hash(0, head, head_len);
-    uint32_t same = head_len ? mfs_table_find(&t->heads, h, same_head, &k) : MFS_NONE;
-    if (same != MFS_NONE) {
-        t->nodes[idx].data = t->nodes[same].data;
-    } else {
-        t->nodes[idx].data = head_len ? memcpy(arena_alloc(t, head_len), head, head_len) : NULL;
-        if (head_len)
-            mfs_table_add(&t->heads, h, idx);
-    }
+    /* Tensors of one dtype and shape (a model's layers) share one. */
+    t->nodes[idx].data = head_len ? arena_intern(t, head, head_len) : NULL;
     t->nodes[idx].body = body;
     return idx;
 }
@@ -198,8 +218,8 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
     return cur;
 }
 
-void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
-                        size_t len)
+static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value, size_t len,
+                      bool shared)
 {
     if (node >= t->count)
         return;  /* a node that was refused (MFS_NONE): like mfs_tree_set_source */
@@ -210,8 +230,23 @@ void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void
     mfs_xattr *x = &t->xattrs[t->xattr_count++];
     x->node = node;
     x->name = name;
-    x->value = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
+    if (shared)
+        x->value = (char *)(uintptr_t)arena_intern(t, value, len);
+    else
+        x->value = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
     x->len = len;
+}
+
+void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
+                        size_t len)
+{
+    add_xattr(t, node, name, value, len, false);
+}
+
+void mfs_tree_add_xattr_shared(mfs_tree *t, uint32_t node, const char *name, const void *value,
+                               size_t len)
+{
+    add_xattr(t, node, name, value, len, true);
 }
 
 void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
@@ -379,7 +414,7 @@ void mfs_tree_finish(mfs_tree *t)
 {
     if (t->finished)
         return;
-    mfs_table_free(&t->heads);  /* only adds need it */
+    forget_pieces(t);  /* only adds need them */
     /* Every node but the root, grouped by parent and sorted by name: each
      * directory's children end up contiguous. */
     uint32_t n = t->count - 1;

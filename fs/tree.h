@@ -107,7 +107,9 @@ typedef struct mfs_tree {
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
     mfs_table names;        /* (parent, name) -> node index */
-    mfs_table heads;        /* twin header bytes -> a twin holding them (until finish) */
+    mfs_table interned;     /* bytes -> index in `pieces` (until finish) */
+    struct mfs_piece { const uint8_t *p; size_t len; } *pieces;
+    uint32_t piece_count, piece_cap;
     void **owned;
     size_t owned_count, owned_cap;
     /* Names and xattr values live in large blocks of their own, not among
@@ -158,6 +160,10 @@ void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, 
  * literal): every tensor has the same few names. */
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
                         size_t len);
+
+/* The same for a value many nodes have (a dtype, a shape): kept once. */
+void mfs_tree_add_xattr_shared(mfs_tree *t, uint32_t node, const char *name, const void *value,
+                               size_t len);
 
 /* The tree frees `p` (from malloc) when it is destroyed. */
 void *mfs_tree_own(mfs_tree *t, void *p);

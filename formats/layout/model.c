@@ -298,8 +298,8 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
     snprintf(offset, sizeof offset, "%llu", (unsigned long long)t->offset);
 
     mfs_tree_add_xattr(m->tree, node, "user.modelfs.name", t->name, t->name_len);
-    set_xattr_str(m->tree, node, "user.modelfs.dtype", t->dtype);
-    set_xattr_str(m->tree, node, "user.modelfs.shape", shape.buf);
+    mfs_tree_add_xattr_shared(m->tree, node, "user.modelfs.dtype", t->dtype, strlen(t->dtype));
+    mfs_tree_add_xattr_shared(m->tree, node, "user.modelfs.shape", shape.buf, shape.len);
     set_xattr_str(m->tree, node, "user.modelfs.offset", offset);
     mfs_sb_free(&shape);
 
