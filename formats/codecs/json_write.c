@@ -75,9 +75,9 @@ bool mfs_write_plain_scalar(mfs_strbuf *sb, const mfs_val *v)
     if (v->type == MFS_V_BOOL) {
         mfs_sb_adds(sb, v->u.b ? "true" : "false");
     } else if (v->type == MFS_V_INT) {
-        mfs_sb_addf(sb, "%lld", (long long)v->u.i);
+        mfs_sb_addi(sb, (long long)v->u.i);
     } else if (v->type == MFS_V_UINT) {
-        mfs_sb_addf(sb, "%llu", (unsigned long long)v->u.u);
+        mfs_sb_addu(sb, (unsigned long long)v->u.u);
     } else if (v->type == MFS_V_FLOAT && !isnan(v->u.f) && !isinf(v->u.f)) {
         char buf[40];
         mfs_format_double(buf, sizeof buf, v->u.f);

@@ -291,8 +291,11 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
 
     mfs_strbuf shape = { 0 };
     mfs_sb_addc(&shape, '[');
-    for (size_t i = 0; i < t->ndim; i++)
-        mfs_sb_addf(&shape, i ? ",%llu" : "%llu", (unsigned long long)t->shape[i]);
+    for (size_t i = 0; i < t->ndim; i++) {
+        if (i)
+            mfs_sb_addc(&shape, ',');
+        mfs_sb_addu(&shape, (unsigned long long)t->shape[i]);
+    }
     mfs_sb_addc(&shape, ']');
     char offset[24];
     snprintf(offset, sizeof offset, "%llu", (unsigned long long)t->offset);

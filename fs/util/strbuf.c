@@ -36,21 +36,54 @@ void mfs_sb_adds(mfs_strbuf *sb, const char *s)
 
 void mfs_sb_addc(mfs_strbuf *sb, char c)
 {
-    mfs_sb_add(sb, &c, 1);
+    /* The documents of a large model are mostly single characters. */
+    if (sb->len + 2 > sb->cap)
+        reserve(sb, 1);
+    sb->buf[sb->len++] = c;
+    sb->buf[sb->len] = '\0';
+}
+
+void mfs_sb_addu(mfs_strbuf *sb, unsigned long long u)
+{
+    char digits[20];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    reserve(sb, n);
+    for (size_t i = 0; i < n; i++)
+        sb->buf[sb->len + i] = digits[n - 1 - i];
+    sb->len += n;
+    sb->buf[sb->len] = '\0';
+}
+
+void mfs_sb_addi(mfs_strbuf *sb, long long i)
+{
+    if (i < 0) {
+        mfs_sb_addc(sb, '-');
+        mfs_sb_addu(sb, 0ull - (unsigned long long)i);
+    } else {
+        mfs_sb_addu(sb, (unsigned long long)i);
+    }
 }
 
 void mfs_sb_addf(mfs_strbuf *sb, const char *fmt, ...)
 {
+    /* Straight into the room there is; measured first only when short. */
     va_list ap;
+    size_t room = sb->cap > sb->len ? sb->cap - sb->len : 0;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(room ? sb->buf + sb->len : NULL, room, fmt, ap);
     va_end(ap);
     if (n <= 0)
         return;
-    reserve(sb, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    if ((size_t)n >= room) {
+        reserve(sb, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     sb->len += (size_t)n;
 }
 

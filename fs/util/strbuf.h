@@ -14,6 +14,9 @@ typedef struct mfs_strbuf {
 void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n);
 void mfs_sb_adds(mfs_strbuf *sb, const char *s);
 void mfs_sb_addc(mfs_strbuf *sb, char c);
+/* Decimal integers (no printf on the way: documents hold millions). */
+void mfs_sb_addu(mfs_strbuf *sb, unsigned long long u);
+void mfs_sb_addi(mfs_strbuf *sb, long long i);
 void mfs_sb_addf(mfs_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hands the buffer to the caller (never NULL) and empties `sb`. */
 char *mfs_sb_take(mfs_strbuf *sb, size_t *len);
