@@ -12,6 +12,15 @@ void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
     mfs_sb_addc(sb, '"');
     size_t i = 0;
     while (i < n) {
+        /* A run of characters written as they are, in one copy. */
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' && p[run] != '\\')
+            run++;
+        if (run > i) {
+            mfs_sb_add(sb, p + i, run - i);
+            i = run;
+            continue;
+        }
         uint8_t c = p[i];
         if (c >= 0x80) {
             size_t k = mfs_utf8_seq(p + i, n - i);
@@ -65,6 +74,12 @@ static bool is_scalar(const mfs_val *v)
 
 static void indent(mfs_strbuf *sb, int depth)
 {
+    static const char spaces[] = "\n                                ";
+    size_t n = 1 + 2 * (size_t)depth;
+    if (n <= sizeof spaces - 1) {
+        mfs_sb_add(sb, spaces, n);
+        return;
+    }
     mfs_sb_addc(sb, '\n');
     for (int i = 0; i < depth; i++)
         mfs_sb_adds(sb, "  ");
