@@ -432,19 +432,26 @@ static void detach_document(const mfs_model *m, mfs_val *d)
     mfs_val_free(d);
 }
 
+/* The document as JSON and TOML: whole for a model without tensors,
+ * else the keys before the table (see finish_documents). */
+static void write_document(const mfs_model *m, mfs_strbuf *json, mfs_strbuf *toml)
+{
+    mfs_val *file = mfs_obj();
+    mfs_obj_set(file, "name", mfs_str(m->file_name));
+    mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
+    mfs_val *doc = borrow_document(m, file);
+    mfs_json_write(json, doc);
+    mfs_toml_write(toml, doc);
+    detach_document(m, doc);
+}
+
 /* model.json and model.toml: the document's keys before the table, then
  * the table as written out (write_out), then what closes it. */
 static void finish_documents(mfs_model *m)
 {
     write_out(m);
-    mfs_val *file = mfs_obj();
-    mfs_obj_set(file, "name", mfs_str(m->file_name));
-    mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
-    mfs_val *doc = borrow_document(m, file);
     mfs_strbuf json = { 0 }, toml = { 0 };
-    mfs_json_write(&json, doc);
-    mfs_toml_write(&toml, doc);
-    detach_document(m, doc);
+    write_document(m, &json, &toml);
     /* The head is the document without its last key, "tensors": its
      * closing "\n}\n" gives way to that key and the table. */
     static const char open[] = ",\n  \"tensors\": [", close[] = "\n  ]\n}\n";
@@ -465,14 +472,8 @@ void mfs_model_finish(mfs_model *m)
     if (m->tensor_total > 0) {
         finish_documents(m);
     } else {
-        mfs_val *file = mfs_obj();
-        mfs_obj_set(file, "name", mfs_str(m->file_name));
-        mfs_obj_set(file, "size", mfs_int((int64_t)m->file_size));
-        mfs_val *doc = borrow_document(m, file);
         mfs_strbuf json = { 0 }, toml = { 0 };
-        mfs_json_write(&json, doc);
-        mfs_toml_write(&toml, doc);
-        detach_document(m, doc);
+        write_document(m, &json, &toml);
         add_generated(m, MFS_ROOT, "model.json", &json);
         add_generated(m, MFS_ROOT, "model.toml", &toml);
     }
