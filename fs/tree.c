@@ -144,6 +144,24 @@ uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name)
 {
     if (parent >= t->count)
         return MFS_NONE;
+    if (t->finished) {
+        /* A directory's children are sorted by name once finished: a
+         * binary search needs no table kept for the life of the mount. */
+        const mfs_node *p = &t->nodes[parent];
+        uint32_t lo = 0, hi = p->child_count;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            uint32_t c = t->children[p->child_first + mid];
+            int r = strcmp(t->nodes[c].name, name);
+            if (r == 0)
+                return c;
+            if (r < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return MFS_NONE;
+    }
     name_key k = { t, parent, name };
     return mfs_table_find(&t->names, hash_key(parent, name), is_name, &k);
 }
@@ -275,7 +293,7 @@ void *mfs_tree_own(mfs_tree *t, void *p)
     return p;
 }
 
-static const mfs_tree *sort_tree;  /* qsort has no context argument in C11 */
+static _Thread_local const mfs_tree *sort_tree;  /* qsort has no context argument in C11 */
 
 static int cmp_child(const void *a, const void *b)
 {
@@ -442,6 +460,17 @@ void mfs_tree_finish(mfs_tree *t)
     }
     sums_finish(t);
     t->finished = true;
+    /* Lookups search the sorted children from now on; the slack of the
+     * arrays that grew by doubling goes back too. */
+    mfs_table_free(&t->names);
+    if (t->cap > t->count) {
+        t->nodes = mfs_xreallocarray(t->nodes, t->count, sizeof *t->nodes);
+        t->cap = t->count;
+    }
+    if (t->xattr_cap > t->xattr_count && t->xattr_count > 0) {
+        t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_count, sizeof *t->xattrs);
+        t->xattr_cap = t->xattr_count;
+    }
 }
 
 char *mfs_tree_path(const mfs_tree *t, uint32_t node)
