@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include <zlib.h>
+#include "crc32_fast.h"
 
 struct mfs_trail {
     const uint8_t *buf;
@@ -22,15 +22,16 @@ struct mfs_trail {
     bool done, stop;
 };
 
-/* Hashes buf[hashed, upto): the helper's, or the writer's when inline. zlib
- * counts in uInt, so CRC pieces stay below 4 GiB. */
+/* Hashes buf[hashed, upto): the helper's, or the writer's when inline. In
+ * pieces of at most 1 GiB (size_t and libcrypto are happy with more; the
+ * bound keeps every count small). */
 static void hash_to(mfs_trail *t, uint64_t upto)
 {
     while (t->hashed < upto) {
         uint64_t left = upto - t->hashed;
         size_t n = left > (1u << 30) ? (size_t)1 << 30 : (size_t)left;
         const uint8_t *p = t->buf + t->hashed;
-        t->crc = (uint32_t)crc32_z(t->crc, p, n);
+        t->crc = mfs_crc32(t->crc, p, n);
         if (t->md != NULL && !t->failed && EVP_DigestUpdate(t->md, p, n) != 1)
             t->failed = true;
         t->hashed += n;
@@ -62,7 +63,6 @@ mfs_trail *mfs_trail_start(const uint8_t *buf, uint64_t size, bool sha, bool thr
         return NULL;
     t->buf = buf;
     t->size = size;
-    t->crc = (uint32_t)crc32_z(0, NULL, 0);
     if (sha) {
         t->md = EVP_MD_CTX_new();
         if (t->md == NULL || EVP_DigestInit_ex(t->md, EVP_sha256(), NULL) != 1) {
