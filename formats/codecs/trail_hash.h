@@ -5,6 +5,10 @@
  * inline. Either way each byte is read once more, soon after it was
  * written (often still in cache), instead of in two later full passes.
  *
+ * While it has nothing to hash, the helper also faults in the buffer's
+ * pages just ahead of the writer, so that the writer (the slower side)
+ * does not stop for them.
+ *
  * The helper reads only the buffer, never a mapped file, so it needs no
  * SIGBUS guard; the writer may fault and abandon its work under the guard,
  * since mfs_trail_advance holds no lock when it returns. */
