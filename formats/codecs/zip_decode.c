@@ -5,7 +5,11 @@
  * The compressed bytes are read from the mapping of the archive, which
  * may shrink while we read it: the decoding runs under fs/guard.h, and
  * all decoder state lives in mfs_zip_decode's frame so that it can be
- * freed when a fault abandons the decode half-way. */
+ * freed when a fault abandons the decode half-way.
+ *
+ * The output is written front to back in pieces; the CRC-32 (and the
+ * sha256 when asked for) follow the writer (trail_hash.h), so the checks
+ * cost no extra pass over the buffer once the decode is done. */
 #include "zip_read.h"
 
 #include "guard.h"
