@@ -99,10 +99,34 @@ static uint64_t decode_cap(void)
 static int produce_zip(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const carton_src *s = ctx;
-    (void)job;
     uint8_t *buf;
-    if (mfs_zip_decode(s->zip, s->en, decode_cap(), &buf, e) != 0)
+    if (mfs_zip_decode_sha(s->zip, s->en, decode_cap(), job, &buf, NULL, e) != 0)
         return -1;
+    out->data = buf;
+    out->len = s->en->size;
+    out->charge = s->en->size;
+    out->release = release_free;
+    return 0;
+}
+
+/* A decoded member with a MANIFEST line: its sha256 is made while it is
+ * decoded (beside the CRC-32) and compared here, so there is no verify
+ * operation to hash the buffer again. Nothing is served before this
+ * returns 0. */
+static int produce_zip_checked(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
+{
+    const carton_src *s = ctx;
+    uint8_t *buf, dig[32];
+    if (mfs_zip_decode_sha(s->zip, s->en, decode_cap(), job, &buf, dig, e) != 0)
+        return -1;
+    char got[MFS_SHA256_HEX];
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(got + 2 * i, 3, "%02x", dig[i]);
+    if (strcmp(got, s->sha) != 0) {
+        free(buf);
+        return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET,
+                        "sha256 %s of %s does not match MANIFEST (%s)", got, s->label, s->sha);
+    }
     out->data = buf;
     out->len = s->en->size;
     out->charge = s->en->size;
@@ -167,7 +191,7 @@ static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint6
 
 static const mfs_source_ops ops_verify = { .verify = verify_sha };
 static const mfs_source_ops ops_zip = { .produce = produce_zip, .in_memory = true };
-static const mfs_source_ops ops_zip_verify = { .produce = produce_zip, .verify = verify_sha, .in_memory = true };
+static const mfs_source_ops ops_zip_verify = { .produce = produce_zip_checked, .in_memory = true };
 static const mfs_source_ops ops_file = { .produce = produce_file,
                                          .unchanged = carton_file_unchanged };
 static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,

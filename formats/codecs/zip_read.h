@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "job.h"
 #include "span.h"
 
 typedef enum { MFS_ZIP_STORED, MFS_ZIP_DEFLATE, MFS_ZIP_ZSTD, MFS_ZIP_OTHER } mfs_zip_method;
@@ -79,6 +80,14 @@ const uint8_t *mfs_zip_stored_data(const mfs_zip *z, const mfs_zip_entry *en);
  * runs out (it runs while mounted: no exit). */
 int mfs_zip_decode(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap, uint8_t **out,
                    mfs_err *e);
+
+/* The same, and the SHA-256 of the decoded bytes in sha[32] (when not
+ * NULL), made while decoding (formats/codecs/trail_hash.h): the caller
+ * compares it with what it expects instead of hashing the buffer again.
+ * Between pieces of output, a cancelled `job` (may be NULL) stops the work
+ * (MFS_E_CANCELLED). */
+int mfs_zip_decode_sha(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap,
+                       const mfs_job *job, uint8_t **out, uint8_t sha[32], mfs_err *e);
 
 /* Whether the central directory (the one mfs_zip_open would read) lists a
  * member named name[0..len), looking no further than the first malformed

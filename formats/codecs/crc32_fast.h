@@ -1,0 +1,13 @@
+/* CRC-32 (zip's, zlib's crc32) with carry-less multiplication on x86-64
+ * CPUs that have it (PCLMULQDQ), zlib's table code elsewhere: zlib 1.2.13
+ * makes about 4 GB/s, a fifth of a decoded member's checking time. */
+#ifndef MFS_CRC32_FAST_H
+#define MFS_CRC32_FAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The same value as zlib's crc32_z(crc, p, n) (0 starts a new CRC). */
+uint32_t mfs_crc32(uint32_t crc, const uint8_t *p, size_t n);
+
+#endif
