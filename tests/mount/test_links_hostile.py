@@ -406,7 +406,7 @@ def check_kept(c, x):
     model, ld, sha, data = x.new("good", os.urandom(1 << 20))
     with mfstest.mounted(x.modelfs, model, x.env, extra=mount_opts(ld)) as mnt:
         with open(os.path.join(ld, sha), "wb") as f:
-            f.write(b"x" + data[1:])
+            f.write(bytes([data[0] ^ 0xFF]) + data[1:])  # never equal to data
         c.equal(fresh_read(os.path.join(mnt, "files", "model", "linked.bin"), x.env),
                 [sha, str(len(data))], "tampered copy in links_dir: not served, fetched again")
     c.equal(len(requests_for(sha)), 1, "tampered copy: one request")
@@ -436,7 +436,7 @@ def check_edited(c, x):
             kept = os.path.join(ld, sha)
             st = os.stat(kept)
             with open(kept, "r+b") as f:
-                f.write(b"x")
+                f.write(bytes([data[0] ^ 0xFF]))  # a changed byte, whatever data is
             os.utime(kept, ns=(st.st_atime_ns, st.st_mtime_ns))
             try:
                 got = os.pread(fd, 4096, 0)
