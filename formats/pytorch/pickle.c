@@ -123,6 +123,22 @@ static bool line(run *r, const uint8_t **p, size_t *len)
     return true;
 }
 
+/* PUT and GET's text argument: a memo index of 1 to 12 decimal digits. */
+static bool line_index(run *r, uint64_t *n)
+{
+    const uint8_t *p;
+    size_t len;
+    if (!line(r, &p, &len) || len == 0 || len > 12)
+        return false;
+    *n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        *n = *n * 10 + (uint64_t)(p[i] - '0');
+    }
+    return true;
+}
+
 /* ---- the stack ------------------------------------------------------------ */
 
 static int push(run *r, uint32_t v)
@@ -550,34 +566,16 @@ static int step(run *r, bool *done)
         if (from == 0 || from - 1 < floor_of(r))
             return fail(r, "%s", "with no dict below its mark");
         return setitems(r, from);
-    case 'p': { /* PUT */
-        if (!line(r, &p, &len) || len == 0 || len > 12)
-            return fail(r, "%s", "argument is not an index");
-        n = 0;
-        for (size_t i = 0; i < len; i++) {
-            if (p[i] < '0' || p[i] > '9')
-                return fail(r, "%s", "argument is not an index");
-            n = n * 10 + (uint64_t)(p[i] - '0');
-        }
-        return memo_put(r, n);
-    }
+    case 'p': /* PUT */
+        return line_index(r, &n) ? memo_put(r, n) : fail(r, "%s", "argument is not an index");
     case 'q': /* BINPUT */
         return uint_le(r, 1, &n) ? memo_put(r, n) : fail(r, "%s", "runs past the end");
     case 'r': /* LONG_BINPUT */
         return uint_le(r, 4, &n) ? memo_put(r, n) : fail(r, "%s", "runs past the end");
     case 0x94: /* MEMOIZE: the index is the memo's size */
         return memo_put(r, r->memo_count);
-    case 'g': { /* GET */
-        if (!line(r, &p, &len) || len == 0 || len > 12)
-            return fail(r, "%s", "argument is not an index");
-        n = 0;
-        for (size_t i = 0; i < len; i++) {
-            if (p[i] < '0' || p[i] > '9')
-                return fail(r, "%s", "argument is not an index");
-            n = n * 10 + (uint64_t)(p[i] - '0');
-        }
-        return memo_get(r, n);
-    }
+    case 'g': /* GET */
+        return line_index(r, &n) ? memo_get(r, n) : fail(r, "%s", "argument is not an index");
     case 'h': /* BINGET */
         return uint_le(r, 1, &n) ? memo_get(r, n) : fail(r, "%s", "runs past the end");
     case 'j': /* LONG_BINGET */

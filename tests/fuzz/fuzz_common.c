@@ -14,6 +14,28 @@ void mfs_fuzz_touch(const uint8_t *p, uint64_t n)
     sink ^= acc;
 }
 
+void mfs_fuzz_produce(const mfs_node *n, uint64_t max)
+{
+    mfs_err why = { 0 };
+    mfs_bytes b = { 0 };
+    if (n->ops->produce == NULL) {
+        mfs_fuzz_touch(n->data, n->size);
+        return;
+    }
+    if (n->size > max)
+        return;  /* allocating it only measures the machine */
+    if (n->ops->produce(n->ctx, NULL, &b, &why) != 0) {
+        if (why.code == MFS_OK || why.msg[0] == '\0')
+            abort();  /* a failure must say why */
+        return;
+    }
+    if (b.len != n->size)
+        abort();  /* the content layer would refuse it: a bug of ours */
+    mfs_fuzz_touch(b.data, b.len);
+    if (b.release != NULL)
+        b.release(&b);
+}
+
 int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
 {
     return mfs_fuzz_open_all(f, data, size, "fuzz", NULL);

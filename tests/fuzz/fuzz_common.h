@@ -14,6 +14,12 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size);
 
 /* The same, loading the model as file `name`, and calling open_once (what
  * a first open does: produce, check) for every file that has source ops. */
+/* What a first open does for a node with source ops: produce its bytes
+ * (unless it declares more than `max`), which must then be exactly its
+ * size, and read every byte; a failure must say why. A node with nothing
+ * to produce has its slice read. */
+void mfs_fuzz_produce(const mfs_node *n, uint64_t max);
+
 int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
                       void (*open_once)(const mfs_node *n));
 

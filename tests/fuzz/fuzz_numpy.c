@@ -4,7 +4,7 @@
  * and read every byte, so that a slice or a decode that strays outside its
  * buffer is caught by ASan. Members declaring more than FUZZ_DECODE_MAX
  * bytes are not decoded (allocating them only measures the machine). */
-#include <stdlib.h>
+#include <stdint.h>
 
 #include "tree.h"
 #include "fuzz_common.h"
@@ -15,20 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void open_once(const mfs_node *n)
 {
-    mfs_err why = { 0 };
-    mfs_bytes b = { 0 };
-    if (n->ops->produce == NULL || n->size > FUZZ_DECODE_MAX)
-        return;
-    if (n->ops->produce(n->ctx, NULL, &b, &why) != 0) {
-        if (why.code == MFS_OK || why.msg[0] == '\0')
-            abort();  /* a failure must say why */
-        return;
-    }
-    if (b.len != n->size)
-        abort();      /* the content layer relies on the exact size */
-    mfs_fuzz_touch(b.data, b.len);
-    if (b.release != NULL)
-        b.release(&b);
+    mfs_fuzz_produce(n, FUZZ_DECODE_MAX);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

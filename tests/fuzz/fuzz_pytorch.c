@@ -5,7 +5,7 @@
  * gather that strays outside its storage is caught by ASan. Views larger
  * than FUZZ_MAKE_MAX are not made: their size was checked at mount, and
  * allocating it only measures the machine. */
-#include <stdlib.h>
+#include <stdint.h>
 
 #include "tree.h"
 #include "fuzz_common.h"
@@ -16,20 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void open_once(const mfs_node *n)
 {
-    mfs_err why = { 0 };
-    mfs_bytes b = { 0 };
-    if (n->ops->produce == NULL || n->size > FUZZ_MAKE_MAX)
-        return;
-    if (n->ops->produce(n->ctx, NULL, &b, &why) != 0) {
-        if (why.code == MFS_OK || why.msg[0] == '\0')
-            abort();  /* a failure must say why */
-        return;
-    }
-    if (b.len != n->size)
-        abort();
-    mfs_fuzz_touch(b.data, b.len);
-    if (b.release != NULL)
-        b.release(&b);
+    mfs_fuzz_produce(n, FUZZ_MAKE_MAX);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
