@@ -36,26 +36,8 @@ sys.path.insert(0, os.path.join(here, "..", "scripts"))
 sys.path.insert(0, os.path.join(here, "..", "tests", "mount"))
 import gen_carton  # noqa: E402
 import mfstest  # noqa: E402
+from bench import timed_read  # noqa: E402  (the open decodes and checks: timed too)
 import numpy as np  # noqa: E402
-
-CHUNK = 1 << 20
-
-
-def timed_read(path):
-    buf = bytearray(CHUNK)
-    mv = memoryview(buf)
-    t0 = time.perf_counter()   # the open decodes and checks: timed too
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        total = 0
-        while True:
-            n = os.readv(fd, [mv])
-            if n <= 0:
-                break
-            total += n
-        return time.perf_counter() - t0, total
-    finally:
-        os.close(fd)
 
 
 def data_set(kind, mib):
