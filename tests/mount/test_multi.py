@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -185,6 +186,35 @@ def check_zoo(c, build, gen, env, tmp):
                 "a model replaced before its first lookup loads as replaced: %r" % text)
 
 
+def check_first_use_race(c, modelfs, models, mnt, env):
+    """Many readers look into the same models for the first time at once
+    (each model loads once, under its own lock): every reader sees the
+    tree and bytes one reader alone sees afterwards."""
+    r = subprocess.run([modelfs, *models, mnt], capture_output=True, text=True, env=env,
+                       timeout=60)
+    if not c.check(r.returncode == 0, "race mount: %s" % r.stderr):
+        return
+    try:
+        results = [None] * 12
+
+        def reader(i):
+            try:
+                results[i] = files_of(mnt)
+            except Exception as e:  # reported below as a mismatch
+                results[i] = repr(e)
+
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(len(results))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        alone = files_of(mnt)
+        c.check(all(x == alone for x in results),
+                "12 readers at a mount's first use saw what one reader sees after")
+    finally:
+        mfstest.unmount(mnt)
+
+
 def check_args(c, build, gen, env, tmp):
     modelfs = os.path.join(build, "modelfs")
     ls = os.path.join(build, "modelfs-ls")
@@ -217,6 +247,7 @@ def check_args(c, build, gen, env, tmp):
                     sorted(mfstest.ls_tree_args(ls, [a, b, a2, junk, "--"], env).items(), key=str),
                     "tree vs modelfs-ls A B A2 JUNK --")
             mfstest.unmount(mnt)
+        check_first_use_race(c, modelfs, [a, b, a2, junk], mnt, env)
         r = subprocess.run([modelfs, a, os.path.join(tmp, "missing.rten"), mnt],
                            capture_output=True, text=True, env=env, timeout=60)
         c.equal(r.returncode, 3, "a missing model is refused")
