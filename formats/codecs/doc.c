@@ -108,15 +108,28 @@ mfs_val *mfs_arr_push(mfs_val *arr, mfs_val *v)
     return v;
 }
 
+void mfs_arr_reserve(mfs_val *arr, size_t n)
+{
+    if (n > arr->u.arr.cap) {
+        arr->u.arr.items = mfs_xreallocarray(arr->u.arr.items, n, sizeof(mfs_val *));
+        arr->u.arr.cap = n;
+    }
+}
+
+void mfs_obj_reserve(mfs_val *obj, size_t n)
+{
+    if (n > obj->u.obj.cap) {
+        obj->u.obj.keys = mfs_xreallocarray(obj->u.obj.keys, n, sizeof(char *));
+        obj->u.obj.klens = mfs_xreallocarray(obj->u.obj.klens, n, sizeof(size_t));
+        obj->u.obj.vals = mfs_xreallocarray(obj->u.obj.vals, n, sizeof(mfs_val *));
+        obj->u.obj.cap = n;
+    }
+}
+
 mfs_val *mfs_obj_setn(mfs_val *obj, const char *key, size_t klen, mfs_val *v)
 {
-    if (obj->u.obj.n == obj->u.obj.cap) {
-        size_t cap = obj->u.obj.cap ? obj->u.obj.cap * 2 : 4;
-        obj->u.obj.keys = mfs_xreallocarray(obj->u.obj.keys, cap, sizeof(char *));
-        obj->u.obj.klens = mfs_xreallocarray(obj->u.obj.klens, cap, sizeof(size_t));
-        obj->u.obj.vals = mfs_xreallocarray(obj->u.obj.vals, cap, sizeof(mfs_val *));
-        obj->u.obj.cap = cap;
-    }
+    if (obj->u.obj.n == obj->u.obj.cap)
+        mfs_obj_reserve(obj, obj->u.obj.cap ? obj->u.obj.cap * 2 : 4);
     size_t i = obj->u.obj.n++;
     obj->u.obj.keys[i] = mfs_xstrndup(key, klen);
     obj->u.obj.klens[i] = klen;

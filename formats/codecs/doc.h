@@ -79,6 +79,10 @@ mfs_val *mfs_arr(void);
 mfs_val *mfs_obj(void);
 
 /* Appends `v` (taking ownership) and returns it. */
+/* Room for `n` items or keys in all (fewer reallocations for a value
+ * whose size is known ahead: a tensor table entry). */
+void mfs_arr_reserve(mfs_val *arr, size_t n);
+void mfs_obj_reserve(mfs_val *obj, size_t n);
 mfs_val *mfs_arr_push(mfs_val *arr, mfs_val *v);
 /* Appends key -> v (taking ownership; keys are not checked for duplicates:
  * callers that need uniqueness look up first) and returns v. */

@@ -20,6 +20,10 @@
  * the bytes can rely on. */
 #define MFS_ALIGN_CAP 4096u
 
+/* Entries held before they are written out: the last one stays readable
+ * (mfs_model_last_entry) until the next is added. */
+#define MFS_ENTRIES_HELD 1024u
+
 /* Where the "%~k" search for (dir, encoded name) goes on from, so that N
  * tensors with one name cost N steps, not N^2/2. */
 struct mfs_dup {
@@ -27,6 +31,15 @@ struct mfs_dup {
     uint32_t dir;
     unsigned next;
 };
+
+/* Sized once: growing it entry by entry made malloc consolidate its free
+ * lists again and again. */
+static mfs_val *new_batch(void)
+{
+    mfs_val *a = mfs_arr();
+    mfs_arr_reserve(a, MFS_ENTRIES_HELD);
+    return a;
+}
 
 void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size)
 {
@@ -40,10 +53,11 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
     m->format = mfs_xstrdup("unknown");
     m->metadata = mfs_obj();
     m->extra = mfs_obj();
-    m->tensors = mfs_arr();
+    m->tensors = new_batch();
     m->json_body = mfs_docstream_new();
     m->toml_body = mfs_docstream_new();
     m->tensors_dir = mfs_tree_mkdirs(tree, MFS_ROOT, "tensors");
+    m->npy_of = MFS_NONE;
 }
 
 void mfs_model_destroy(mfs_model *m)
@@ -132,6 +146,7 @@ char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t
 static mfs_val *shape_val(const uint64_t *shape, size_t ndim)
 {
     mfs_val *a = mfs_arr();
+    mfs_arr_reserve(a, ndim);
     for (size_t i = 0; i < ndim; i++)
         mfs_arr_push(a, mfs_int((int64_t)shape[i]));
     return a;
@@ -145,29 +160,38 @@ static mfs_val *shape_val(const uint64_t *shape, size_t ndim)
  * length. Caller frees. */
 static char *npy_header(const char *descr, const uint64_t *dims, size_t ndim, size_t *len)
 {
-    mfs_strbuf d = { 0 };
-    mfs_sb_addf(&d, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    for (size_t i = 0; i < ndim; i++)
-        mfs_sb_addf(&d, i ? ", %llu" : "%llu", (unsigned long long)dims[i]);
-    mfs_sb_adds(&d, ndim == 1 ? ",), }" : "), }");
-    size_t pre = 10, total = pre + d.len + 1;
+    /* Written in place after room for the prefix (no printf, no second
+     * buffer: a million tensors make a million headers). */
+    enum { PRE_MAX = 12 };
+    mfs_strbuf h = { 0 };
+    mfs_sb_add(&h, "\x93NUMPY\0\0\0\0\0\0", PRE_MAX);
+    mfs_sb_adds(&h, "{'descr': '");
+    mfs_sb_adds(&h, descr);
+    mfs_sb_adds(&h, "', 'fortran_order': False, 'shape': (");
+    for (size_t i = 0; i < ndim; i++) {
+        if (i)
+            mfs_sb_add(&h, ", ", 2);
+        mfs_sb_addu(&h, (unsigned long long)dims[i]);
+    }
+    mfs_sb_adds(&h, ndim == 1 ? ",), }" : "), }");
+    size_t dlen = h.len - PRE_MAX;
+    size_t pre = 10, total = pre + dlen + 1;
     if ((total + 63) / 64 * 64 - pre > 65535) {
         pre = 12;
-        total = pre + d.len + 1;
+        total = pre + dlen + 1;
     }
     total = (total + 63) / 64 * 64;
     size_t hlen = total - pre;
-    mfs_strbuf h = { 0 };
-    mfs_sb_add(&h, "\x93NUMPY", 6);
-    mfs_sb_addc(&h, pre == 10 ? 1 : 2);
-    mfs_sb_addc(&h, 0);
+    /* The dict moves up to its place after a 10-byte prefix. */
+    memmove(h.buf + pre, h.buf + PRE_MAX, dlen);
+    h.len = pre + dlen;
+    h.buf[6] = pre == 10 ? 1 : 2;
+    h.buf[7] = 0;
     for (size_t i = 0; i < pre - 8; i++)
-        mfs_sb_addc(&h, (char)((hlen >> (8 * i)) & 0xff));
-    mfs_sb_add(&h, d.buf, d.len);
+        h.buf[8 + i] = (char)((hlen >> (8 * i)) & 0xff);
     while (h.len < total - 1)
         mfs_sb_addc(&h, ' ');
     mfs_sb_addc(&h, '\n');
-    mfs_sb_free(&d);
     return mfs_sb_take(&h, len);
 }
 
@@ -219,7 +243,13 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     }
     size_t hlen;
     char *head = npy_header(descr, dims, ndim, &hlen);
-    uint32_t ndir = mfs_tree_mkdirs(m->tree, mfs_tree_node(m->tree, dir)->parent, "npy");
+    /* Tensors come folder by folder: one look-up per folder, not per
+     * tensor. */
+    if (m->npy_of != dir) {
+        m->npy_dir = mfs_tree_mkdirs(m->tree, mfs_tree_node(m->tree, dir)->parent, "npy");
+        m->npy_of = dir;
+    }
+    uint32_t ndir = m->npy_dir;
     /* mkdirs may move the nodes: `n` is stale now. */
     char *name = mfs_name_add_suffix(mfs_tree_node(m->tree, node)->name, ".npy");
     uint32_t twin = MFS_NONE;
@@ -227,18 +257,21 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         /* A name taken by a crafted one: "%~k" before the suffix, in file
          * order, like duplicate tensor names. */
         size_t base = strlen(name) - 4;
-        char *cand = mfs_xstrdup(name);
-        for (unsigned k = 2; mfs_tree_lookup(m->tree, ndir, cand) != MFS_NONE; k++) {
-            free(cand);
+        /* The plain name first: a second look-up only when it was taken. */
+        twin = mfs_tree_add_twin(m->tree, ndir, name, head, hlen, node);
+        bool taken = twin == MFS_NONE && mfs_tree_lookup(m->tree, ndir, name) != MFS_NONE;
+        for (unsigned k = 2; taken; k++) {
             size_t keep = base > MFS_NAME_MAX - 20 ? MFS_NAME_MAX - 20 : base;
             while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
                 keep--;
             size_t room = keep + 24;
-            cand = mfs_xmalloc(room);
+            char *cand = mfs_xmalloc(room);
             snprintf(cand, room, "%.*s%%~%u.npy", (int)keep, name, k);
+            taken = mfs_tree_lookup(m->tree, ndir, cand) != MFS_NONE;
+            if (!taken)
+                twin = mfs_tree_add_twin(m->tree, ndir, cand, head, hlen, node);
+            free(cand);
         }
-        twin = mfs_tree_add_twin(m->tree, ndir, cand, head, hlen, node);
-        free(cand);
     }
     free(name);
     free(head);
@@ -277,9 +310,16 @@ static void set_xattr_str(mfs_tree *t, uint32_t node, const char *name, const ch
 
 uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
 {
-    char *fname = mfs_model_unique_name(m, dir, t->name, t->name_len);
+    /* The encoded name first: it is free but for crafted duplicates, and
+     * the add finds out (one look-up, not two). */
+    char *fname = mfs_name_encode(t->name, t->name_len);
     uint32_t node = mfs_tree_add(m->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
     free(fname);
+    if (node == MFS_NONE) {
+        fname = mfs_model_unique_name(m, dir, t->name, t->name_len);
+        node = mfs_tree_add(m->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
+        free(fname);
+    }
     mfs_tree_mark_summed(m->tree, node);
     if (node == MFS_NONE) {
         /* Only reachable if a file blocks the name in a way the unique
@@ -312,6 +352,8 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
 
     char *path = mfs_tree_path(m->tree, node);
     mfs_val *e = mfs_obj();
+    /* The keys below, the format's and the npy ones, in one go. */
+    mfs_obj_reserve(e, 13 + (t->extra ? t->extra->u.obj.n : 0));
     mfs_obj_set(e, "name", mfs_strn(t->name, t->name_len));
     if (!mfs_utf8_valid(t->name, t->name_len)) {
         mfs_strbuf hex = { 0 };
@@ -341,10 +383,6 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
     return node;
 }
 
-/* Entries held before they are written out: the last one stays readable
- * (mfs_model_last_entry) until the next is added. */
-#define MFS_ENTRIES_HELD 1024u
-
 /* Writes the held entries into model.json's and model.toml's tables, as
  * the whole document's writers would, and frees them: a large model's
  * table never exists as values all at once. */
@@ -363,7 +401,7 @@ static void write_out(mfs_model *m)
         mfs_docstream_flush(m->toml_body);
     }
     mfs_val_free(m->tensors);
-    m->tensors = mfs_arr();
+    m->tensors = new_batch();
 }
 
 void mfs_model_add_entry(mfs_model *m, mfs_val *e)
