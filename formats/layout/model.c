@@ -32,8 +32,9 @@ struct mfs_dup {
     unsigned next;
 };
 
-/* Sized once: growing it entry by entry made malloc consolidate its free
- * lists again and again. */
+/* Sized once and kept for every batch: growing it entry by entry, or
+ * allocating it again, made malloc consolidate its free lists again and
+ * again. */
 static mfs_val *new_batch(void)
 {
     mfs_val *a = mfs_arr();
@@ -400,8 +401,10 @@ static void write_out(mfs_model *m)
         mfs_toml_write_entry(mfs_docstream_buf(m->toml_body), e, "tensors");
         mfs_docstream_flush(m->toml_body);
     }
-    mfs_val_free(m->tensors);
-    m->tensors = new_batch();
+    /* The array stays for the next batch. */
+    for (size_t i = 0; i < m->tensors->u.arr.n; i++)
+        mfs_val_free(m->tensors->u.arr.items[i]);
+    m->tensors->u.arr.n = 0;
 }
 
 void mfs_model_add_entry(mfs_model *m, mfs_val *e)

@@ -41,9 +41,13 @@ static void sip_round(sip *s)
 
 static uint64_t load_le64(const uint8_t *p)
 {
-    uint64_t x = 0;
-    for (int i = 7; i >= 0; i--)
-        x = (x << 8) | p[i];
+    /* One load where the machine is little-endian (the compiler did not
+     * see that through a byte loop). */
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
     return x;
 }
 

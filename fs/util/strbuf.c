@@ -6,7 +6,7 @@
 
 #include "xalloc.h"
 
-static void reserve(mfs_strbuf *sb, size_t extra)
+void mfs_sb_reserve(mfs_strbuf *sb, size_t extra)
 {
     size_t need;
     if (__builtin_add_overflow(sb->len, extra + 1, &need))
@@ -22,24 +22,10 @@ static void reserve(mfs_strbuf *sb, size_t extra)
 
 void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n)
 {
-    reserve(sb, n);
+    mfs_sb_reserve(sb, n);
     if (n)
         memcpy(sb->buf + sb->len, p, n);
     sb->len += n;
-    sb->buf[sb->len] = '\0';
-}
-
-void mfs_sb_adds(mfs_strbuf *sb, const char *s)
-{
-    mfs_sb_add(sb, s, strlen(s));
-}
-
-void mfs_sb_addc(mfs_strbuf *sb, char c)
-{
-    /* The documents of a large model are mostly single characters. */
-    if (sb->len + 2 > sb->cap)
-        reserve(sb, 1);
-    sb->buf[sb->len++] = c;
     sb->buf[sb->len] = '\0';
 }
 
@@ -51,7 +37,7 @@ void mfs_sb_addu(mfs_strbuf *sb, unsigned long long u)
         digits[n++] = (char)('0' + u % 10);
         u /= 10;
     } while (u);
-    reserve(sb, n);
+    mfs_sb_reserve(sb, n);
     for (size_t i = 0; i < n; i++)
         sb->buf[sb->len + i] = digits[n - 1 - i];
     sb->len += n;
@@ -79,7 +65,7 @@ void mfs_sb_addf(mfs_strbuf *sb, const char *fmt, ...)
     if (n <= 0)
         return;
     if ((size_t)n >= room) {
-        reserve(sb, (size_t)n);
+        mfs_sb_reserve(sb, (size_t)n);
         va_start(ap, fmt);
         vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
         va_end(ap);
@@ -89,7 +75,7 @@ void mfs_sb_addf(mfs_strbuf *sb, const char *fmt, ...)
 
 char *mfs_sb_take(mfs_strbuf *sb, size_t *len)
 {
-    reserve(sb, 0);
+    mfs_sb_reserve(sb, 0);
     /* Kept for the life of a mount: give back the doubling slack. */
     char *r = sb->len + 1 < sb->cap ? mfs_xrealloc(sb->buf, sb->len + 1) : sb->buf;
     if (len)

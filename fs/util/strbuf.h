@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct mfs_strbuf {
     char *buf;      /* always NUL-terminated once anything was added */
@@ -12,8 +13,23 @@ typedef struct mfs_strbuf {
 } mfs_strbuf;
 
 void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n);
-void mfs_sb_adds(mfs_strbuf *sb, const char *s);
-void mfs_sb_addc(mfs_strbuf *sb, char c);
+/* Room for `extra` more bytes and the NUL. */
+void mfs_sb_reserve(mfs_strbuf *sb, size_t extra);
+
+/* Inline: the documents of a large model are mostly single characters and
+ * literals, whose length the compiler then knows. */
+static inline void mfs_sb_adds(mfs_strbuf *sb, const char *s)
+{
+    mfs_sb_add(sb, s, strlen(s));
+}
+
+static inline void mfs_sb_addc(mfs_strbuf *sb, char c)
+{
+    if (sb->len + 2 > sb->cap)
+        mfs_sb_reserve(sb, 1);
+    sb->buf[sb->len++] = c;
+    sb->buf[sb->len] = '\0';
+}
 /* Decimal integers (no printf on the way: documents hold millions). */
 void mfs_sb_addu(mfs_strbuf *sb, unsigned long long u);
 void mfs_sb_addi(mfs_strbuf *sb, long long i);
