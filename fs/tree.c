@@ -134,6 +134,7 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->nodes);
     free(t->children);
     free(t->xattrs);
+    free(t->xattr_names);
     mfs_table_free(&t->names);
     forget_pieces(t);
     free(t->owned);
@@ -236,23 +237,53 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
     return cur;
 }
 
+/* The id of xattr name `name`; MFS_NONE when the table is full. The
+ * same literal may have another address in another file: compared whole. */
+static uint32_t xattr_name_id(mfs_tree *t, const char *name)
+{
+    for (uint32_t i = 0; i < t->xattr_name_count; i++)
+        if (t->xattr_names[i] == name || strcmp(t->xattr_names[i], name) == 0)
+            return i;
+    if (t->xattr_name_count == MFS_XATTR_NAMES_MAX)
+        return MFS_NONE;
+    t->xattr_names = mfs_xreallocarray(t->xattr_names, t->xattr_name_count + 1,
+                                       sizeof *t->xattr_names);
+    t->xattr_names[t->xattr_name_count] = name;
+    return t->xattr_name_count++;
+}
+
+/* A value too long for mfs_xattr's length bits: its length goes first
+ * (read by mfs_xattr_len). Not interned: none is that common. */
+static const char *long_value(mfs_tree *t, const void *value, size_t len)
+{
+    uint64_t n = len;
+    uint8_t *p = arena_alloc(t, sizeof n + len);
+    memcpy(p, &n, sizeof n);
+    memcpy(p + sizeof n, value, len);
+    return (const char *)(p + sizeof n);
+}
+
 static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value, size_t len,
                       bool shared)
 {
     if (node >= t->count)
         return;  /* a node that was refused (MFS_NONE): like mfs_tree_set_source */
+    uint32_t id = xattr_name_id(t, name);
+    if (id == MFS_NONE)
+        return;
+    const char *v;
+    if (len >= MFS_XATTR_LONG)
+        v = long_value(t, value, len);
+    else if (shared)
+        v = (const char *)arena_intern(t, value, len);
+    else
+        v = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
     if (t->xattr_count == t->xattr_cap) {
         t->xattr_cap = t->xattr_cap ? t->xattr_cap * 2 : 64;
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_cap, sizeof *t->xattrs);
     }
-    mfs_xattr *x = &t->xattrs[t->xattr_count++];
-    x->node = node;
-    x->name = name;
-    if (shared)
-        x->value = (char *)(uintptr_t)arena_intern(t, value, len);
-    else
-        x->value = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
-    x->len = len;
+    uint32_t stored = len >= MFS_XATTR_LONG ? MFS_XATTR_LONG : (uint32_t)len;
+    t->xattrs[t->xattr_count++] = (mfs_xattr){ v, node, stored << 8 | id };
 }
 
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
@@ -293,7 +324,9 @@ void *mfs_tree_own(mfs_tree *t, void *p)
     return p;
 }
 
-static _Thread_local const mfs_tree *sort_tree;  /* qsort has no context argument in C11 */
+/* qsort has no context argument in C11 */
+static _Thread_local const mfs_tree *sort_tree;
+static _Thread_local const uint8_t *sort_rank;  /* xattr name id -> place in strcmp order */
 
 static int cmp_child(const void *a, const void *b)
 {
@@ -304,12 +337,26 @@ static int cmp_child(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* By node, then by name (bytewise): names are ranked once, see rank_names. */
 static int cmp_xattr(const void *a, const void *b)
 {
     const mfs_xattr *x = a, *y = b;
     if (x->node != y->node)
         return x->node < y->node ? -1 : 1;
-    return strcmp(x->name, y->name);
+    uint8_t rx = sort_rank[x->len_name & 0xffu], ry = sort_rank[y->len_name & 0xffu];
+    return rx < ry ? -1 : rx > ry;
+}
+
+/* rank[id]: the place of name `id` among the tree's names in strcmp
+ * order. Names are distinct strings, so ranks order as strcmp does. */
+static void rank_names(const mfs_tree *t, uint8_t *rank)
+{
+    for (uint32_t i = 0; i < t->xattr_name_count; i++) {
+        uint32_t r = 0;
+        for (uint32_t j = 0; j < t->xattr_name_count; j++)
+            r += strcmp(t->xattr_names[j], t->xattr_names[i]) < 0;
+        rank[i] = (uint8_t)r;
+    }
 }
 
 void mfs_tree_mark_summed(mfs_tree *t, uint32_t node)
@@ -451,8 +498,12 @@ void mfs_tree_finish(mfs_tree *t)
         if (child->kind == MFS_NODE_DIR)
             p->subdirs++;
     }
+    uint8_t rank[MFS_XATTR_NAMES_MAX];
+    rank_names(t, rank);
+    sort_rank = rank;
     if (t->xattr_count > 0)  /* qsort's pointer must not be NULL, even for 0 */
         qsort(t->xattrs, t->xattr_count, sizeof *t->xattrs, cmp_xattr);
+    sort_rank = NULL;
     for (uint32_t i = 0; i < t->xattr_count; i++) {
         mfs_node *p = &t->nodes[t->xattrs[i].node];
         if (p->xattr_count++ == 0)

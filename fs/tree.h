@@ -26,12 +26,20 @@
 
 typedef enum mfs_kind { MFS_NODE_DIR, MFS_NODE_FILE } mfs_kind;
 
+/* Four per tensor, so kept to 16 bytes: the name is a small id into the
+ * tree's table (a model uses a handful of names), and the length shares a
+ * word with it (mfs_xattr_name, mfs_xattr_len). */
 typedef struct mfs_xattr {
+    const char *value;      /* not NUL-terminated in general */
     uint32_t node;
-    const char *name;       /* "user.modelfs.dtype": a static string */
-    char *value;            /* not NUL-terminated in general */
-    size_t len;
+    uint32_t len_name;      /* length << 8 | name id; MFS_XATTR_LONG: see mfs_xattr_len */
 } mfs_xattr;
+
+_Static_assert(sizeof(mfs_xattr) <= 16, "an xattr is kept in 16 bytes");
+
+#define MFS_XATTR_NAMES_MAX 256u
+/* A length of this or more is kept in the 8 bytes before the value. */
+#define MFS_XATTR_LONG 0xffffffu
 
 /* A file whose bytes are not simply a slice that is always good: a
  * compressed zip member decoded on first use, a file fetched from elsewhere,
@@ -106,6 +114,8 @@ typedef struct mfs_tree {
     uint32_t *children;     /* per directory, sorted by name (bytewise) */
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
+    const char **xattr_names;   /* by id: the strings loaders passed */
+    uint32_t xattr_name_count;
     mfs_table names;        /* (parent, name) -> node index */
     mfs_table interned;     /* bytes -> index in `pieces` (until finish) */
     struct mfs_piece { const uint8_t *p; size_t len; } *pieces;
@@ -157,7 +167,8 @@ uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);
 
 /* Copies the value; `name` must be a string that outlives the tree (a
- * literal): every tensor has the same few names. */
+ * literal): every tensor has the same few names, at most
+ * MFS_XATTR_NAMES_MAX distinct ones per tree (more are not added). */
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
                         size_t len);
 
@@ -201,6 +212,22 @@ char *mfs_tree_path_try(const mfs_tree *t, uint32_t node);
 static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
 {
     return i < t->count ? &t->nodes[i] : NULL;
+}
+
+static inline const char *mfs_xattr_name(const mfs_tree *t, const mfs_xattr *x)
+{
+    uint32_t id = x->len_name & 0xffu;
+    return id < t->xattr_name_count ? t->xattr_names[id] : "";
+}
+
+static inline size_t mfs_xattr_len(const mfs_xattr *x)
+{
+    uint32_t len = x->len_name >> 8;
+    if (len < MFS_XATTR_LONG)
+        return len;
+    uint64_t long_len;
+    memcpy(&long_len, x->value - sizeof long_len, sizeof long_len);
+    return (size_t)long_len;
 }
 
 /* How many bytes of a file are its own `data` (all of them but a body's;

@@ -700,7 +700,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static bool xattr_fits(const mfs_xattr *x)
 {
-    return x->len <= MFS_XATTR_MAX;
+    return mfs_xattr_len(x) <= MFS_XATTR_MAX;
 }
 
 #define MFS_XATTR_SHA256 "user.modelfs.sha256"
@@ -713,7 +713,8 @@ static bool computed_sha256(const mfs_volume *fs, const mfs_node *n)
     if (!n->summed)
         return false;
     for (uint32_t i = 0; i < n->xattr_count; i++)
-        if (strcmp(fs->tree->xattrs[n->xattr_first + i].name, MFS_XATTR_SHA256) == 0)
+        if (strcmp(mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i]),
+                   MFS_XATTR_SHA256) == 0)
             return false;
     return true;
 }
@@ -751,14 +752,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
     }
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
-        if (strcmp(x->name, name) != 0 || !xattr_fits(x))
+        if (strcmp(mfs_xattr_name(fs->tree, x), name) != 0 || !xattr_fits(x))
             continue;
+        size_t len = mfs_xattr_len(x);
         if (size == 0)
-            fuse_reply_xattr(req, x->len);
-        else if (size < x->len)
+            fuse_reply_xattr(req, len);
+        else if (size < len)
             fuse_reply_err(req, ERANGE);
         else
-            fuse_reply_buf(req, x->value, x->len);
+            fuse_reply_buf(req, x->value, len);
         return;
     }
     fuse_reply_err(req, ENODATA);
@@ -773,7 +775,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     size_t total = 0;
     for (uint32_t i = 0; i < n->xattr_count; i++)
         if (xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
-            total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
+            total += strlen(mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i])) + 1;
     bool sha = computed_sha256(fs, n);
     if (sha)
         total += sizeof MFS_XATTR_SHA256;
@@ -794,7 +796,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         if (!xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
             continue;
-        const char *xn = fs->tree->xattrs[n->xattr_first + i].name;
+        const char *xn = mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i]);
         size_t len = strlen(xn) + 1;
         memcpy(buf + at, xn, len);
         at += len;

@@ -64,7 +64,7 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
                 mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
-            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
+            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, mfs_xattr_len(&tree.xattrs[i]));
     } else if (e.code == MFS_OK || e.msg[0] == '\0') {
         abort();  /* a failure must always say why */
     }

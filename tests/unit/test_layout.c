@@ -267,6 +267,60 @@ static void test_large_documents(void)
     mfs_tree_destroy(&t);
 }
 
+/* The xattr of `node` called `name`, or NULL. */
+static const mfs_xattr *xattr_of(const mfs_tree *t, uint32_t node, const char *name)
+{
+    const mfs_node *n = mfs_tree_node(t, node);
+    for (uint32_t i = 0; n != NULL && i < n->xattr_count; i++)
+        if (strcmp(mfs_xattr_name(t, &t->xattrs[n->xattr_first + i]), name) == 0)
+            return &t->xattrs[n->xattr_first + i];
+    return NULL;
+}
+
+static bool xattr_is(const mfs_tree *t, uint32_t node, const char *name, const void *v, size_t len)
+{
+    const mfs_xattr *x = xattr_of(t, node, name);
+    return x != NULL && mfs_xattr_len(x) == len && memcmp(x->value, v, len) == 0;
+}
+
+static void test_xattrs(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    uint32_t a = mfs_tree_add(&t, MFS_ROOT, "a", MFS_NODE_FILE, NULL, 0);
+    uint32_t b = mfs_tree_add(&t, MFS_ROOT, "b", MFS_NODE_FILE, NULL, 0);
+    /* Added out of order, names from other copies of the same literal. */
+    char zname[] = "user.z", aname[] = "user.a";
+    mfs_tree_add_xattr(&t, b, "user.z", "bz", 2);
+    mfs_tree_add_xattr(&t, a, zname, "az", 2);
+    mfs_tree_add_xattr(&t, a, aname, "", 0);
+    mfs_tree_add_xattr_shared(&t, b, "user.a", "ba", 2);
+    mfs_tree_add_xattr(&t, MFS_NONE, "user.a", "x", 1);  /* refused node: ignored */
+    /* Too long for the length bits: kept whole, copied or shared. */
+    size_t big = (size_t)MFS_XATTR_LONG + 5;
+    char *v = malloc(big);
+    CHECK(v != NULL);
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < big; i++)
+        v[i] = (char)(i * 7);
+    mfs_tree_add_xattr(&t, a, "user.long", v, big);
+    mfs_tree_add_xattr_shared(&t, b, "user.long", v, big - 1);
+    mfs_tree_finish(&t);
+    CHECK(t.xattr_count == 6);
+    CHECK(t.nodes[a].xattr_count == 3 && t.nodes[b].xattr_count == 3);
+    const char *order[] = { "user.a", "user.long", "user.z" };
+    for (uint32_t i = 0; i < 3; i++) {
+        CHECK(strcmp(mfs_xattr_name(&t, &t.xattrs[t.nodes[a].xattr_first + i]), order[i]) == 0);
+        CHECK(strcmp(mfs_xattr_name(&t, &t.xattrs[t.nodes[b].xattr_first + i]), order[i]) == 0);
+    }
+    CHECK(xattr_is(&t, a, "user.a", "", 0) && xattr_is(&t, a, "user.z", "az", 2));
+    CHECK(xattr_is(&t, b, "user.a", "ba", 2) && xattr_is(&t, b, "user.z", "bz", 2));
+    CHECK(xattr_is(&t, a, "user.long", v, big) && xattr_is(&t, b, "user.long", v, big - 1));
+    free(v);
+    mfs_tree_destroy(&t);
+}
+
 int main(void)
 {
     test_large_documents();
@@ -276,5 +330,6 @@ int main(void)
     test_tree_rules();
     test_writers();
     test_sums();
+    test_xattrs();
     return unit_finish("test_layout");
 }
