@@ -263,6 +263,17 @@ static const char *long_value(mfs_tree *t, const void *value, size_t len)
     return (const char *)(p + sizeof n);
 }
 
+/* Whether `len` bytes at `value` are exactly the string `name`. Stops at
+ * the first difference or at name's end, so it never reads past either. */
+static bool is_name_bytes(const char *name, const void *value, size_t len)
+{
+    const char *v = value;
+    for (size_t i = 0; i < len; i++)
+        if (name[i] != v[i] || name[i] == '\0')
+            return false;
+    return name[len] == '\0';
+}
+
 static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value, size_t len,
                       bool shared)
 {
@@ -272,8 +283,11 @@ static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *
     if (id == MFS_NONE)
         return;
     const char *v;
+    const char *own = t->nodes[node].name;
     if (len >= MFS_XATTR_LONG)
         v = long_value(t, value, len);
+    else if (is_name_bytes(own, value, len))
+        v = own;  /* user.modelfs.name of most tensors: the name is in the arena already */
     else if (shared)
         v = (const char *)arena_intern(t, value, len);
     else

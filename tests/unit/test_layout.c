@@ -296,6 +296,13 @@ static void test_xattrs(void)
     mfs_tree_add_xattr(&t, a, aname, "", 0);
     mfs_tree_add_xattr_shared(&t, b, "user.a", "ba", 2);
     mfs_tree_add_xattr(&t, MFS_NONE, "user.a", "x", 1);  /* refused node: ignored */
+    /* A value that is the node's name points at it; one that only starts
+     * or ends like it, or goes on past it, is a copy of its own. */
+    uint32_t c = mfs_tree_add(&t, MFS_ROOT, "ccc", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_add_xattr(&t, c, "user.name", "ccc", 3);
+    mfs_tree_add_xattr(&t, c, "user.more", "ccc\0", 4);
+    mfs_tree_add_xattr(&t, c, "user.less", "cc", 2);
+    mfs_tree_add_xattr_shared(&t, c, "user.other", "ccd", 3);
     /* Too long for the length bits: kept whole, copied or shared. */
     size_t big = (size_t)MFS_XATTR_LONG + 5;
     char *v = malloc(big);
@@ -307,7 +314,13 @@ static void test_xattrs(void)
     mfs_tree_add_xattr(&t, a, "user.long", v, big);
     mfs_tree_add_xattr_shared(&t, b, "user.long", v, big - 1);
     mfs_tree_finish(&t);
-    CHECK(t.xattr_count == 6);
+    CHECK(t.xattr_count == 10);
+    const mfs_xattr *xn = xattr_of(&t, c, "user.name");
+    CHECK(xn != NULL && xn->value == t.nodes[c].name && mfs_xattr_len(xn) == 3);
+    CHECK(xattr_is(&t, c, "user.more", "ccc\0", 4) && xattr_is(&t, c, "user.less", "cc", 2));
+    CHECK(xattr_is(&t, c, "user.other", "ccd", 3));
+    const mfs_xattr *xm = xattr_of(&t, c, "user.more");
+    CHECK(xm != NULL && xm->value != t.nodes[c].name);
     CHECK(t.nodes[a].xattr_count == 3 && t.nodes[b].xattr_count == 3);
     const char *order[] = { "user.a", "user.long", "user.z" };
     for (uint32_t i = 0; i < 3; i++) {
