@@ -373,6 +373,46 @@ static void rank_names(const mfs_tree *t, uint8_t *rank)
     }
 }
 
+#define XATTR_RUN_SHORT 16  /* a node's xattrs: insertion sort up to this many */
+
+/* One node's xattrs: a few, so a plain insertion sort (stable, as the
+ * sort of them all is in glibc). */
+static void sort_run(mfs_xattr *x, uint32_t n)
+{
+    if (n > XATTR_RUN_SHORT) {
+        qsort(x, n, sizeof *x, cmp_xattr);
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        mfs_xattr v = x[i];
+        uint32_t j = i;
+        for (; j > 0 && cmp_xattr(&x[j - 1], &v) > 0; j--)
+            x[j] = x[j - 1];
+        x[j] = v;
+    }
+}
+
+/* In cmp_xattr's order. Loaders add a node's xattrs together, node after
+ * node, each in an order of its own (name, dtype, shape, offset): when one
+ * pass finds the nodes in order, only each node's few need sorting, not
+ * millions at once (that sort was a tenth of a large load). */
+static void sort_xattrs(mfs_tree *t)
+{
+    mfs_xattr *x = t->xattrs;
+    uint32_t n = t->xattr_count;
+    for (uint32_t i = 1; i < n; i++) {
+        if (x[i - 1].node > x[i].node) {
+            qsort(x, n, sizeof *x, cmp_xattr);
+            return;
+        }
+    }
+    for (uint32_t lo = 0, hi; lo < n; lo = hi) {
+        for (hi = lo + 1; hi < n && x[hi].node == x[lo].node; hi++)
+            ;
+        sort_run(x + lo, hi - lo);
+    }
+}
+
 void mfs_tree_mark_summed(mfs_tree *t, uint32_t node)
 {
     if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE && !t->nodes[node].sums)
@@ -515,8 +555,7 @@ void mfs_tree_finish(mfs_tree *t)
     uint8_t rank[MFS_XATTR_NAMES_MAX];
     rank_names(t, rank);
     sort_rank = rank;
-    if (t->xattr_count > 0)  /* qsort's pointer must not be NULL, even for 0 */
-        qsort(t->xattrs, t->xattr_count, sizeof *t->xattrs, cmp_xattr);
+    sort_xattrs(t);
     sort_rank = NULL;
     for (uint32_t i = 0; i < t->xattr_count; i++) {
         mfs_node *p = &t->nodes[t->xattrs[i].node];

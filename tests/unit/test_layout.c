@@ -334,6 +334,32 @@ static void test_xattrs(void)
     mfs_tree_destroy(&t);
 }
 
+/* Nodes in order (the sort per node), then one node with many. */
+static void test_xattr_runs(void)
+{
+    static const char *names[] = { "user.s", "user.r", "user.q", "user.p", "user.o", "user.n",
+                                   "user.m", "user.l", "user.k", "user.j", "user.i", "user.h",
+                                   "user.g", "user.f", "user.e", "user.d", "user.c", "user.b" };
+    const uint32_t nn = sizeof names / sizeof *names;
+    mfs_tree t;
+    mfs_tree_init(&t);
+    uint32_t a = mfs_tree_add(&t, MFS_ROOT, "a", MFS_NODE_FILE, NULL, 0);
+    uint32_t b = mfs_tree_add(&t, MFS_ROOT, "b", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_add_xattr(&t, a, "user.y", "1", 1);
+    mfs_tree_add_xattr(&t, a, "user.x", "2", 1);
+    mfs_tree_add_xattr(&t, a, "user.x", "3", 1);  /* the same name twice: kept in order */
+    for (uint32_t i = 0; i < nn; i++)
+        mfs_tree_add_xattr(&t, b, names[i], names[i], 6);
+    mfs_tree_finish(&t);
+    const mfs_xattr *x = &t.xattrs[t.nodes[a].xattr_first];
+    CHECK(t.nodes[a].xattr_count == 3 && t.nodes[b].xattr_count == nn);
+    CHECK(x[0].value[0] == '2' && x[1].value[0] == '3' && x[2].value[0] == '1');
+    x = &t.xattrs[t.nodes[b].xattr_first];
+    for (uint32_t i = 0; i < nn; i++)
+        CHECK(strcmp(mfs_xattr_name(&t, &x[i]), names[nn - 1 - i]) == 0);
+    mfs_tree_destroy(&t);
+}
+
 int main(void)
 {
     test_large_documents();
@@ -344,5 +370,6 @@ int main(void)
     test_writers();
     test_sums();
     test_xattrs();
+    test_xattr_runs();
     return unit_finish("test_layout");
 }
