@@ -104,6 +104,7 @@ void mfs_tree_init(mfs_tree *t)
     t->nodes[0].kind = MFS_NODE_DIR;
     t->sums.node = MFS_NONE;
     t->nodes[0].body = MFS_NONE;
+    t->nodes[0].source = MFS_NONE;
 }
 
 typedef struct mfs_tree_dtor {
@@ -133,6 +134,7 @@ void mfs_tree_destroy(mfs_tree *t)
         free(t->owned[i]);
     free(t->nodes);
     free(t->children);
+    free(t->sources);
     free(t->xattrs);
     free(t->xattr_names);
     mfs_table_free(&t->names);
@@ -143,7 +145,8 @@ void mfs_tree_destroy(mfs_tree *t)
 
 uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name)
 {
-    if (parent >= t->count)
+    /* A file has no children (and its room for them holds its bytes). */
+    if (parent >= t->count || t->nodes[parent].kind != MFS_NODE_DIR)
         return MFS_NONE;
     if (t->finished) {
         /* A directory's children are sorted by name once finished: a
@@ -186,10 +189,13 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     memset(n, 0, sizeof *n);
     n->name = arena_strdup(t, name);
     n->parent = parent;
-    n->kind = (uint8_t)kind;
-    n->data = data;
-    n->size = kind == MFS_NODE_FILE ? size : 0;
+    n->kind = kind;
+    if (kind == MFS_NODE_FILE) {  /* a directory's room there is its children's */
+        n->data = data;
+        n->size = size;
+    }
     n->body = MFS_NONE;
+    n->source = MFS_NONE;
     mfs_table_add(&t->names, h, idx);
     return idx;
 }
@@ -322,10 +328,17 @@ void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
 
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx)
 {
-    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE) {
-        t->nodes[node].ops = ops;
-        t->nodes[node].ctx = ctx;
+    if (node >= t->count || t->nodes[node].kind != MFS_NODE_FILE)
+        return;
+    mfs_node *n = &t->nodes[node];
+    if (n->source == MFS_NONE) {
+        if (t->source_count == t->source_cap) {
+            t->source_cap = t->source_cap ? t->source_cap * 2 : 16;
+            t->sources = mfs_xreallocarray(t->sources, t->source_cap, sizeof *t->sources);
+        }
+        n->source = t->source_count++;
     }
+    t->sources[n->source] = (mfs_source){ ops, ctx };
 }
 
 void *mfs_tree_own(mfs_tree *t, void *p)
@@ -570,6 +583,10 @@ void mfs_tree_finish(mfs_tree *t)
     if (t->cap > t->count) {
         t->nodes = mfs_xreallocarray(t->nodes, t->count, sizeof *t->nodes);
         t->cap = t->count;
+    }
+    if (t->source_cap > t->source_count && t->source_count > 0) {
+        t->sources = mfs_xreallocarray(t->sources, t->source_count, sizeof *t->sources);
+        t->source_cap = t->source_count;
     }
     if (t->xattr_cap > t->xattr_count && t->xattr_count > 0) {
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_count, sizeof *t->xattrs);

@@ -109,9 +109,6 @@ static double attr_timeout(const mfs_node *n)
 static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, struct stat *st)
 {
     const mfs_node *n = mfs_tree_node(fs->tree, idx);
-    uint64_t size = n->size;
-    if (n->size_unknown)
-        mfs_content_known_size(fs->content, idx, &size);
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)ino_of(fs, idx);
     st->st_uid = mt->uid;
@@ -122,6 +119,9 @@ static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, s
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 2 + n->subdirs;
     } else {
+        uint64_t size = n->size;  /* a file's only: a directory's room holds its children */
+        if (n->size_unknown)
+            mfs_content_known_size(fs->content, idx, &size);
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
         st->st_size = (off_t)size;
@@ -301,7 +301,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_open(req, fi);
         return;
     }
-    if (src->ops == NULL) {
+    if (mfs_tree_ops(fs->tree, src) == NULL) {
         /* The bytes never change while mounted: keep the page cache
          * across opens. */
         fi->keep_cache = 1;
@@ -329,8 +329,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     uint32_t idx;
     const mfs_volume *fs = vol_of(req, ino, &idx);
-    if (fs != NULL && source_of(fs, mfs_tree_node(fs->tree, idx), NULL)->ops != NULL)
-        mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
+    if (fs != NULL) {
+        const mfs_node *src = source_of(fs, mfs_tree_node(fs->tree, idx), NULL);
+        if (mfs_tree_ops(fs->tree, src) != NULL)
+            mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
+    }
     fuse_reply_err(req, 0);
 }
 
@@ -494,7 +497,7 @@ static void sums_go(sums_req *r)
                 r->len = (size_t)(s->off[r->line] - r->off);  /* a short read */
                 break;
             }
-            if (n->ops != NULL) {
+            if (mfs_tree_ops(fs->tree, n) != NULL) {
                 atomic_store(&r->phase, 0);
                 mfs_wait_init(&r->w, sums_done);  /* a new wait for each open */
                 fuse_req_interrupt_func(r->req, sums_interrupted, r);
@@ -583,7 +586,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     const mfs_node *src = source_of(fs, n, NULL);
     uint64_t hlen = src == n ? 0 : mfs_tree_head_len(fs->tree, n);
     /* Produced or checked content was referenced at open (see op_open). */
-    mfs_held *h = src->ops != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
+    mfs_held *h = mfs_tree_ops(fs->tree, src) != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
     const uint8_t *base = h ? h->data : src->data;
     uint64_t fsize = hlen + (h ? h->len : src->size);
     if (off < 0 || (uint64_t)off >= fsize) {

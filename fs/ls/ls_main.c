@@ -193,7 +193,7 @@ static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, fi
         b->data = n->data;
         b->len = n->size;
     }
-    if (n->ops == NULL)
+    if (mfs_tree_ops(t, n) == NULL)
         return true;
     b->h = mfs_content_get(content, node, NULL);
     if (b->h == NULL)
@@ -305,7 +305,7 @@ static void verify_volume(const mfs_volume *v, unsigned *checked, unsigned *fail
     mfs_content *content = v->content;
     for (uint32_t i = 0; i < t->count; i++) {
         const mfs_node *n = mfs_tree_node(t, i);
-        if (n->kind != MFS_NODE_FILE || n->ops == NULL)
+        if (n->kind != MFS_NODE_FILE || mfs_tree_ops(t, n) == NULL)
             continue;
         (*checked)++;
         mfs_held *h = mfs_content_get(content, i, NULL);

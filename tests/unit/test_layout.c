@@ -140,8 +140,23 @@ static void test_tree_rules(void)
         found += mfs_tree_lookup(&t, d, name) != MFS_NONE;
     }
     CHECK(found == 5000);
+    /* A file's bytes and a directory's children share room in a node:
+     * neither shows through the other. Sources: files only, the last one. */
+    static const mfs_source_ops ops1 = { 0 }, ops2 = { 0 };
+    int ctx = 0;
+    uint32_t g = mfs_tree_add(&t, MFS_ROOT, "g", MFS_NODE_FILE, (const uint8_t *)"xyz", 3);
+    mfs_tree_set_source(&t, g, &ops1, NULL);
+    mfs_tree_set_source(&t, g, &ops2, &ctx);
+    mfs_tree_set_source(&t, d, &ops1, &ctx);
     mfs_tree_finish(&t);
     CHECK(mfs_tree_node(&t, MFS_ROOT)->subdirs == 1);
+    const mfs_node *gn = mfs_tree_node(&t, g), *dn = mfs_tree_node(&t, d);
+    CHECK(gn->size == 3 && memcmp(gn->data, "xyz", 3) == 0);
+    CHECK(mfs_tree_lookup(&t, g, "x") == MFS_NONE && mfs_tree_lookup(&t, f, "") == MFS_NONE);
+    CHECK(dn->child_count == 5000 && dn->subdirs == 0);
+    CHECK(mfs_tree_ops(&t, gn) == &ops2 && mfs_tree_ctx(&t, gn) == &ctx);
+    CHECK(mfs_tree_ops(&t, dn) == NULL && mfs_tree_ctx(&t, dn) == NULL);
+    CHECK(mfs_tree_ops(&t, mfs_tree_node(&t, f)) == NULL && t.source_count == 1);
     mfs_tree_destroy(&t);
 }
 
@@ -240,10 +255,11 @@ static void test_large_documents(void)
     mfs_tree_finish(&t);
     for (int doc = 0; doc < 2; doc++) {
         const mfs_node *n = mfs_tree_node(&t, mfs_tree_lookup(&t, MFS_ROOT, doc ? "model.toml" : "model.json"));
-        CHECK(n->ops != NULL && n->size > (4u << 20));
+        const mfs_source_ops *ops = mfs_tree_ops(&t, n);
+        CHECK(ops != NULL && n->size > (4u << 20));
         mfs_bytes b = { 0 };
         mfs_err e = { 0 };
-        CHECK(n->ops->produce(n->ctx, NULL, &b, &e) == 0 && b.len == n->size);
+        CHECK(ops->produce(mfs_tree_ctx(&t, n), NULL, &b, &e) == 0 && b.len == n->size);
         mfs_val *v = NULL;
         if (doc == 0) {
             v = jansson_parse((const char *)b.data, b.len, "model.json");
