@@ -243,12 +243,16 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
     return cur;
 }
 
-/* The id of xattr name `name`; MFS_NONE when the table is full. The
- * same literal may have another address in another file: compared whole. */
+/* The id of xattr name `name`; MFS_NONE when the table is full. Called
+ * for every xattr: the literal's address finds it at once; the same
+ * literal may have another address in another file, so then the bytes. */
 static uint32_t xattr_name_id(mfs_tree *t, const char *name)
 {
     for (uint32_t i = 0; i < t->xattr_name_count; i++)
-        if (t->xattr_names[i] == name || strcmp(t->xattr_names[i], name) == 0)
+        if (t->xattr_names[i] == name)
+            return i;
+    for (uint32_t i = 0; i < t->xattr_name_count; i++)
+        if (strcmp(t->xattr_names[i], name) == 0)
             return i;
     if (t->xattr_name_count == MFS_XATTR_NAMES_MAX)
         return MFS_NONE;

@@ -129,7 +129,7 @@ typedef struct mfs_tree {
     mfs_node *nodes;
     uint32_t count, cap;
     uint32_t *children;     /* per directory, sorted by name (bytewise) */
-    mfs_source *sources;
+    mfs_source *sources;    /* by mfs_node.source */
     uint32_t source_count, source_cap;
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
@@ -233,12 +233,15 @@ static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
     return i < t->count ? &t->nodes[i] : NULL;
 }
 
+/* The xattr's name, as the loader passed it ("user.modelfs.dtype"). */
 static inline const char *mfs_xattr_name(const mfs_tree *t, const mfs_xattr *x)
 {
     uint32_t id = x->len_name & 0xffu;
     return id < t->xattr_name_count ? t->xattr_names[id] : "";
 }
 
+/* The value's length in bytes, whatever it is (the mount shows at most
+ * 64 KiB; modelfs-ls prints any). */
 static inline size_t mfs_xattr_len(const mfs_xattr *x)
 {
     uint32_t len = x->len_name >> 8;
