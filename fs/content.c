@@ -24,6 +24,8 @@ enum { W_NEW, W_QUEUED, W_DONE, W_CANCEL_PENDING };
 
 typedef struct slot {
     const mfs_node *node;   /* the first node with these ops and ctx */
+    const mfs_source_ops *ops;  /* its mfs_tree_ops and mfs_tree_ctx */
+    void *ctx;
     uint32_t node_index;
     uint8_t state;
     bool size_known;
@@ -82,9 +84,9 @@ uint64_t mfs_content_default_cap(void)
     return quarter > (256ull << 20) ? quarter : (256ull << 20);
 }
 
-static uint64_t key_hash(const mfs_node *n)
+static uint64_t key_hash(const mfs_source_ops *ops, void *ctx)
 {
-    return mfs_hash((uint64_t)(uintptr_t)n->ops, &n->ctx, sizeof n->ctx);
+    return mfs_hash((uint64_t)(uintptr_t)ops, &ctx, sizeof ctx);
 }
 
 typedef struct slot_key {
@@ -95,17 +97,19 @@ typedef struct slot_key {
 static bool same_source(const void *key, uint32_t s)
 {
     const slot_key *k = key;
-    const mfs_node *o = k->c->slots[s].node, *n = k->n;
+    const slot *o = &k->c->slots[s];
+    const mfs_node *n = k->n;
     /* Same source, and the same size: a node that expects other bytes (or
      * a length unknown) gets its own production. */
-    return o->ctx == n->ctx && o->ops == n->ops && o->size == n->size &&
-           o->size_unknown == n->size_unknown;
+    return o->ctx == mfs_tree_ctx(k->c->tree, n) && o->ops == mfs_tree_ops(k->c->tree, n) &&
+           o->node->size == n->size && o->node->size_unknown == n->size_unknown;
 }
 
 static uint32_t slot_of(const mfs_content *c, const mfs_node *n)
 {
     slot_key k = { c, n };
-    return mfs_table_find(&c->index, key_hash(n), same_source, &k);
+    return mfs_table_find(&c->index, key_hash(mfs_tree_ops(c->tree, n), mfs_tree_ctx(c->tree, n)),
+                          same_source, &k);
 }
 
 mfs_content_pool *mfs_content_pool_new(uint64_t cap)
@@ -161,17 +165,19 @@ mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_content_pool *pool)
     c->pool = pool;
     uint32_t with_ops = 0;
     for (uint32_t i = 0; i < t->count; i++)
-        with_ops += t->nodes[i].kind == MFS_NODE_FILE && t->nodes[i].ops != NULL;
+        with_ops += t->nodes[i].kind == MFS_NODE_FILE && mfs_tree_ops(t, &t->nodes[i]) != NULL;
     c->slots = mfs_xcalloc(with_ops ? with_ops : 1, sizeof *c->slots);
     for (uint32_t i = 0; i < t->count; i++) {
         const mfs_node *n = &t->nodes[i];
-        if (n->kind != MFS_NODE_FILE || n->ops == NULL || slot_of(c, n) != MFS_NONE)
+        if (n->kind != MFS_NODE_FILE || mfs_tree_ops(t, n) == NULL || slot_of(c, n) != MFS_NONE)
             continue;
         slot *s = &c->slots[c->nslots];
         s->node = n;
+        s->ops = mfs_tree_ops(t, n);
+        s->ctx = mfs_tree_ctx(t, n);
         s->node_index = i;
         s->prev = s->next = s->qnext = MFS_NONE;
-        mfs_table_add(&c->index, key_hash(n), c->nslots++);
+        mfs_table_add(&c->index, key_hash(s->ops, s->ctx), c->nslots++);
     }
     c->head = c->tail = c->qhead = c->qtail = MFS_NONE;
     pthread_mutex_init(&c->lock, NULL);
@@ -205,7 +211,7 @@ static mfs_held *held_new(mfs_content *c, const mfs_node *n, const mfs_bytes *b,
     if (l == NULL)
         return NULL;
     l->h.bytes = *b;
-    if (!n->ops->in_memory)
+    if (!mfs_tree_ops(c->tree, n)->in_memory)
         l->h.bytes.charge = 0;
     l->h.data = b->data;
     l->h.len = b->len;
@@ -251,8 +257,9 @@ void mfs_held_unref(mfs_held *h)
 
 bool mfs_held_valid(const mfs_held *h)
 {
-    const mfs_source_ops *ops = h->node->ops;
-    return ops->unchanged == NULL || ops->unchanged(h->node->ctx, &h->bytes);
+    const mfs_tree *t = h->c->tree;
+    const mfs_source_ops *ops = mfs_tree_ops(t, h->node);
+    return ops->unchanged == NULL || ops->unchanged(mfs_tree_ctx(t, h->node), &h->bytes);
 }
 
 /* ---- the cache ---------------------------------------------------------- */
@@ -262,7 +269,7 @@ bool mfs_held_valid(const mfs_held *h)
  * READY for good, outside the LRU list. */
 static bool in_lru(const slot *s)
 {
-    return s->node->ops->produce != NULL;
+    return s->ops->produce != NULL;
 }
 
 static void lru_unlink(mfs_content *c, uint32_t i)
@@ -377,10 +384,10 @@ static void log_node(const mfs_content *c, uint32_t node, const mfs_err *e)
 static int make(slot *s, mfs_bytes *b, mfs_err *e)
 {
     const mfs_node *n = s->node;
-    const mfs_source_ops *ops = n->ops;
+    const mfs_source_ops *ops = s->ops;
     memset(b, 0, sizeof *b);
     if (ops->produce != NULL) {
-        if (ops->produce(n->ctx, &s->job, b, e) != 0) {
+        if (ops->produce(s->ctx, &s->job, b, e) != 0) {
             mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "cannot produce the file's bytes");
             return -1;
         }
@@ -393,7 +400,7 @@ static int make(slot *s, mfs_bytes *b, mfs_err *e)
         b->data = n->data;
         b->len = n->size;
     }
-    if (ops->verify != NULL && ops->verify(n->ctx, &s->job, b->data, b->len, e) != 0) {
+    if (ops->verify != NULL && ops->verify(s->ctx, &s->job, b->data, b->len, e) != 0) {
         mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET, "verification failed");
         goto fail;
     }
@@ -542,7 +549,7 @@ void mfs_wait_init(mfs_wait *w, void (*done)(mfs_wait *, mfs_content_status, mfs
 void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || n->kind != MFS_NODE_FILE || n->ops == NULL) {
+    if (n == NULL || n->kind != MFS_NODE_FILE || mfs_tree_ops(c->tree, n) == NULL) {
         mfs_err e = { 0 };
         mfs_fail(&e, MFS_E_INTERNAL, MFS_NO_OFFSET, "not a produced file");
         w->state = W_DONE;
@@ -579,7 +586,7 @@ void mfs_content_open(mfs_content *c, uint32_t node, mfs_wait *w)
             }
             break;
         case S_IDLE: {
-            uint64_t need = n->ops->in_memory && !n->size_unknown ? n->size : 0;
+            uint64_t need = s->ops->in_memory && !n->size_unknown ? n->size : 0;
             evict(c, need, &fl);
             if (!fits(c, need))
                 evict_others(c, need, &fl);
@@ -692,7 +699,7 @@ mfs_held *mfs_content_get(mfs_content *c, uint32_t node, mfs_err *e)
 bool mfs_content_known_size(mfs_content *c, uint32_t node, uint64_t *size)
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || n->ops == NULL)
+    if (n == NULL || mfs_tree_ops(c->tree, n) == NULL)
         return false;
     pthread_mutex_lock(&c->lock);
     uint32_t i = slot_of(c, n);
@@ -816,7 +823,8 @@ void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
 int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65])
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || mfs_sha256_hex_mapped(n->data, n->size, NULL, hex) != 0)
+    if (n == NULL || n->kind != MFS_NODE_FILE ||
+        mfs_sha256_hex_mapped(n->data, n->size, NULL, hex) != 0)
         return -1;
     mfs_content_sum_store(c, node, hex);
     return 0;
@@ -838,7 +846,7 @@ int mfs_content_sum(mfs_content *c, uint32_t node, char hex[65])
         return -1;
     if (mfs_content_sum_cached(c, node, hex))
         return 0;
-    if (n->ops == NULL)
+    if (mfs_tree_ops(c->tree, n) == NULL)
         return mfs_content_sum_plain(c, node, hex);
     mfs_held *h = mfs_content_get(c, node, NULL);
     if (h == NULL)

@@ -104,6 +104,7 @@ void mfs_tree_init(mfs_tree *t)
     t->nodes[0].kind = MFS_NODE_DIR;
     t->sums.node = MFS_NONE;
     t->nodes[0].body = MFS_NONE;
+    t->nodes[0].source = MFS_NONE;
 }
 
 typedef struct mfs_tree_dtor {
@@ -133,7 +134,9 @@ void mfs_tree_destroy(mfs_tree *t)
         free(t->owned[i]);
     free(t->nodes);
     free(t->children);
+    free(t->sources);
     free(t->xattrs);
+    free(t->xattr_names);
     mfs_table_free(&t->names);
     forget_pieces(t);
     free(t->owned);
@@ -142,7 +145,8 @@ void mfs_tree_destroy(mfs_tree *t)
 
 uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name)
 {
-    if (parent >= t->count)
+    /* A file has no children (and its room for them holds its bytes). */
+    if (parent >= t->count || t->nodes[parent].kind != MFS_NODE_DIR)
         return MFS_NONE;
     if (t->finished) {
         /* A directory's children are sorted by name once finished: a
@@ -185,10 +189,13 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     memset(n, 0, sizeof *n);
     n->name = arena_strdup(t, name);
     n->parent = parent;
-    n->kind = (uint8_t)kind;
-    n->data = data;
-    n->size = kind == MFS_NODE_FILE ? size : 0;
+    n->kind = kind;
+    if (kind == MFS_NODE_FILE) {  /* a directory's room there is its children's */
+        n->data = data;
+        n->size = size;
+    }
     n->body = MFS_NONE;
+    n->source = MFS_NONE;
     mfs_table_add(&t->names, h, idx);
     return idx;
 }
@@ -236,23 +243,71 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
     return cur;
 }
 
+/* The id of xattr name `name`; MFS_NONE when the table is full. Called
+ * for every xattr: the literal's address finds it at once; the same
+ * literal may have another address in another file, so then the bytes. */
+static uint32_t xattr_name_id(mfs_tree *t, const char *name)
+{
+    for (uint32_t i = 0; i < t->xattr_name_count; i++)
+        if (t->xattr_names[i] == name)
+            return i;
+    for (uint32_t i = 0; i < t->xattr_name_count; i++)
+        if (strcmp(t->xattr_names[i], name) == 0)
+            return i;
+    if (t->xattr_name_count == MFS_XATTR_NAMES_MAX)
+        return MFS_NONE;
+    t->xattr_names = mfs_xreallocarray(t->xattr_names, t->xattr_name_count + 1,
+                                       sizeof *t->xattr_names);
+    t->xattr_names[t->xattr_name_count] = name;
+    return t->xattr_name_count++;
+}
+
+/* A value too long for mfs_xattr's length bits: its length goes first
+ * (read by mfs_xattr_len). Not interned: none is that common. */
+static const char *long_value(mfs_tree *t, const void *value, size_t len)
+{
+    uint64_t n = len;
+    uint8_t *p = arena_alloc(t, sizeof n + len);
+    memcpy(p, &n, sizeof n);
+    memcpy(p + sizeof n, value, len);
+    return (const char *)(p + sizeof n);
+}
+
+/* Whether `len` bytes at `value` are exactly the string `name`. Stops at
+ * the first difference or at name's end, so it never reads past either. */
+static bool is_name_bytes(const char *name, const void *value, size_t len)
+{
+    const char *v = value;
+    for (size_t i = 0; i < len; i++)
+        if (name[i] != v[i] || name[i] == '\0')
+            return false;
+    return name[len] == '\0';
+}
+
 static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value, size_t len,
                       bool shared)
 {
     if (node >= t->count)
         return;  /* a node that was refused (MFS_NONE): like mfs_tree_set_source */
+    uint32_t id = xattr_name_id(t, name);
+    if (id == MFS_NONE)
+        return;
+    const char *v;
+    const char *own = t->nodes[node].name;
+    if (len >= MFS_XATTR_LONG)
+        v = long_value(t, value, len);
+    else if (is_name_bytes(own, value, len))
+        v = own;  /* user.modelfs.name of most tensors: the name is in the arena already */
+    else if (shared)
+        v = (const char *)arena_intern(t, value, len);
+    else
+        v = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
     if (t->xattr_count == t->xattr_cap) {
         t->xattr_cap = t->xattr_cap ? t->xattr_cap * 2 : 64;
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_cap, sizeof *t->xattrs);
     }
-    mfs_xattr *x = &t->xattrs[t->xattr_count++];
-    x->node = node;
-    x->name = name;
-    if (shared)
-        x->value = (char *)(uintptr_t)arena_intern(t, value, len);
-    else
-        x->value = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
-    x->len = len;
+    uint32_t stored = len >= MFS_XATTR_LONG ? MFS_XATTR_LONG : (uint32_t)len;
+    t->xattrs[t->xattr_count++] = (mfs_xattr){ v, node, stored << 8 | id };
 }
 
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
@@ -277,10 +332,17 @@ void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
 
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx)
 {
-    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE) {
-        t->nodes[node].ops = ops;
-        t->nodes[node].ctx = ctx;
+    if (node >= t->count || t->nodes[node].kind != MFS_NODE_FILE)
+        return;
+    mfs_node *n = &t->nodes[node];
+    if (n->source == MFS_NONE) {
+        if (t->source_count == t->source_cap) {
+            t->source_cap = t->source_cap ? t->source_cap * 2 : 16;
+            t->sources = mfs_xreallocarray(t->sources, t->source_cap, sizeof *t->sources);
+        }
+        n->source = t->source_count++;
     }
+    t->sources[n->source] = (mfs_source){ ops, ctx };
 }
 
 void *mfs_tree_own(mfs_tree *t, void *p)
@@ -293,7 +355,9 @@ void *mfs_tree_own(mfs_tree *t, void *p)
     return p;
 }
 
-static _Thread_local const mfs_tree *sort_tree;  /* qsort has no context argument in C11 */
+/* qsort has no context argument in C11 */
+static _Thread_local const mfs_tree *sort_tree;
+static _Thread_local const uint8_t *sort_rank;  /* xattr name id -> place in strcmp order */
 
 static int cmp_child(const void *a, const void *b)
 {
@@ -304,12 +368,66 @@ static int cmp_child(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* By node, then by name (bytewise): names are ranked once, see rank_names. */
 static int cmp_xattr(const void *a, const void *b)
 {
     const mfs_xattr *x = a, *y = b;
     if (x->node != y->node)
         return x->node < y->node ? -1 : 1;
-    return strcmp(x->name, y->name);
+    uint8_t rx = sort_rank[x->len_name & 0xffu], ry = sort_rank[y->len_name & 0xffu];
+    return rx < ry ? -1 : rx > ry;
+}
+
+/* rank[id]: the place of name `id` among the tree's names in strcmp
+ * order. Names are distinct strings, so ranks order as strcmp does. */
+static void rank_names(const mfs_tree *t, uint8_t *rank)
+{
+    for (uint32_t i = 0; i < t->xattr_name_count; i++) {
+        uint32_t r = 0;
+        for (uint32_t j = 0; j < t->xattr_name_count; j++)
+            r += strcmp(t->xattr_names[j], t->xattr_names[i]) < 0;
+        rank[i] = (uint8_t)r;
+    }
+}
+
+#define XATTR_RUN_SHORT 16  /* a node's xattrs: insertion sort up to this many */
+
+/* One node's xattrs: a few, so a plain insertion sort (stable, as the
+ * sort of them all is in glibc). */
+static void sort_run(mfs_xattr *x, uint32_t n)
+{
+    if (n > XATTR_RUN_SHORT) {
+        qsort(x, n, sizeof *x, cmp_xattr);
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        mfs_xattr v = x[i];
+        uint32_t j = i;
+        for (; j > 0 && cmp_xattr(&x[j - 1], &v) > 0; j--)
+            x[j] = x[j - 1];
+        x[j] = v;
+    }
+}
+
+/* In cmp_xattr's order. Loaders add a node's xattrs together, node after
+ * node, each in an order of its own (name, dtype, shape, offset): when one
+ * pass finds the nodes in order, only each node's few need sorting, not
+ * millions at once (that sort was a tenth of a large load). */
+static void sort_xattrs(mfs_tree *t)
+{
+    mfs_xattr *x = t->xattrs;
+    uint32_t n = t->xattr_count;
+    for (uint32_t i = 1; i < n; i++) {
+        if (x[i - 1].node > x[i].node) {
+            qsort(x, n, sizeof *x, cmp_xattr);
+            return;
+        }
+    }
+    for (uint32_t lo = 0, hi; lo < n; lo = hi) {
+        for (hi = lo + 1; hi < n && x[hi].node == x[lo].node; hi++)
+            ;
+        sort_run(x + lo, hi - lo);
+    }
 }
 
 void mfs_tree_mark_summed(mfs_tree *t, uint32_t node)
@@ -451,8 +569,11 @@ void mfs_tree_finish(mfs_tree *t)
         if (child->kind == MFS_NODE_DIR)
             p->subdirs++;
     }
-    if (t->xattr_count > 0)  /* qsort's pointer must not be NULL, even for 0 */
-        qsort(t->xattrs, t->xattr_count, sizeof *t->xattrs, cmp_xattr);
+    uint8_t rank[MFS_XATTR_NAMES_MAX];
+    rank_names(t, rank);
+    sort_rank = rank;
+    sort_xattrs(t);
+    sort_rank = NULL;
     for (uint32_t i = 0; i < t->xattr_count; i++) {
         mfs_node *p = &t->nodes[t->xattrs[i].node];
         if (p->xattr_count++ == 0)
@@ -466,6 +587,10 @@ void mfs_tree_finish(mfs_tree *t)
     if (t->cap > t->count) {
         t->nodes = mfs_xreallocarray(t->nodes, t->count, sizeof *t->nodes);
         t->cap = t->count;
+    }
+    if (t->source_cap > t->source_count && t->source_count > 0) {
+        t->sources = mfs_xreallocarray(t->sources, t->source_count, sizeof *t->sources);
+        t->source_cap = t->source_count;
     }
     if (t->xattr_cap > t->xattr_count && t->xattr_count > 0) {
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_count, sizeof *t->xattrs);

@@ -26,12 +26,20 @@
 
 typedef enum mfs_kind { MFS_NODE_DIR, MFS_NODE_FILE } mfs_kind;
 
+/* Four per tensor, so kept to 16 bytes: the name is a small id into the
+ * tree's table (a model uses a handful of names), and the length shares a
+ * word with it (mfs_xattr_name, mfs_xattr_len). */
 typedef struct mfs_xattr {
+    const char *value;      /* not NUL-terminated in general */
     uint32_t node;
-    const char *name;       /* "user.modelfs.dtype": a static string */
-    char *value;            /* not NUL-terminated in general */
-    size_t len;
+    uint32_t len_name;      /* length << 8 | name id; MFS_XATTR_LONG: see mfs_xattr_len */
 } mfs_xattr;
+
+_Static_assert(sizeof(mfs_xattr) <= 16, "an xattr is kept in 16 bytes");
+
+#define MFS_XATTR_NAMES_MAX 256u
+/* A length of this or more is kept in the 8 bytes before the value. */
+#define MFS_XATTR_LONG 0xffffffu
 
 /* A file whose bytes are not simply a slice that is always good: a
  * compressed zip member decoded on first use, a file fetched from elsewhere,
@@ -66,27 +74,44 @@ typedef struct mfs_source_ops {
     bool in_memory;
 } mfs_source_ops;
 
+/* Two per tensor (its file and its .npy twin), so kept to 48 bytes: the
+ * rare ops and ctx live in a side array (mfs_tree_ops, mfs_tree_ctx), and
+ * what only files use shares room with what only directories use. */
 typedef struct mfs_node {
     char *name;             /* one path component; "" for the root */
     uint32_t parent;
-    uint8_t kind;
-    bool size_unknown;          /* `size` is a placeholder: the produced bytes tell */
-    bool sums;                  /* the SHA256SUMS file: lines made on demand (mfs_tree_sums) */
-    bool summed;                /* has a line in SHA256SUMS (and the sha256 xattr) */
-    const uint8_t *data;    /* file bytes (borrowed or owned by the tree); with a
-                               body, only the head: size - body's size bytes */
-    uint64_t size;
-    uint32_t child_first;   /* into mfs_tree.children, after finish */
-    uint32_t child_count;
     uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
     uint32_t xattr_count;
-    uint32_t subdirs;       /* child directories, for st_nlink; after finish */
+    uint32_t source;        /* into mfs_tree.sources; MFS_NONE: `data` is the
+                               content, always good */
     uint32_t body;          /* MFS_NONE, or a file whose bytes follow `data`
                                (mfs_tree_add_twin): served from that file's
                                own bytes, never copied */
-    const mfs_source_ops *ops;  /* NULL: `data` is the content, always good */
-    void *ctx;                  /* for ops (owned by the tree if handed to mfs_tree_own) */
+    unsigned kind : 1;          /* mfs_kind */
+    bool size_unknown : 1;      /* `size` is a placeholder: the produced bytes tell */
+    bool sums : 1;              /* the SHA256SUMS file: lines made on demand (mfs_tree_sums) */
+    bool summed : 1;            /* has a line in SHA256SUMS (and the sha256 xattr) */
+    union {
+        struct {            /* MFS_NODE_FILE */
+            const uint8_t *data;  /* file bytes (borrowed or owned by the tree); with a
+                                     body, only the head: size - body's size bytes */
+            uint64_t size;
+        };
+        struct {            /* MFS_NODE_DIR, after finish */
+            uint32_t child_first;   /* into mfs_tree.children */
+            uint32_t child_count;
+            uint32_t subdirs;       /* child directories, for st_nlink */
+        };
+    };
 } mfs_node;
+
+_Static_assert(sizeof(mfs_node) <= 48, "a node is kept in 48 bytes");
+
+/* A node's mfs_tree_set_source. */
+typedef struct mfs_source {
+    const mfs_source_ops *ops;
+    void *ctx;              /* owned by the tree if handed to mfs_tree_own */
+} mfs_source;
 
 /* SHA256SUMS: one line per tensor file (mfs_tree_mark_summed), in tree
  * order. Every line
@@ -104,8 +129,12 @@ typedef struct mfs_tree {
     mfs_node *nodes;
     uint32_t count, cap;
     uint32_t *children;     /* per directory, sorted by name (bytewise) */
+    mfs_source *sources;    /* by mfs_node.source */
+    uint32_t source_count, source_cap;
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
+    const char **xattr_names;   /* by id: the strings loaders passed */
+    uint32_t xattr_name_count;
     mfs_table names;        /* (parent, name) -> node index */
     mfs_table interned;     /* bytes -> index in `pieces` (until finish) */
     struct mfs_piece { const uint8_t *p; size_t len; } *pieces;
@@ -157,7 +186,8 @@ uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);
 
 /* Copies the value; `name` must be a string that outlives the tree (a
- * literal): every tensor has the same few names. */
+ * literal): every tensor has the same few names, at most
+ * MFS_XATTR_NAMES_MAX distinct ones per tree (more are not added). */
 void mfs_tree_add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *value,
                         size_t len);
 
@@ -201,6 +231,38 @@ char *mfs_tree_path_try(const mfs_tree *t, uint32_t node);
 static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
 {
     return i < t->count ? &t->nodes[i] : NULL;
+}
+
+/* The xattr's name, as the loader passed it ("user.modelfs.dtype"). */
+static inline const char *mfs_xattr_name(const mfs_tree *t, const mfs_xattr *x)
+{
+    uint32_t id = x->len_name & 0xffu;
+    return id < t->xattr_name_count ? t->xattr_names[id] : "";
+}
+
+/* The value's length in bytes, whatever it is (the mount shows at most
+ * 64 KiB; modelfs-ls prints any). */
+static inline size_t mfs_xattr_len(const mfs_xattr *x)
+{
+    uint32_t len = x->len_name >> 8;
+    if (len < MFS_XATTR_LONG)
+        return len;
+    uint64_t long_len;
+    memcpy(&long_len, x->value - sizeof long_len, sizeof long_len);
+    return (size_t)long_len;
+}
+
+/* The node's source ops (see mfs_source_ops); NULL when `data` is the
+ * content, always good (and for a directory). */
+static inline const mfs_source_ops *mfs_tree_ops(const mfs_tree *t, const mfs_node *n)
+{
+    return n->source < t->source_count ? t->sources[n->source].ops : NULL;
+}
+
+/* The ctx passed with those ops; NULL when there are none. */
+static inline void *mfs_tree_ctx(const mfs_tree *t, const mfs_node *n)
+{
+    return n->source < t->source_count ? t->sources[n->source].ctx : NULL;
 }
 
 /* How many bytes of a file are its own `data` (all of them but a body's;

@@ -109,9 +109,6 @@ static double attr_timeout(const mfs_node *n)
 static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, struct stat *st)
 {
     const mfs_node *n = mfs_tree_node(fs->tree, idx);
-    uint64_t size = n->size;
-    if (n->size_unknown)
-        mfs_content_known_size(fs->content, idx, &size);
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)ino_of(fs, idx);
     st->st_uid = mt->uid;
@@ -122,6 +119,9 @@ static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, s
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 2 + n->subdirs;
     } else {
+        uint64_t size = n->size;  /* a file's only: a directory's room holds its children */
+        if (n->size_unknown)
+            mfs_content_known_size(fs->content, idx, &size);
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
         st->st_size = (off_t)size;
@@ -301,7 +301,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_open(req, fi);
         return;
     }
-    if (src->ops == NULL) {
+    if (mfs_tree_ops(fs->tree, src) == NULL) {
         /* The bytes never change while mounted: keep the page cache
          * across opens. */
         fi->keep_cache = 1;
@@ -329,8 +329,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     uint32_t idx;
     const mfs_volume *fs = vol_of(req, ino, &idx);
-    if (fs != NULL && source_of(fs, mfs_tree_node(fs->tree, idx), NULL)->ops != NULL)
-        mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
+    if (fs != NULL) {
+        const mfs_node *src = source_of(fs, mfs_tree_node(fs->tree, idx), NULL);
+        if (mfs_tree_ops(fs->tree, src) != NULL)
+            mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
+    }
     fuse_reply_err(req, 0);
 }
 
@@ -494,7 +497,7 @@ static void sums_go(sums_req *r)
                 r->len = (size_t)(s->off[r->line] - r->off);  /* a short read */
                 break;
             }
-            if (n->ops != NULL) {
+            if (mfs_tree_ops(fs->tree, n) != NULL) {
                 atomic_store(&r->phase, 0);
                 mfs_wait_init(&r->w, sums_done);  /* a new wait for each open */
                 fuse_req_interrupt_func(r->req, sums_interrupted, r);
@@ -583,7 +586,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     const mfs_node *src = source_of(fs, n, NULL);
     uint64_t hlen = src == n ? 0 : mfs_tree_head_len(fs->tree, n);
     /* Produced or checked content was referenced at open (see op_open). */
-    mfs_held *h = src->ops != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
+    mfs_held *h = mfs_tree_ops(fs->tree, src) != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
     const uint8_t *base = h ? h->data : src->data;
     uint64_t fsize = hlen + (h ? h->len : src->size);
     if (off < 0 || (uint64_t)off >= fsize) {
@@ -700,7 +703,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static bool xattr_fits(const mfs_xattr *x)
 {
-    return x->len <= MFS_XATTR_MAX;
+    return mfs_xattr_len(x) <= MFS_XATTR_MAX;
 }
 
 #define MFS_XATTR_SHA256 "user.modelfs.sha256"
@@ -713,7 +716,8 @@ static bool computed_sha256(const mfs_volume *fs, const mfs_node *n)
     if (!n->summed)
         return false;
     for (uint32_t i = 0; i < n->xattr_count; i++)
-        if (strcmp(fs->tree->xattrs[n->xattr_first + i].name, MFS_XATTR_SHA256) == 0)
+        if (strcmp(mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i]),
+                   MFS_XATTR_SHA256) == 0)
             return false;
     return true;
 }
@@ -751,14 +755,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
     }
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
-        if (strcmp(x->name, name) != 0 || !xattr_fits(x))
+        if (strcmp(mfs_xattr_name(fs->tree, x), name) != 0 || !xattr_fits(x))
             continue;
+        size_t len = mfs_xattr_len(x);
         if (size == 0)
-            fuse_reply_xattr(req, x->len);
-        else if (size < x->len)
+            fuse_reply_xattr(req, len);
+        else if (size < len)
             fuse_reply_err(req, ERANGE);
         else
-            fuse_reply_buf(req, x->value, x->len);
+            fuse_reply_buf(req, x->value, len);
         return;
     }
     fuse_reply_err(req, ENODATA);
@@ -773,7 +778,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     size_t total = 0;
     for (uint32_t i = 0; i < n->xattr_count; i++)
         if (xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
-            total += strlen(fs->tree->xattrs[n->xattr_first + i].name) + 1;
+            total += strlen(mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i])) + 1;
     bool sha = computed_sha256(fs, n);
     if (sha)
         total += sizeof MFS_XATTR_SHA256;
@@ -794,7 +799,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     for (uint32_t i = 0; i < n->xattr_count; i++) {
         if (!xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
             continue;
-        const char *xn = fs->tree->xattrs[n->xattr_first + i].name;
+        const char *xn = mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i]);
         size_t len = strlen(xn) + 1;
         memcpy(buf + at, xn, len);
         at += len;

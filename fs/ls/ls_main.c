@@ -193,7 +193,7 @@ static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, fi
         b->data = n->data;
         b->len = n->size;
     }
-    if (n->ops == NULL)
+    if (mfs_tree_ops(t, n) == NULL)
         return true;
     b->h = mfs_content_get(content, node, NULL);
     if (b->h == NULL)
@@ -209,15 +209,16 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
     if (xattrs) {
         for (uint32_t i = 0; i < n->xattr_count; i++) {
             const mfs_xattr *x = &t->xattrs[n->xattr_first + i];
-            printf("%s=", x->name);
-            fwrite(x->value, 1, x->len, stdout);
+            printf("%s=", mfs_xattr_name(t, x));
+            fwrite(x->value, 1, mfs_xattr_len(x), stdout);
             putchar('\n');
         }
         /* As the mount answers it: made on request, unless the tree has
          * one (a carton file's MANIFEST sha256). */
         bool listed = n->summed;
         for (uint32_t i = 0; listed && i < n->xattr_count; i++)
-            listed = strcmp(t->xattrs[n->xattr_first + i].name, "user.modelfs.sha256") != 0;
+            listed = strcmp(mfs_xattr_name(t, &t->xattrs[n->xattr_first + i]),
+                            "user.modelfs.sha256") != 0;
         if (listed) {
             char hex[MFS_SHA256_HEX];
             if (mfs_content_sum(content, node, hex) != 0)
@@ -304,7 +305,7 @@ static void verify_volume(const mfs_volume *v, unsigned *checked, unsigned *fail
     mfs_content *content = v->content;
     for (uint32_t i = 0; i < t->count; i++) {
         const mfs_node *n = mfs_tree_node(t, i);
-        if (n->kind != MFS_NODE_FILE || n->ops == NULL)
+        if (n->kind != MFS_NODE_FILE || mfs_tree_ops(t, n) == NULL)
             continue;
         (*checked)++;
         mfs_held *h = mfs_content_get(content, i, NULL);

@@ -17,15 +17,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_DECODE_MAX (64u << 20)
 
 /* What fs/content.c does on first open, without its cache or its log. */
-static void open_once(const mfs_node *n)
+static void open_once(const mfs_tree *t, const mfs_node *n)
 {
     mfs_err why = { 0 };
     mfs_bytes b = { 0 };
     const uint8_t *d = n->data;
-    if (n->ops->produce != NULL) {
+    const mfs_source_ops *ops = mfs_tree_ops(t, n);
+    void *ctx = mfs_tree_ctx(t, n);
+    if (ops->produce != NULL) {
         if (n->size > FUZZ_DECODE_MAX)
             return;
-        if (n->ops->produce(n->ctx, NULL, &b, &why) != 0) {
+        if (ops->produce(ctx, NULL, &b, &why) != 0) {
             if (why.code == MFS_OK || why.msg[0] == '\0')
                 abort();  /* a failure must say why */
             return;
@@ -36,8 +38,8 @@ static void open_once(const mfs_node *n)
     } else {
         mfs_fuzz_touch(d, n->size);
     }
-    if (n->ops->verify != NULL && (b.len == n->size || n->ops->produce == NULL))
-        (void)n->ops->verify(n->ctx, NULL, d, n->size, &why);
+    if (ops->verify != NULL && (b.len == n->size || ops->produce == NULL))
+        (void)ops->verify(ctx, NULL, d, n->size, &why);
     if (b.release != NULL)
         b.release(&b);
 }

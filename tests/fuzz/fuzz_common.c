@@ -14,17 +14,18 @@ void mfs_fuzz_touch(const uint8_t *p, uint64_t n)
     sink ^= acc;
 }
 
-void mfs_fuzz_produce(const mfs_node *n, uint64_t max)
+void mfs_fuzz_produce(const mfs_tree *t, const mfs_node *n, uint64_t max)
 {
     mfs_err why = { 0 };
     mfs_bytes b = { 0 };
-    if (n->ops->produce == NULL) {
+    const mfs_source_ops *ops = mfs_tree_ops(t, n);
+    if (ops->produce == NULL) {
         mfs_fuzz_touch(n->data, n->size);
         return;
     }
     if (n->size > max)
         return;  /* allocating it only measures the machine */
-    if (n->ops->produce(n->ctx, NULL, &b, &why) != 0) {
+    if (ops->produce(mfs_tree_ctx(t, n), NULL, &b, &why) != 0) {
         if (why.code == MFS_OK || why.msg[0] == '\0')
             abort();  /* a failure must say why */
         return;
@@ -42,7 +43,7 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
 }
 
 int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
-                      void (*open_once)(const mfs_node *n))
+                      void (*open_once)(const mfs_tree *t, const mfs_node *n))
 {
     mfs_span file = { data, size, 0 };
     (void)f->probe(file);
@@ -58,13 +59,13 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
             const mfs_node *n = mfs_tree_node(&tree, i);
             if (n->kind != MFS_NODE_FILE)
                 continue;
-            if (n->ops != NULL && open_once != NULL)
-                open_once(n);
+            if (mfs_tree_ops(&tree, n) != NULL && open_once != NULL)
+                open_once(&tree, n);
             else
                 mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
         for (uint32_t i = 0; i < tree.xattr_count; i++)
-            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, tree.xattrs[i].len);
+            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, mfs_xattr_len(&tree.xattrs[i]));
     } else if (e.code == MFS_OK || e.msg[0] == '\0') {
         abort();  /* a failure must always say why */
     }

@@ -18,10 +18,10 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size);
  * (unless it declares more than `max`), which must then be exactly its
  * size, and read every byte; a failure must say why. A node with nothing
  * to produce has its slice read. */
-void mfs_fuzz_produce(const mfs_node *n, uint64_t max);
+void mfs_fuzz_produce(const mfs_tree *t, const mfs_node *n, uint64_t max);
 
 int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
-                      void (*open_once)(const mfs_node *n));
+                      void (*open_once)(const mfs_tree *t, const mfs_node *n));
 
 /* Reads every byte (so that ASan sees a slice that strays outside). */
 void mfs_fuzz_touch(const uint8_t *p, uint64_t n);

@@ -13,9 +13,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_DECODE_MAX (64u << 20)
 
-static void open_once(const mfs_node *n)
+static void open_once(const mfs_tree *t, const mfs_node *n)
 {
-    mfs_fuzz_produce(n, FUZZ_DECODE_MAX);
+    mfs_fuzz_produce(t, n, FUZZ_DECODE_MAX);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

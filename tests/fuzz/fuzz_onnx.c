@@ -11,9 +11,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void open_once(const mfs_node *n)
+static void open_once(const mfs_tree *t, const mfs_node *n)
 {
-    mfs_fuzz_produce(n, UINT64_MAX);
+    mfs_fuzz_produce(t, n, UINT64_MAX);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

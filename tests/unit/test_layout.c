@@ -140,8 +140,23 @@ static void test_tree_rules(void)
         found += mfs_tree_lookup(&t, d, name) != MFS_NONE;
     }
     CHECK(found == 5000);
+    /* A file's bytes and a directory's children share room in a node:
+     * neither shows through the other. Sources: files only, the last one. */
+    static const mfs_source_ops ops1 = { 0 }, ops2 = { 0 };
+    int ctx = 0;
+    uint32_t g = mfs_tree_add(&t, MFS_ROOT, "g", MFS_NODE_FILE, (const uint8_t *)"xyz", 3);
+    mfs_tree_set_source(&t, g, &ops1, NULL);
+    mfs_tree_set_source(&t, g, &ops2, &ctx);
+    mfs_tree_set_source(&t, d, &ops1, &ctx);
     mfs_tree_finish(&t);
     CHECK(mfs_tree_node(&t, MFS_ROOT)->subdirs == 1);
+    const mfs_node *gn = mfs_tree_node(&t, g), *dn = mfs_tree_node(&t, d);
+    CHECK(gn->size == 3 && memcmp(gn->data, "xyz", 3) == 0);
+    CHECK(mfs_tree_lookup(&t, g, "x") == MFS_NONE && mfs_tree_lookup(&t, f, "") == MFS_NONE);
+    CHECK(dn->child_count == 5000 && dn->subdirs == 0);
+    CHECK(mfs_tree_ops(&t, gn) == &ops2 && mfs_tree_ctx(&t, gn) == &ctx);
+    CHECK(mfs_tree_ops(&t, dn) == NULL && mfs_tree_ctx(&t, dn) == NULL);
+    CHECK(mfs_tree_ops(&t, mfs_tree_node(&t, f)) == NULL && t.source_count == 1);
     mfs_tree_destroy(&t);
 }
 
@@ -240,10 +255,11 @@ static void test_large_documents(void)
     mfs_tree_finish(&t);
     for (int doc = 0; doc < 2; doc++) {
         const mfs_node *n = mfs_tree_node(&t, mfs_tree_lookup(&t, MFS_ROOT, doc ? "model.toml" : "model.json"));
-        CHECK(n->ops != NULL && n->size > (4u << 20));
+        const mfs_source_ops *ops = mfs_tree_ops(&t, n);
+        CHECK(ops != NULL && n->size > (4u << 20));
         mfs_bytes b = { 0 };
         mfs_err e = { 0 };
-        CHECK(n->ops->produce(n->ctx, NULL, &b, &e) == 0 && b.len == n->size);
+        CHECK(ops->produce(mfs_tree_ctx(&t, n), NULL, &b, &e) == 0 && b.len == n->size);
         mfs_val *v = NULL;
         if (doc == 0) {
             v = jansson_parse((const char *)b.data, b.len, "model.json");
@@ -267,6 +283,99 @@ static void test_large_documents(void)
     mfs_tree_destroy(&t);
 }
 
+/* The xattr of `node` called `name`, or NULL. */
+static const mfs_xattr *xattr_of(const mfs_tree *t, uint32_t node, const char *name)
+{
+    const mfs_node *n = mfs_tree_node(t, node);
+    for (uint32_t i = 0; n != NULL && i < n->xattr_count; i++)
+        if (strcmp(mfs_xattr_name(t, &t->xattrs[n->xattr_first + i]), name) == 0)
+            return &t->xattrs[n->xattr_first + i];
+    return NULL;
+}
+
+static bool xattr_is(const mfs_tree *t, uint32_t node, const char *name, const void *v, size_t len)
+{
+    const mfs_xattr *x = xattr_of(t, node, name);
+    return x != NULL && mfs_xattr_len(x) == len && memcmp(x->value, v, len) == 0;
+}
+
+static void test_xattrs(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    uint32_t a = mfs_tree_add(&t, MFS_ROOT, "a", MFS_NODE_FILE, NULL, 0);
+    uint32_t b = mfs_tree_add(&t, MFS_ROOT, "b", MFS_NODE_FILE, NULL, 0);
+    /* Added out of order, names from other copies of the same literal. */
+    char zname[] = "user.z", aname[] = "user.a";
+    mfs_tree_add_xattr(&t, b, "user.z", "bz", 2);
+    mfs_tree_add_xattr(&t, a, zname, "az", 2);
+    mfs_tree_add_xattr(&t, a, aname, "", 0);
+    mfs_tree_add_xattr_shared(&t, b, "user.a", "ba", 2);
+    mfs_tree_add_xattr(&t, MFS_NONE, "user.a", "x", 1);  /* refused node: ignored */
+    /* A value that is the node's name points at it; one that only starts
+     * or ends like it, or goes on past it, is a copy of its own. */
+    uint32_t c = mfs_tree_add(&t, MFS_ROOT, "ccc", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_add_xattr(&t, c, "user.name", "ccc", 3);
+    mfs_tree_add_xattr(&t, c, "user.more", "ccc\0", 4);
+    mfs_tree_add_xattr(&t, c, "user.less", "cc", 2);
+    mfs_tree_add_xattr_shared(&t, c, "user.other", "ccd", 3);
+    /* Too long for the length bits: kept whole, copied or shared. */
+    size_t big = (size_t)MFS_XATTR_LONG + 5;
+    char *v = malloc(big);
+    CHECK(v != NULL);
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < big; i++)
+        v[i] = (char)(i * 7);
+    mfs_tree_add_xattr(&t, a, "user.long", v, big);
+    mfs_tree_add_xattr_shared(&t, b, "user.long", v, big - 1);
+    mfs_tree_finish(&t);
+    CHECK(t.xattr_count == 10);
+    const mfs_xattr *xn = xattr_of(&t, c, "user.name");
+    CHECK(xn != NULL && xn->value == t.nodes[c].name && mfs_xattr_len(xn) == 3);
+    CHECK(xattr_is(&t, c, "user.more", "ccc\0", 4) && xattr_is(&t, c, "user.less", "cc", 2));
+    CHECK(xattr_is(&t, c, "user.other", "ccd", 3));
+    const mfs_xattr *xm = xattr_of(&t, c, "user.more");
+    CHECK(xm != NULL && xm->value != t.nodes[c].name);
+    CHECK(t.nodes[a].xattr_count == 3 && t.nodes[b].xattr_count == 3);
+    const char *order[] = { "user.a", "user.long", "user.z" };
+    for (uint32_t i = 0; i < 3; i++) {
+        CHECK(strcmp(mfs_xattr_name(&t, &t.xattrs[t.nodes[a].xattr_first + i]), order[i]) == 0);
+        CHECK(strcmp(mfs_xattr_name(&t, &t.xattrs[t.nodes[b].xattr_first + i]), order[i]) == 0);
+    }
+    CHECK(xattr_is(&t, a, "user.a", "", 0) && xattr_is(&t, a, "user.z", "az", 2));
+    CHECK(xattr_is(&t, b, "user.a", "ba", 2) && xattr_is(&t, b, "user.z", "bz", 2));
+    CHECK(xattr_is(&t, a, "user.long", v, big) && xattr_is(&t, b, "user.long", v, big - 1));
+    free(v);
+    mfs_tree_destroy(&t);
+}
+
+/* Nodes in order (the sort per node), then one node with many. */
+static void test_xattr_runs(void)
+{
+    static const char *names[] = { "user.s", "user.r", "user.q", "user.p", "user.o", "user.n",
+                                   "user.m", "user.l", "user.k", "user.j", "user.i", "user.h",
+                                   "user.g", "user.f", "user.e", "user.d", "user.c", "user.b" };
+    const uint32_t nn = sizeof names / sizeof *names;
+    mfs_tree t;
+    mfs_tree_init(&t);
+    uint32_t a = mfs_tree_add(&t, MFS_ROOT, "a", MFS_NODE_FILE, NULL, 0);
+    uint32_t b = mfs_tree_add(&t, MFS_ROOT, "b", MFS_NODE_FILE, NULL, 0);
+    mfs_tree_add_xattr(&t, a, "user.y", "1", 1);
+    mfs_tree_add_xattr(&t, a, "user.x", "2", 1);
+    mfs_tree_add_xattr(&t, a, "user.x", "3", 1);  /* the same name twice: kept in order */
+    for (uint32_t i = 0; i < nn; i++)
+        mfs_tree_add_xattr(&t, b, names[i], names[i], 6);
+    mfs_tree_finish(&t);
+    const mfs_xattr *x = &t.xattrs[t.nodes[a].xattr_first];
+    CHECK(t.nodes[a].xattr_count == 3 && t.nodes[b].xattr_count == nn);
+    CHECK(x[0].value[0] == '2' && x[1].value[0] == '3' && x[2].value[0] == '1');
+    x = &t.xattrs[t.nodes[b].xattr_first];
+    for (uint32_t i = 0; i < nn; i++)
+        CHECK(strcmp(mfs_xattr_name(&t, &x[i]), names[nn - 1 - i]) == 0);
+    mfs_tree_destroy(&t);
+}
+
 int main(void)
 {
     test_large_documents();
@@ -276,5 +385,7 @@ int main(void)
     test_tree_rules();
     test_writers();
     test_sums();
+    test_xattrs();
+    test_xattr_runs();
     return unit_finish("test_layout");
 }
