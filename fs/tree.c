@@ -546,6 +546,37 @@ bool mfs_tree_sums_line(const mfs_tree *t, uint32_t i, const char *hex, char *ou
     return true;
 }
 
+/* Every node but the root into t->children, grouped by parent in parent
+ * order (one counting pass: nodes come in the order they were added, the
+ * parents interleaved), then each directory's children sorted by name
+ * unless they came in order already (a model's tensors often do): at a
+ * million tensors, one sort of every node by (parent, name) was a tenth
+ * of the load. */
+static void group_children(mfs_tree *t)
+{
+    uint32_t n = t->count - 1;
+    t->children = mfs_xcalloc(n ? n : 1, sizeof *t->children);
+    /* end[p]: one past p's last child once placed; p's first is end[p - 1]. */
+    uint32_t *end = mfs_xcalloc((size_t)t->count + 1, sizeof *end);
+    for (uint32_t i = 1; i < t->count; i++)
+        end[t->nodes[i].parent + 1]++;
+    for (uint32_t p = 0; p < t->count; p++)
+        end[p + 1] += end[p];
+    for (uint32_t i = 1; i < t->count; i++)
+        t->children[end[t->nodes[i].parent]++] = i;
+    sort_tree = t;
+    for (uint32_t p = 0, first = 0; p < t->count; first = end[p], p++) {
+        uint32_t k = first + 1;
+        while (k < end[p] && strcmp(t->nodes[t->children[k - 1]].name,
+                                    t->nodes[t->children[k]].name) < 0)
+            k++;
+        if (k < end[p])
+            qsort(t->children + first, end[p] - first, sizeof *t->children, cmp_child);
+    }
+    sort_tree = NULL;
+    free(end);
+}
+
 void mfs_tree_finish(mfs_tree *t)
 {
     if (t->finished)
@@ -554,13 +585,7 @@ void mfs_tree_finish(mfs_tree *t)
     /* Every node but the root, grouped by parent and sorted by name: each
      * directory's children end up contiguous. */
     uint32_t n = t->count - 1;
-    t->children = mfs_xcalloc(n ? n : 1, sizeof *t->children);
-    for (uint32_t i = 0; i < n; i++)
-        t->children[i] = i + 1;
-    sort_tree = t;
-    if (n > 0)
-        qsort(t->children, n, sizeof *t->children, cmp_child);
-    sort_tree = NULL;
+    group_children(t);
     for (uint32_t i = 0; i < n; i++) {
         const mfs_node *child = &t->nodes[t->children[i]];
         mfs_node *p = &t->nodes[child->parent];

@@ -1,6 +1,7 @@
 #include "doc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,12 +127,45 @@ void mfs_obj_reserve(mfs_val *obj, size_t n)
     }
 }
 
+/* The keys of every tensor table entry are shared, not copied: a million
+ * entries made ten million small allocations of the same few words. */
+static const char common_keys[] = "alignment\0dtype\0name\0nbytes\0npy\0npy_dtype\0offset\0"
+                                  "path\0shape\0storage";
+static const struct { unsigned short at, len; } common[] = {
+    { 0, 9 }, { 10, 5 }, { 16, 4 }, { 21, 6 }, { 28, 3 }, { 32, 9 }, { 42, 6 },
+    { 49, 4 }, { 54, 5 }, { 60, 7 },
+};
+
+static char *key_copy(const char *key, size_t klen)
+{
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+        if (common[i].len == klen && memcmp(common_keys + common[i].at, key, klen) == 0)
+            return (char *)(uintptr_t)(common_keys + common[i].at);
+    return mfs_xstrndup(key, klen);
+}
+
+static void key_free(char *k)
+{
+    uintptr_t p = (uintptr_t)k, lo = (uintptr_t)common_keys;
+    if (p < lo || p >= lo + sizeof common_keys)
+        free(k);
+}
+
+mfs_val *mfs_obj_pop(mfs_val *obj)
+{
+    if (obj == NULL || obj->type != MFS_V_OBJ || obj->u.obj.n == 0)
+        return NULL;
+    size_t i = --obj->u.obj.n;
+    key_free(obj->u.obj.keys[i]);
+    return obj->u.obj.vals[i];
+}
+
 mfs_val *mfs_obj_setn(mfs_val *obj, const char *key, size_t klen, mfs_val *v)
 {
     if (obj->u.obj.n == obj->u.obj.cap)
         mfs_obj_reserve(obj, obj->u.obj.cap ? obj->u.obj.cap * 2 : 4);
     size_t i = obj->u.obj.n++;
-    obj->u.obj.keys[i] = mfs_xstrndup(key, klen);
+    obj->u.obj.keys[i] = key_copy(key, klen);
     obj->u.obj.klens[i] = klen;
     obj->u.obj.vals[i] = v;
     return v;
@@ -234,7 +268,7 @@ void mfs_val_free(mfs_val *v)
         break;
     case MFS_V_OBJ:
         for (size_t i = 0; i < v->u.obj.n; i++) {
-            free(v->u.obj.keys[i]);
+            key_free(v->u.obj.keys[i]);
             mfs_val_free(v->u.obj.vals[i]);
         }
         free(v->u.obj.keys);

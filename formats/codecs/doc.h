@@ -87,6 +87,9 @@ mfs_val *mfs_arr_push(mfs_val *arr, mfs_val *v);
 /* Appends key -> v (taking ownership; keys are not checked for duplicates:
  * callers that need uniqueness look up first) and returns v. */
 mfs_val *mfs_obj_set(mfs_val *obj, const char *key, mfs_val *v);
+/* Takes the last key's value out of `obj` (the caller owns it) and
+ * removes the key; NULL when there is none. */
+mfs_val *mfs_obj_pop(mfs_val *obj);
 mfs_val *mfs_obj_setn(mfs_val *obj, const char *key, size_t klen, mfs_val *v);
 /* The value under `key`, or NULL. */
 mfs_val *mfs_obj_get(const mfs_val *obj, const char *key);

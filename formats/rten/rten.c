@@ -517,10 +517,7 @@ static int add_graph_json(rten_ctx *c, const mfs_fbt *graph, const mfs_val *path
         return -1;
     }
     /* gdoc holds inputs, outputs, captures and (last) subgraphs. */
-    mfs_val *subs = gdoc->u.obj.vals[gdoc->u.obj.n - 1];
-    gdoc->u.obj.vals[gdoc->u.obj.n - 1] = mfs_null();
-    free(gdoc->u.obj.keys[--gdoc->u.obj.n]);
-    mfs_val_free(gdoc->u.obj.vals[gdoc->u.obj.n]);
+    mfs_val *subs = mfs_obj_pop(gdoc);
     mfs_strbuf head = { 0 }, tail = { 0 };
     mfs_json_write(&head, gdoc);
     head.len -= 3;  /* its closing "\n}\n": the document goes on */

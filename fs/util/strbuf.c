@@ -20,15 +20,6 @@ void mfs_sb_reserve(mfs_strbuf *sb, size_t extra)
     sb->cap = cap;
 }
 
-void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n)
-{
-    mfs_sb_reserve(sb, n);
-    if (n)
-        memcpy(sb->buf + sb->len, p, n);
-    sb->len += n;
-    sb->buf[sb->len] = '\0';
-}
-
 void mfs_sb_addu(mfs_strbuf *sb, unsigned long long u)
 {
     char digits[20];

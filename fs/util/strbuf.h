@@ -12,9 +12,18 @@ typedef struct mfs_strbuf {
     size_t cap;
 } mfs_strbuf;
 
-void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n);
 /* Room for `extra` more bytes and the NUL. */
 void mfs_sb_reserve(mfs_strbuf *sb, size_t extra);
+
+static inline void mfs_sb_add(mfs_strbuf *sb, const void *p, size_t n)
+{
+    if (n >= sb->cap - sb->len)
+        mfs_sb_reserve(sb, n);
+    if (n)
+        memcpy(sb->buf + sb->len, p, n);
+    sb->len += n;
+    sb->buf[sb->len] = '\0';
+}
 
 /* Inline: the documents of a large model are mostly single characters and
  * literals, whose length the compiler then knows. */
