@@ -66,10 +66,42 @@ static bool same_piece(const void *key, uint32_t i)
 /* `len` bytes in the arena, once per distinct value while loading: the
  * headers of twins and the dtype or shape of tensors repeat across a
  * model's layers, and a million tensors would keep a million copies. */
+static const uint8_t *intern_keyed(mfs_tree *t, const void *p, size_t len);
+
+/* A cheap unkeyed hash for the recent-pieces cache in front of the keyed
+ * table: a value crafted to collide here only misses the cache and takes
+ * the keyed path, so nothing depends on it being hard to collide. */
+static size_t recent_slot(const uint8_t *p, size_t len)
+{
+    uint64_t h = len * 0x9e3779b97f4a7c15ull;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof w);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    for (; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return (size_t)(h >> 40) % MFS_TREE_RECENT;
+}
+
 static const uint8_t *arena_intern(mfs_tree *t, const void *p, size_t len)
 {
     if (len == 0)
         return arena_alloc(t, 1);
+    /* A model repeats a few headers, dtypes and shapes a million times:
+     * most are found here without the keyed hash. */
+    struct mfs_piece *r = &t->recent[recent_slot(p, len)];
+    if (r->p != NULL && r->len == len && memcmp(r->p, p, len) == 0)
+        return r->p;
+    const uint8_t *got = intern_keyed(t, p, len);
+    *r = (struct mfs_piece){ got, len };
+    return got;
+}
+
+static const uint8_t *intern_keyed(mfs_tree *t, const void *p, size_t len)
+{
     struct piece_key k = { t, p, len };
     uint64_t h = mfs_hash(0, p, len);
     uint32_t i = mfs_table_find(&t->interned, h, same_piece, &k);

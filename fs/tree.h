@@ -138,6 +138,8 @@ typedef struct mfs_tree {
     mfs_table names;        /* (parent, name) -> node index */
     mfs_table interned;     /* bytes -> index in `pieces` (until finish) */
     struct mfs_piece { const uint8_t *p; size_t len; } *pieces;
+#define MFS_TREE_RECENT 64
+    struct mfs_piece recent[MFS_TREE_RECENT];  /* pieces interned lately (tree.c) */
     uint32_t piece_count, piece_cap;
     void **owned;
     size_t owned_count, owned_cap;

@@ -1,10 +1,42 @@
 #include "json_write.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "utf8.h"
+
+static bool plain(uint8_t c)
+{
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Where the run of characters written as they are, from p[i], ends: eight
+ * bytes at a time while none is a control, non-ASCII, '"' or '\\'
+ * (bitwise tests of all eight at once), then byte by byte. */
+static size_t plain_run(const uint8_t *p, size_t i, size_t n)
+{
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w, q, b;
+        memcpy(&w, p + i, sizeof w);
+        q = w ^ (ONES * '"');
+        b = w ^ (ONES * '\\');
+        uint64_t bad = ((w - ONES * 0x20) & ~w)          /* a byte below 0x20 */
+                       | ((w + ONES * 0x01) | w)         /* 0x7f, or 0x80 and up */
+                       | ((q - ONES) & ~q)               /* '"' */
+                       | ((b - ONES) & ~b);              /* '\\' */
+        if (bad & HIGHS)
+            break;
+    }
+    while (i < n && plain(p[i]))
+        i++;
+    return i;
+}
 
 void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
 {
@@ -13,9 +45,7 @@ void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
     size_t i = 0;
     while (i < n) {
         /* A run of characters written as they are, in one copy. */
-        size_t run = i;
-        while (run < n && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' && p[run] != '\\')
-            run++;
+        size_t run = plain_run(p, i, n);
         if (run > i) {
             mfs_sb_add(sb, p + i, run - i);
             i = run;

@@ -22,7 +22,7 @@
 
 /* Entries held before they are written out: the last one stays readable
  * (mfs_model_last_entry) until the next is added. */
-#define MFS_ENTRIES_HELD 1024u
+#define MFS_ENTRIES_HELD 32u
 
 /* Where the "%~k" search for (dir, encoded name) goes on from, so that N
  * tensors with one name cost N steps, not N^2/2. */

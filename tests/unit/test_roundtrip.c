@@ -103,9 +103,48 @@ static void test_uint(void)
     mfs_sb_free(&ts);
 }
 
+/* Strings are written eight bytes at a time while no byte needs
+ * escaping: every ASCII byte and a few UTF-8 characters, at every place
+ * around those eight-byte steps, read back the same through libjansson. */
+static void test_json_strings(void)
+{
+    static const char *const utf8[] = { "\xc3\xa9", "\xe5\x90\x8d", "\xf0\x9f\x98\x80" };
+    char text[64];
+    unsigned bad = 0;
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (unsigned b = 0; b < 0x80 + 3; b++) {
+                memset(text, 'a', len);
+                size_t n = len;
+                if (b < 0x80) {
+                    text[at] = (char)b;
+                } else {
+                    const char *u = utf8[b - 0x80];
+                    size_t ul = strlen(u);
+                    memmove(text + at + ul, text + at + 1, len - at - 1);
+                    memcpy(text + at, u, ul);
+                    n = len - 1 + ul;
+                }
+                mfs_val *d = mfs_obj();
+                mfs_obj_set(d, "s", mfs_strn(text, n));
+                mfs_strbuf sb = { 0 };
+                mfs_json_write(&sb, d);
+                mfs_val *back = jansson_parse(sb.buf, sb.len, "json_write string");
+                if (back == NULL || !mfs_val_equal(d, back))
+                    bad++;
+                mfs_val_free(back);
+                mfs_val_free(d);
+                mfs_sb_free(&sb);
+            }
+        }
+    }
+    CHECK(bad == 0);
+}
+
 int main(void)
 {
     test_json();
+    test_json_strings();
     test_toml();
     test_uint();
     return unit_finish("test_roundtrip");
