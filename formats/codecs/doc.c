@@ -117,29 +117,48 @@ void mfs_arr_reserve(mfs_val *arr, size_t n)
     }
 }
 
+/* keys, klens and vals live in one block (keys is its start): one
+ * allocation per object, not three. */
 void mfs_obj_reserve(mfs_val *obj, size_t n)
 {
-    if (n > obj->u.obj.cap) {
-        obj->u.obj.keys = mfs_xreallocarray(obj->u.obj.keys, n, sizeof(char *));
-        obj->u.obj.klens = mfs_xreallocarray(obj->u.obj.klens, n, sizeof(size_t));
-        obj->u.obj.vals = mfs_xreallocarray(obj->u.obj.vals, n, sizeof(mfs_val *));
-        obj->u.obj.cap = n;
+    if (n <= obj->u.obj.cap)
+        return;
+    size_t row = sizeof(char *) + sizeof(size_t) + sizeof(mfs_val *);
+    char *block = mfs_xreallocarray(NULL, n, row);
+    char **keys = (char **)(void *)block;
+    size_t *klens = (size_t *)(void *)(block + n * sizeof(char *));
+    mfs_val **vals = (mfs_val **)(void *)(block + n * (sizeof(char *) + sizeof(size_t)));
+    size_t have = obj->u.obj.n;
+    if (have) {
+        memcpy(keys, obj->u.obj.keys, have * sizeof *keys);
+        memcpy(klens, obj->u.obj.klens, have * sizeof *klens);
+        memcpy(vals, obj->u.obj.vals, have * sizeof *vals);
     }
+    free(obj->u.obj.keys);
+    obj->u.obj.keys = keys;
+    obj->u.obj.klens = klens;
+    obj->u.obj.vals = vals;
+    obj->u.obj.cap = n;
 }
 
-/* The keys of every tensor table entry are shared, not copied: a million
- * entries made ten million small allocations of the same few words. */
-static const char common_keys[] = "alignment\0dtype\0name\0nbytes\0npy\0npy_dtype\0offset\0"
-                                  "path\0shape\0storage";
+/* The keys of every tensor table entry and graph node are shared, not
+ * copied: a million entries made ten million small allocations of the
+ * same few words. */
+static const char common_keys[] =
+    "alignment\0attrs\0dtype\0graph\0index\0inputs\0kind\0name\0"
+    "nbytes\0npy\0npy_dtype\0offset\0op\0outputs\0path\0shape\0"
+    "storage";
 static const struct { unsigned short at, len; } common[] = {
-    { 0, 9 }, { 10, 5 }, { 16, 4 }, { 21, 6 }, { 28, 3 }, { 32, 9 }, { 42, 6 },
-    { 49, 4 }, { 54, 5 }, { 60, 7 },
+    { 0, 9 }, { 10, 5 }, { 16, 5 }, { 22, 5 }, { 28, 5 }, { 34, 6 }, { 41, 4 }, { 46, 4 },
+    { 51, 6 }, { 58, 3 }, { 62, 9 }, { 72, 6 }, { 79, 2 }, { 82, 7 }, { 90, 4 }, { 95, 5 },
+    { 101, 7 },
 };
 
 static char *key_copy(const char *key, size_t klen)
 {
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
-        if (common[i].len == klen && memcmp(common_keys + common[i].at, key, klen) == 0)
+        if (common[i].len == klen && memcmp(common_keys + common[i].at, key, klen) == 0 &&
+            common_keys[common[i].at + klen] == '\0')
             return (char *)(uintptr_t)(common_keys + common[i].at);
     return mfs_xstrndup(key, klen);
 }
@@ -271,9 +290,7 @@ void mfs_val_free(mfs_val *v)
             key_free(v->u.obj.keys[i]);
             mfs_val_free(v->u.obj.vals[i]);
         }
-        free(v->u.obj.keys);
-        free(v->u.obj.klens);
-        free(v->u.obj.vals);
+        free(v->u.obj.keys);  /* with klens and vals (mfs_obj_reserve) */
         break;
     default:
         break;
