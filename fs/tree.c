@@ -66,7 +66,22 @@ static bool same_piece(const void *key, uint32_t i)
 /* `len` bytes in the arena, once per distinct value while loading: the
  * headers of twins and the dtype or shape of tensors repeat across a
  * model's layers, and a million tensors would keep a million copies. */
-static const uint8_t *intern_keyed(mfs_tree *t, const void *p, size_t len);
+static const uint8_t *intern_keyed(mfs_tree *t, const void *p, size_t len)
+{
+    struct piece_key k = { t, p, len };
+    uint64_t h = mfs_hash(0, p, len);
+    uint32_t i = mfs_table_find(&t->interned, h, same_piece, &k);
+    if (i != MFS_NONE)
+        return t->pieces[i].p;
+    uint8_t *copy = memcpy(arena_alloc(t, len), p, len);
+    if (t->piece_count == t->piece_cap) {
+        t->piece_cap = t->piece_cap ? t->piece_cap * 2 : 64;
+        t->pieces = mfs_xreallocarray(t->pieces, t->piece_cap, sizeof *t->pieces);
+    }
+    t->pieces[t->piece_count] = (struct mfs_piece){ copy, len };
+    mfs_table_add(&t->interned, h, t->piece_count++);
+    return copy;
+}
 
 /* A cheap unkeyed hash for the recent-pieces cache in front of the keyed
  * table: a value crafted to collide here only misses the cache and takes
@@ -100,22 +115,6 @@ static const uint8_t *arena_intern(mfs_tree *t, const void *p, size_t len)
     return got;
 }
 
-static const uint8_t *intern_keyed(mfs_tree *t, const void *p, size_t len)
-{
-    struct piece_key k = { t, p, len };
-    uint64_t h = mfs_hash(0, p, len);
-    uint32_t i = mfs_table_find(&t->interned, h, same_piece, &k);
-    if (i != MFS_NONE)
-        return t->pieces[i].p;
-    uint8_t *copy = memcpy(arena_alloc(t, len), p, len);
-    if (t->piece_count == t->piece_cap) {
-        t->piece_cap = t->piece_cap ? t->piece_cap * 2 : 64;
-        t->pieces = mfs_xreallocarray(t->pieces, t->piece_cap, sizeof *t->pieces);
-    }
-    t->pieces[t->piece_count] = (struct mfs_piece){ copy, len };
-    mfs_table_add(&t->interned, h, t->piece_count++);
-    return copy;
-}
 
 static void forget_pieces(mfs_tree *t)
 {
