@@ -1,6 +1,7 @@
 #include "tree.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,7 @@ static const uint8_t *arena_intern(mfs_tree *t, const void *p, size_t len)
 static void forget_pieces(mfs_tree *t)
 {
     mfs_table_free(&t->interned);
+    mfs_table_free(&t->pair_index);
     free(t->pieces);
     t->pieces = NULL;
     t->piece_count = t->piece_cap = 0;
@@ -168,6 +170,9 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->sources);
     free(t->xattrs);
     free(t->xattr_names);
+    free(t->tattrs);
+    free(t->pairs);
+    mfs_table_free(&t->pair_index);
     mfs_table_free(&t->names);
     forget_pieces(t);
     free(t->owned);
@@ -351,6 +356,171 @@ void mfs_tree_add_xattr_shared(mfs_tree *t, uint32_t node, const char *name, con
                                size_t len)
 {
     add_xattr(t, node, name, value, len, true);
+}
+
+struct pair_key {
+    const mfs_tree *t;
+    const char *dtype, *shape;  /* interned: equal values, equal pointers */
+};
+
+static bool same_pair(const void *key, uint32_t i)
+{
+    const struct pair_key *k = key;
+    return k->t->pairs[i].dtype == k->dtype && k->t->pairs[i].shape == k->shape;
+}
+
+/* The index of (dtype, shape) in t->pairs, added once. */
+static uint32_t pair_of(mfs_tree *t, const char *dtype, size_t dlen, const char *shape,
+                        size_t slen)
+{
+    struct pair_key k = { t, (const char *)arena_intern(t, dtype, dlen),
+                          (const char *)arena_intern(t, shape, slen) };
+    const char *ptrs[2] = { k.dtype, k.shape };
+    uint64_t h = mfs_hash(1, ptrs, sizeof ptrs);
+    uint32_t i = mfs_table_find(&t->pair_index, h, same_pair, &k);
+    if (i != MFS_NONE)
+        return i;
+    if (t->pair_count == t->pair_cap) {
+        t->pair_cap = t->pair_cap ? t->pair_cap * 2 : 16;
+        t->pairs = mfs_xreallocarray(t->pairs, t->pair_cap, sizeof *t->pairs);
+    }
+    t->pairs[t->pair_count] = (mfs_attr_pair){ k.dtype, k.shape, (uint32_t)dlen, (uint32_t)slen };
+    mfs_table_add(&t->pair_index, h, t->pair_count);
+    return t->pair_count++;
+}
+
+void mfs_tree_set_tensor_attrs(mfs_tree *t, uint32_t node, const char *name, size_t name_len,
+                               const char *dtype, const char *shape, size_t shape_len,
+                               uint64_t offset)
+{
+    size_t dlen = strlen(dtype);
+    /* What does not fit the pair's 32-bit lengths (never a real dtype or
+     * shape) stays a record, as any xattr. */
+    if (node >= t->count || dlen >= MFS_XATTR_LONG || shape_len >= MFS_XATTR_LONG ||
+        t->pair_count >= MFS_TATTR_NAME - 1) {
+        char num[24];
+        snprintf(num, sizeof num, "%llu", (unsigned long long)offset);
+        mfs_tree_add_xattr(t, node, "user.modelfs.name", name, name_len);
+        mfs_tree_add_xattr_shared(t, node, "user.modelfs.dtype", dtype, dlen);
+        mfs_tree_add_xattr_shared(t, node, "user.modelfs.shape", shape, shape_len);
+        mfs_tree_add_xattr(t, node, "user.modelfs.offset", num, strlen(num));
+        return;
+    }
+    uint32_t pair = pair_of(t, dtype, dlen, shape, shape_len);
+    if (is_name_bytes(t->nodes[node].name, name, name_len))
+        pair |= MFS_TATTR_NAME;
+    else
+        mfs_tree_add_xattr(t, node, "user.modelfs.name", name, name_len);
+    if (t->tattr_count == t->tattr_cap) {
+        t->tattr_cap = t->tattr_cap ? t->tattr_cap * 2 : 64;
+        t->tattrs = mfs_xreallocarray(t->tattrs, t->tattr_cap, sizeof *t->tattrs);
+    }
+    t->tattrs[t->tattr_count++] = (mfs_tensor_attrs){ node, pair, offset };
+}
+
+static int cmp_tattr(const void *a, const void *b)
+{
+    const mfs_tensor_attrs *x = a, *y = b;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Sorted by node for the readers' binary search; loaders add them in
+ * node order, so usually nothing moves. */
+static void sort_tattrs(mfs_tree *t)
+{
+    for (uint32_t i = 1; i < t->tattr_count; i++) {
+        if (t->tattrs[i - 1].node > t->tattrs[i].node) {
+            qsort(t->tattrs, t->tattr_count, sizeof *t->tattrs, cmp_tattr);
+            return;
+        }
+    }
+}
+
+static const mfs_tensor_attrs *tattrs_of(const mfs_tree *t, uint32_t node)
+{
+    uint32_t lo = 0, hi = t->tattr_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->tattrs[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->tattr_count && t->tattrs[lo].node == node ? &t->tattrs[lo] : NULL;
+}
+
+/* A tensor's own, in name order: dtype, name, offset, shape. */
+static const char *const own_names[] = {
+    "user.modelfs.dtype", "user.modelfs.name", "user.modelfs.offset", "user.modelfs.shape",
+};
+#define OWN_COUNT 4u
+
+void mfs_xattr_iter_init(const mfs_tree *t, uint32_t node, mfs_xattr_iter *it)
+{
+    const mfs_node *n = mfs_tree_node(t, node);
+    it->t = t;
+    it->rec = n ? n->xattr_first : 0;
+    it->rec_end = n ? n->xattr_first + n->xattr_count : 0;
+    it->ta = n ? tattrs_of(t, node) : NULL;
+    it->syn = 0;
+    /* The name is the file's only when the tensor said so. */
+    if (it->ta == NULL)
+        it->syn = OWN_COUNT;
+}
+
+/* Fills *v with the tensor's own xattr `k`; false when it has none. */
+static bool own_xattr(const mfs_xattr_iter *it, unsigned k, mfs_xattr_view *v)
+{
+    const mfs_tensor_attrs *ta = it->ta;
+    const mfs_attr_pair *p = &it->t->pairs[ta->pair & ~MFS_TATTR_NAME];
+    const mfs_node *n = &it->t->nodes[ta->node];
+    v->name = own_names[k];
+    switch (k) {
+    case 0:
+        v->value = p->dtype;
+        v->len = p->dlen;
+        return true;
+    case 1:
+        if (!(ta->pair & MFS_TATTR_NAME))
+            return false;  /* a record holds it */
+        v->value = n->name;
+        v->len = strlen(n->name);
+        return true;
+    case 2:
+        snprintf(v->num, sizeof v->num, "%llu", (unsigned long long)ta->offset);
+        v->value = v->num;
+        v->len = strlen(v->num);
+        return true;
+    default:
+        v->value = p->shape;
+        v->len = p->slen;
+        return true;
+    }
+}
+
+bool mfs_xattr_next(mfs_xattr_iter *it, mfs_xattr_view *v)
+{
+    mfs_xattr_view own;
+    while (it->syn < OWN_COUNT && !own_xattr(it, it->syn, &own))
+        it->syn++;
+    bool have_own = it->syn < OWN_COUNT;
+    bool have_rec = it->rec < it->rec_end;
+    if (!have_own && !have_rec)
+        return false;
+    const mfs_xattr *x = have_rec ? &it->t->xattrs[it->rec] : NULL;
+    /* Ties go to the tensor's own: the loader added them first. */
+    if (have_own && (!have_rec || strcmp(own.name, mfs_xattr_name(it->t, x)) <= 0)) {
+        *v = own;
+        if (v->value == own.num)
+            v->value = v->num;
+        it->syn++;
+        return true;
+    }
+    v->name = mfs_xattr_name(it->t, x);
+    v->value = x->value;
+    v->len = mfs_xattr_len(x);
+    it->rec++;
+    return true;
 }
 
 void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
@@ -630,6 +800,7 @@ void mfs_tree_finish(mfs_tree *t)
     sort_rank = rank;
     sort_xattrs(t);
     sort_rank = NULL;
+    sort_tattrs(t);
     for (uint32_t i = 0; i < t->xattr_count; i++) {
         mfs_node *p = &t->nodes[t->xattrs[i].node];
         if (p->xattr_count++ == 0)
@@ -647,6 +818,10 @@ void mfs_tree_finish(mfs_tree *t)
     if (t->source_cap > t->source_count && t->source_count > 0) {
         t->sources = mfs_xreallocarray(t->sources, t->source_count, sizeof *t->sources);
         t->source_cap = t->source_count;
+    }
+    if (t->tattr_cap > t->tattr_count && t->tattr_count > 0) {
+        t->tattrs = mfs_xreallocarray(t->tattrs, t->tattr_count, sizeof *t->tattrs);
+        t->tattr_cap = t->tattr_count;
     }
     if (t->xattr_cap > t->xattr_count && t->xattr_count > 0) {
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_count, sizeof *t->xattrs);

@@ -113,6 +113,32 @@ typedef struct mfs_source {
     void *ctx;              /* owned by the tree if handed to mfs_tree_own */
 } mfs_source;
 
+/* A tensor's own xattrs (user.modelfs.name, dtype, shape and offset) in
+ * 16 bytes instead of four records and the offset's text: a million
+ * tensors kept 73 MB of them. The name is the file's own (when the two
+ * are equal; else it is a record), dtype and shape are a pair kept once. */
+typedef struct mfs_tensor_attrs {
+    uint32_t node;
+    uint32_t pair;          /* into mfs_tree.pairs; MFS_TATTR_NAME: the name is the file's */
+    uint64_t offset;
+} mfs_tensor_attrs;
+
+#define MFS_TATTR_NAME 0x80000000u
+
+typedef struct mfs_attr_pair {
+    const char *dtype, *shape;  /* interned, not NUL-terminated */
+    uint32_t dlen, slen;
+} mfs_attr_pair;
+
+/* One xattr as readers see it (mfs_xattr_next): a record, or one of a
+ * tensor's own, whose offset is written into `num`. */
+typedef struct mfs_xattr_view {
+    const char *name;
+    const char *value;
+    size_t len;
+    char num[24];
+} mfs_xattr_view;
+
 /* SHA256SUMS: one line per tensor file (mfs_tree_mark_summed), in tree
  * order. Every line
  * has a length known without hashing ("HASH  PATH\n", GNU-escaped), so the
@@ -133,6 +159,11 @@ typedef struct mfs_tree {
     uint32_t source_count, source_cap;
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
+    mfs_tensor_attrs *tattrs;   /* by node, after finish */
+    uint32_t tattr_count, tattr_cap;
+    mfs_attr_pair *pairs;
+    uint32_t pair_count, pair_cap;
+    mfs_table pair_index;       /* (dtype, shape) -> pairs (until finish) */
     const char **xattr_names;   /* by id: the strings loaders passed */
     uint32_t xattr_name_count;
     mfs_table names;        /* (parent, name) -> node index */
@@ -241,6 +272,25 @@ static inline const char *mfs_xattr_name(const mfs_tree *t, const mfs_xattr *x)
     uint32_t id = x->len_name & 0xffu;
     return id < t->xattr_name_count ? t->xattr_names[id] : "";
 }
+
+/* A tensor's name, dtype, shape and offset xattrs (see mfs_tensor_attrs);
+ * once per node. */
+void mfs_tree_set_tensor_attrs(mfs_tree *t, uint32_t node, const char *name, size_t name_len,
+                               const char *dtype, const char *shape, size_t shape_len,
+                               uint64_t offset);
+
+/* The xattrs of a node, in name order (ties: in the order they were
+ * added, a tensor's own first). */
+typedef struct mfs_xattr_iter {
+    const mfs_tree *t;
+    uint32_t rec, rec_end;          /* records still to come */
+    const mfs_tensor_attrs *ta;     /* NULL when the node has none */
+    unsigned syn;                   /* the next of the tensor's own */
+} mfs_xattr_iter;
+
+void mfs_xattr_iter_init(const mfs_tree *t, uint32_t node, mfs_xattr_iter *it);
+/* The next xattr into *v; false at the end. */
+bool mfs_xattr_next(mfs_xattr_iter *it, mfs_xattr_view *v);
 
 /* The value's length in bytes, whatever it is (the mount shows at most
  * 64 KiB; modelfs-ls prints any). */

@@ -304,11 +304,6 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     free(dims);
 }
 
-static void set_xattr_str(mfs_tree *t, uint32_t node, const char *name, const char *value)
-{
-    mfs_tree_add_xattr(t, node, name, value, strlen(value));
-}
-
 uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
 {
     /* The encoded name first: it is free but for crafted duplicates, and
@@ -338,13 +333,9 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
         mfs_sb_addu(&shape, (unsigned long long)t->shape[i]);
     }
     mfs_sb_addc(&shape, ']');
-    char offset[24];
-    snprintf(offset, sizeof offset, "%llu", (unsigned long long)t->offset);
 
-    mfs_tree_add_xattr(m->tree, node, "user.modelfs.name", t->name, t->name_len);
-    mfs_tree_add_xattr_shared(m->tree, node, "user.modelfs.dtype", t->dtype, strlen(t->dtype));
-    mfs_tree_add_xattr_shared(m->tree, node, "user.modelfs.shape", shape.buf, shape.len);
-    set_xattr_str(m->tree, node, "user.modelfs.offset", offset);
+    mfs_tree_set_tensor_attrs(m->tree, node, t->name, t->name_len, t->dtype, shape.buf, shape.len,
+                              t->offset);
     mfs_sb_free(&shape);
 
     uint64_t align = MFS_ALIGN_CAP;

@@ -701,9 +701,9 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
  * value (a tensor name that long) is not shown; model.json has it whole. */
 #define MFS_XATTR_MAX 65536u
 
-static bool xattr_fits(const mfs_xattr *x)
+static bool xattr_fits(const mfs_xattr_view *v)
 {
-    return mfs_xattr_len(x) <= MFS_XATTR_MAX;
+    return v->len <= MFS_XATTR_MAX;
 }
 
 #define MFS_XATTR_SHA256 "user.modelfs.sha256"
@@ -711,13 +711,15 @@ static bool xattr_fits(const mfs_xattr *x)
 /* A file listed in SHA256SUMS answers user.modelfs.sha256 with the digest
  * of its bytes, made on first request; unless the tree gives that xattr a
  * value of its own (a carton file's MANIFEST sha256). */
-static bool computed_sha256(const mfs_volume *fs, const mfs_node *n)
+static bool computed_sha256(const mfs_volume *fs, const mfs_node *n, uint32_t idx)
 {
     if (!n->summed)
         return false;
-    for (uint32_t i = 0; i < n->xattr_count; i++)
-        if (strcmp(mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i]),
-                   MFS_XATTR_SHA256) == 0)
+    mfs_xattr_iter it;
+    mfs_xattr_view v;
+    mfs_xattr_iter_init(fs->tree, idx, &it);
+    while (mfs_xattr_next(&it, &v))
+        if (strcmp(v.name, MFS_XATTR_SHA256) == 0)
             return false;
     return true;
 }
@@ -737,7 +739,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         fuse_reply_err(req, ENOTSUP);
         return;
     }
-    if (computed_sha256(fs, n) && strcmp(name, MFS_XATTR_SHA256) == 0) {
+    if (computed_sha256(fs, n, idx) && strcmp(name, MFS_XATTR_SHA256) == 0) {
         /* Its length is known without hashing. */
         if (size == 0 || size < 64) {
             if (size == 0)
@@ -753,17 +755,18 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         sums_go(r);
         return;
     }
-    for (uint32_t i = 0; i < n->xattr_count; i++) {
-        const mfs_xattr *x = &fs->tree->xattrs[n->xattr_first + i];
-        if (strcmp(mfs_xattr_name(fs->tree, x), name) != 0 || !xattr_fits(x))
+    mfs_xattr_iter it;
+    mfs_xattr_view v;
+    mfs_xattr_iter_init(fs->tree, idx, &it);
+    while (mfs_xattr_next(&it, &v)) {
+        if (strcmp(v.name, name) != 0 || !xattr_fits(&v))
             continue;
-        size_t len = mfs_xattr_len(x);
         if (size == 0)
-            fuse_reply_xattr(req, len);
-        else if (size < len)
+            fuse_reply_xattr(req, v.len);
+        else if (size < v.len)
             fuse_reply_err(req, ERANGE);
         else
-            fuse_reply_buf(req, x->value, len);
+            fuse_reply_buf(req, v.value, v.len);
         return;
     }
     fuse_reply_err(req, ENODATA);
@@ -772,14 +775,18 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
     const mfs_volume *fs;
-    const mfs_node *n = node_or_enoent(req, ino, &fs, NULL);
+    uint32_t idx;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
     if (n == NULL)
         return;
+    mfs_xattr_iter it;
+    mfs_xattr_view v;
     size_t total = 0;
-    for (uint32_t i = 0; i < n->xattr_count; i++)
-        if (xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
-            total += strlen(mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i])) + 1;
-    bool sha = computed_sha256(fs, n);
+    mfs_xattr_iter_init(fs->tree, idx, &it);
+    while (mfs_xattr_next(&it, &v))
+        if (xattr_fits(&v))
+            total += strlen(v.name) + 1;
+    bool sha = computed_sha256(fs, n, idx);
     if (sha)
         total += sizeof MFS_XATTR_SHA256;
     if (size == 0) {
@@ -796,12 +803,12 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         return;
     }
     size_t at = 0;
-    for (uint32_t i = 0; i < n->xattr_count; i++) {
-        if (!xattr_fits(&fs->tree->xattrs[n->xattr_first + i]))
+    mfs_xattr_iter_init(fs->tree, idx, &it);
+    while (mfs_xattr_next(&it, &v)) {
+        if (!xattr_fits(&v))
             continue;
-        const char *xn = mfs_xattr_name(fs->tree, &fs->tree->xattrs[n->xattr_first + i]);
-        size_t len = strlen(xn) + 1;
-        memcpy(buf + at, xn, len);
+        size_t len = strlen(v.name) + 1;
+        memcpy(buf + at, v.name, len);
         at += len;
     }
     if (sha)

@@ -207,18 +207,18 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
 {
     const mfs_node *n = mfs_tree_node(t, node);
     if (xattrs) {
-        for (uint32_t i = 0; i < n->xattr_count; i++) {
-            const mfs_xattr *x = &t->xattrs[n->xattr_first + i];
-            printf("%s=", mfs_xattr_name(t, x));
-            fwrite(x->value, 1, mfs_xattr_len(x), stdout);
-            putchar('\n');
-        }
         /* As the mount answers it: made on request, unless the tree has
          * one (a carton file's MANIFEST sha256). */
         bool listed = n->summed;
-        for (uint32_t i = 0; listed && i < n->xattr_count; i++)
-            listed = strcmp(mfs_xattr_name(t, &t->xattrs[n->xattr_first + i]),
-                            "user.modelfs.sha256") != 0;
+        mfs_xattr_iter it;
+        mfs_xattr_view v;
+        mfs_xattr_iter_init(t, node, &it);
+        while (mfs_xattr_next(&it, &v)) {
+            printf("%s=", v.name);
+            fwrite(v.value, 1, v.len, stdout);
+            putchar('\n');
+            listed = listed && strcmp(v.name, "user.modelfs.sha256") != 0;
+        }
         if (listed) {
             char hex[MFS_SHA256_HEX];
             if (mfs_content_sum(content, node, hex) != 0)

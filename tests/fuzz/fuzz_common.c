@@ -64,8 +64,13 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
             else
                 mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
-        for (uint32_t i = 0; i < tree.xattr_count; i++)
-            mfs_fuzz_touch((const uint8_t *)tree.xattrs[i].value, mfs_xattr_len(&tree.xattrs[i]));
+        for (uint32_t i = 0; i < tree.count; i++) {
+            mfs_xattr_iter it;
+            mfs_xattr_view v;
+            mfs_xattr_iter_init(&tree, i, &it);
+            while (mfs_xattr_next(&it, &v))
+                mfs_fuzz_touch((const uint8_t *)v.value, v.len);
+        }
     } else if (e.code == MFS_OK || e.msg[0] == '\0') {
         abort();  /* a failure must always say why */
     }

@@ -81,7 +81,34 @@ static void test_unique(void)
     CHECK(dir->child_count == 3);
     /* Children sorted bytewise: "dup" < "dup%25~2" < "dup%~2". */
     CHECK(t.children[dir->child_first] == n1 && t.children[dir->child_first + 1] == n3);
-    CHECK(t.nodes[n1].xattr_count == 4);
+    /* name (the file's own), dtype, offset, shape: made from 16 bytes. */
+    CHECK(t.nodes[n1].xattr_count == 0 && t.tattr_count == 3);
+    {
+        static const char *const want[][2] = {
+            { "user.modelfs.dtype", "uint8" }, { "user.modelfs.name", "dup" },
+            { "user.modelfs.offset", "8" }, { "user.modelfs.shape", "[4]" },
+        };
+        mfs_xattr_iter it;
+        mfs_xattr_view v;
+        size_t k = 0;
+        mfs_xattr_iter_init(&t, n1, &it);
+        while (mfs_xattr_next(&it, &v) && k < 4) {
+            CHECK(strcmp(v.name, want[k][0]) == 0);
+            CHECK(v.len == strlen(want[k][1]) && memcmp(v.value, want[k][1], v.len) == 0);
+            k++;
+        }
+        CHECK(k == 4 && !mfs_xattr_next(&it, &v));
+        /* A file named apart from its tensor: the name is a record, merged
+         * in its place. */
+        k = 0;
+        mfs_xattr_iter_init(&t, n2, &it);
+        while (mfs_xattr_next(&it, &v) && k < 4) {
+            CHECK(strcmp(v.name, want[k][0]) == 0);
+            CHECK(v.len == strlen(want[k][1]) && memcmp(v.value, want[k][1], v.len) == 0);
+            k++;
+        }
+        CHECK(k == 4 && t.nodes[n2].xattr_count == 1);
+    }
     char *p = mfs_tree_path(&t, n2);
     CHECK(strcmp(p, "tensors/dup%~2") == 0);
     free(p);
