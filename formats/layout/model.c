@@ -165,6 +165,8 @@ static char *npy_header(const char *descr, const uint64_t *dims, size_t ndim, si
      * buffer: a million tensors make a million headers). */
     enum { PRE_MAX = 12 };
     mfs_strbuf h = { 0 };
+    /* Room for the whole header at once (most are 128 bytes). */
+    mfs_sb_reserve(&h, 160 + 24 * ndim);
     mfs_sb_add(&h, "\x93NUMPY\0\0\0\0\0\0", PRE_MAX);
     mfs_sb_adds(&h, "{'descr': '");
     mfs_sb_adds(&h, descr);
