@@ -403,6 +403,88 @@ static void test_xattr_runs(void)
     mfs_tree_destroy(&t);
 }
 
+/* The value of xattr `name` of `node` through the readers' iterator, and
+ * that every name comes in order. */
+static bool own_xattr_is(const mfs_tree *t, uint32_t node, const char *name, const char *want)
+{
+    mfs_xattr_iter it;
+    mfs_xattr_view v;
+    const char *prev = "";
+    bool found = false, ordered = true;
+    mfs_xattr_iter_init(t, node, &it);
+    while (mfs_xattr_next(&it, &v)) {
+        ordered = ordered && strcmp(prev, v.name) <= 0;
+        prev = v.name;
+        if (!found && strcmp(v.name, name) == 0)
+            found = v.len == strlen(want) && memcmp(v.value, want, v.len) == 0;
+    }
+    return found && ordered;
+}
+
+/* Thousands of tensors, each its own shape (the recent-pieces cache keeps
+ * missing and replacing), dtypes repeating, names that need encoding (a
+ * record then), records added after (a carton's), and attrs set out of
+ * node order: every reader sees the right values in name order. */
+static void test_tensor_attrs_many(void)
+{
+    enum { N = 3000 };
+    static const char *const dtypes[] = { "float32", "int8", "bfloat16" };
+    mfs_tree t;
+    mfs_tree_init(&t);
+    mfs_model m;
+    mfs_model_init(&m, &t, "m", 0);
+    static uint64_t shapes[N][1];
+    static uint32_t nodes[N];
+    static const uint8_t bytes[N];
+    char name[32];
+    for (uint32_t i = 0; i < N; i++) {
+        shapes[i][0] = i + 1;
+        int len = snprintf(name, sizeof name, i % 7 == 0 ? "a/t%u" : "t%u", i);
+        mfs_tensor ten = { .name = name, .name_len = (size_t)len, .dtype = dtypes[i % 3],
+                           .shape = shapes[i], .ndim = 1, .data = bytes, .nbytes = i + 1,
+                           .offset = 1000000ull * i };
+        nodes[i] = mfs_model_add_tensor(&m, m.tensors_dir, &ten);
+        if (i % 5 == 0) {
+            mfs_tree_add_xattr(&t, nodes[i], "user.modelfs.sha256", "x", 1);
+            mfs_tree_add_xattr(&t, nodes[i], "user.modelfs.a", "y", 1);
+        }
+    }
+    /* Out of node order, straight into the tree. */
+    uint32_t extra[3];
+    for (int k = 0; k < 3; k++)
+        extra[k] = mfs_tree_add(&t, MFS_ROOT, k == 0 ? "x0" : k == 1 ? "x1" : "x2",
+                                MFS_NODE_FILE, bytes, 1);
+    for (int k = 2; k >= 0; k--)
+        mfs_tree_set_tensor_attrs(&t, extra[k], k == 1 ? "other" : (k == 0 ? "x0" : "x2"),
+                                  k == 1 ? 5 : 2, "uint8", "[1]", 3, (uint64_t)k);
+    mfs_model_finish(&m);
+    mfs_tree_finish(&t);
+    unsigned bad = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "[%u]", i + 1);
+        bad += !own_xattr_is(&t, nodes[i], "user.modelfs.shape", want);
+        bad += !own_xattr_is(&t, nodes[i], "user.modelfs.dtype", dtypes[i % 3]);
+        snprintf(want, sizeof want, "%llu", 1000000ull * i);
+        bad += !own_xattr_is(&t, nodes[i], "user.modelfs.offset", want);
+        snprintf(want, sizeof want, i % 7 == 0 ? "a/t%u" : "t%u", i);
+        bad += !own_xattr_is(&t, nodes[i], "user.modelfs.name", want);
+        if (i % 5 == 0)
+            bad += !own_xattr_is(&t, nodes[i], "user.modelfs.a", "y") +
+                   !own_xattr_is(&t, nodes[i], "user.modelfs.sha256", "x");
+    }
+    CHECK(bad == 0);
+    CHECK(own_xattr_is(&t, extra[0], "user.modelfs.offset", "0") &&
+          own_xattr_is(&t, extra[1], "user.modelfs.name", "other") &&
+          own_xattr_is(&t, extra[2], "user.modelfs.name", "x2") &&
+          own_xattr_is(&t, extra[2], "user.modelfs.offset", "2"));
+    /* Each tensor's (dtype, shape) is new, and so is ("uint8", "[1]") of
+     * the three files after; the three share theirs. */
+    CHECK(t.pair_count == N + 1);
+    mfs_model_destroy(&m);
+    mfs_tree_destroy(&t);
+}
+
 int main(void)
 {
     test_large_documents();
@@ -414,5 +496,6 @@ int main(void)
     test_sums();
     test_xattrs();
     test_xattr_runs();
+    test_tensor_attrs_many();
     return unit_finish("test_layout");
 }
