@@ -29,6 +29,7 @@
 #include "jansson_doc.h"
 #include "zip_read.h"
 #include "unit.h"
+#include "zip_build.h"
 
 #define PYTHON "/usr/bin/python3"
 #define DECODE_CAP (256u << 20)
@@ -551,52 +552,6 @@ static void check_threads(const char *dir, const char *name)
 
 /* ---- overlapping members (a zip bomb's shape) --------------------------- */
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
-
-/* A stored local header named `name` with `n` bytes of data at `p`. */
-static size_t put_local(uint8_t *p, const char *name, const uint8_t *data, uint32_t n)
-{
-    size_t nl = strlen(name);
-    memset(p, 0, 30);
-    put32(p, 0x04034b50u);
-    put16(p + 4, 10);
-    put32(p + 18, n);
-    put32(p + 22, n);
-    put16(p + 26, (uint16_t)nl);
-    memcpy(p + 30, name, nl);
-    memcpy(p + 30 + nl, data, n);
-    return 30 + nl + n;
-}
-
-/* A central directory entry for a stored member of `n` bytes whose local
- * header is at `lho`. The CRC is not checked by mfs_zip_open. */
-static size_t put_central(uint8_t *p, const char *name, uint32_t n, uint32_t lho)
-{
-    size_t nl = strlen(name);
-    memset(p, 0, 46);
-    put32(p, 0x02014b50u);
-    put16(p + 4, 20);
-    put16(p + 6, 10);
-    put32(p + 20, n);
-    put32(p + 24, n);
-    put16(p + 28, (uint16_t)nl);
-    put32(p + 42, lho);
-    memcpy(p + 46, name, nl);
-    return 46 + nl;
-}
-
-static size_t put_end(uint8_t *p, uint16_t count, uint32_t cd_size, uint32_t cd_off)
-{
-    memset(p, 0, 22);
-    put32(p, 0x06054b50u);
-    put16(p + 8, count);
-    put16(p + 10, count);
-    put32(p + 12, cd_size);
-    put32(p + 16, cd_off);
-    return 22;
-}
-
 /* Opens `buf` (copied to an exact-size heap block); 0 or -1 with e. */
 static int open_copy(const uint8_t *buf, size_t len, mfs_err *e)
 {
@@ -628,25 +583,25 @@ static void check_overlap(void)
     mfs_err e = { 0 };
 
     /* Two members, one after the other: fine. */
-    size_t at = put_local(buf, "a.bin", data, 10);
+    size_t at = zb_local(buf, zb_stored("a.bin", 10), data);
     uint32_t lho_b = (uint32_t)at;
-    at += put_local(buf + at, "b.bin", data, 10);
+    at += zb_local(buf + at, zb_stored("b.bin", 10), data);
     uint32_t cd = (uint32_t)at;
-    at += put_central(buf + at, "a.bin", 10, 0);
-    at += put_central(buf + at, "b.bin", 10, lho_b);
-    at += put_end(buf + at, 2, (uint32_t)at - cd, cd);
+    at += zb_central(buf + at, zb_stored("a.bin", 10), 0);
+    at += zb_central(buf + at, zb_stored("b.bin", 10), lho_b);
+    at += zb_end(buf + at, 2, (uint32_t)at - cd, cd);
     CHECK(open_copy(buf, at, &e) == 0);
 
     /* 100 central entries, all at the first local header. */
     memset(&e, 0, sizeof e);
-    at = put_local(buf, "a.bin", data, 10);
+    at = zb_local(buf, zb_stored("a.bin", 10), data);
     cd = (uint32_t)at;
     for (int i = 0; i < 100; i++) {
         char name[16];
         snprintf(name, sizeof name, "m%02d.bin", i);
-        at += put_central(buf + at, name, 10, 0);
+        at += zb_central(buf + at, zb_stored(name, 10), 0);
     }
-    at += put_end(buf + at, 100, (uint32_t)at - cd, cd);
+    at += zb_end(buf + at, 100, (uint32_t)at - cd, cd);
     CHECK(open_copy(buf, at, &e) != 0);
     CHECK(e.code == MFS_E_CORRUPT && e.offset == 0);
     CHECK(strstr(e.msg, "overlap") != NULL && strstr(e.msg, "\"m0") != NULL);
@@ -656,13 +611,13 @@ static void check_overlap(void)
     /* b's local header inside a's data (a is 60 bytes; b starts at 40). */
     memset(&e, 0, sizeof e);
     memset(buf, 0, sizeof buf);
-    at = put_local(buf, "a.bin", data, 60);
+    at = zb_local(buf, zb_stored("a.bin", 60), data);
     size_t b_at = 30 + 5 + 5;
-    put_local(buf + b_at, "b", data, 4);   /* 35 bytes, ends at 75 = a's end */
+    zb_local(buf + b_at, zb_stored("b", 4), data);   /* 35 bytes, ends at 75 = a's end */
     cd = (uint32_t)at;
-    at += put_central(buf + at, "a.bin", 60, 0);
-    at += put_central(buf + at, "b", 4, (uint32_t)b_at);
-    at += put_end(buf + at, 2, (uint32_t)at - cd, cd);
+    at += zb_central(buf + at, zb_stored("a.bin", 60), 0);
+    at += zb_central(buf + at, zb_stored("b", 4), (uint32_t)b_at);
+    at += zb_end(buf + at, 2, (uint32_t)at - cd, cd);
     CHECK(open_copy(buf, at, &e) != 0);
     CHECK(e.code == MFS_E_CORRUPT && e.offset == (int64_t)b_at);
     CHECK(strstr(e.msg, "\"a.bin\"") != NULL && strstr(e.msg, "\"b\"") != NULL);

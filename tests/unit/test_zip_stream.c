@@ -20,49 +20,24 @@
 #include "trail_hash.h"
 #include "zip_read.h"
 #include "unit.h"
+#include "zip_build.h"
 
 #define CAP ((uint64_t)1 << 32)
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
 
 /* A one-member zip: `comp` as the data of a member of `method`, declared
  * `size` bytes with CRC `crc`. Free the result. */
 static uint8_t *one_member(uint16_t method, const uint8_t *comp, size_t clen, uint32_t size,
                            uint32_t crc, size_t *len)
 {
-    static const char name[] = "m.bin";
-    size_t nl = sizeof name - 1;
+    zb_member m = { "m.bin", method, 63, crc, (uint32_t)clen, size };
+    size_t nl = strlen(m.name);
     *len = 30 + nl + clen + 46 + nl + 22;
-    uint8_t *z = calloc(1, *len), *p = z;
+    uint8_t *z = calloc(1, *len);
     if (z == NULL)
         abort();
-    put32(p, 0x04034b50u);
-    put16(p + 4, 63);
-    put16(p + 8, method);
-    put32(p + 14, crc);
-    put32(p + 18, (uint32_t)clen);
-    put32(p + 22, size);
-    put16(p + 26, (uint16_t)nl);
-    memcpy(p + 30, name, nl);
-    memcpy(p + 30 + nl, comp, clen);
-    p += 30 + nl + clen;
-    uint8_t *cd = p;
-    put32(p, 0x02014b50u);
-    put16(p + 4, 63);
-    put16(p + 6, 63);
-    put16(p + 10, method);
-    put32(p + 16, crc);
-    put32(p + 20, (uint32_t)clen);
-    put32(p + 24, size);
-    put16(p + 28, (uint16_t)nl);
-    memcpy(p + 46, name, nl);
-    p += 46 + nl;
-    put32(p, 0x06054b50u);
-    put16(p + 8, 1);
-    put16(p + 10, 1);
-    put32(p + 12, (uint32_t)(p - cd));
-    put32(p + 16, (uint32_t)(cd - z));
+    size_t cd = zb_local(z, m, comp);
+    size_t end = cd + zb_central(z + cd, m, 0);
+    zb_end(z + end, 1, (uint32_t)(end - cd), (uint32_t)cd);
     return z;
 }
 
