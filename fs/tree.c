@@ -462,10 +462,7 @@ void mfs_xattr_iter_init(const mfs_tree *t, uint32_t node, mfs_xattr_iter *it)
     it->rec = n ? n->xattr_first : 0;
     it->rec_end = n ? n->xattr_first + n->xattr_count : 0;
     it->ta = n ? tattrs_of(t, node) : NULL;
-    it->syn = 0;
-    /* The name is the file's only when the tensor said so. */
-    if (it->ta == NULL)
-        it->syn = OWN_COUNT;
+    it->syn = it->ta == NULL ? OWN_COUNT : 0;  /* not a tensor: records only */
 }
 
 /* Fills *v with the tensor's own xattr `k`; false when it has none. */
