@@ -15,6 +15,87 @@ static uint64_t hash_key(uint32_t parent, const char *name)
     return mfs_hash(parent, name, strlen(name));
 }
 
+/* A node's name as at most two pieces: a twin named after its body is
+ * the body's name and ".npy", kept nowhere whole. */
+typedef struct name_parts {
+    const char *a, *b;
+    size_t alen, blen;
+} name_parts;
+
+#define TWIN_SUFFIX ".npy"
+#define TWIN_SUFFIX_LEN 4u
+
+static const mfs_twin_name *twin_name_of(const mfs_tree *t, uint32_t k)
+{
+    uint32_t lo = 0, hi = t->twin_name_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->twin_names[mid].twin < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->twin_name_count && t->twin_names[lo].twin == k ? &t->twin_names[lo] : NULL;
+}
+
+static name_parts parts_of(const mfs_tree *t, uint32_t i)
+{
+    if (i < t->count)
+        return (name_parts){ t->nodes[i].name, "", strlen(t->nodes[i].name), 0 };
+    uint32_t k = i - MFS_TWIN_BASE;
+    if (t->twins[k].head & MFS_TWIN_NAMED) {
+        const mfs_twin_name *tn = twin_name_of(t, k);
+        const char *s = tn ? tn->name : "";
+        return (name_parts){ s, "", strlen(s), 0 };
+    }
+    const char *body = t->nodes[t->twins[k].body].name;
+    return (name_parts){ body, TWIN_SUFFIX, strlen(body), TWIN_SUFFIX_LEN };
+}
+
+/* Bytewise, as strcmp: name x against name y. */
+static int cmp_parts(name_parts x, name_parts y)
+{
+    size_t xi = 0, yi = 0, xn = x.alen + x.blen, yn = y.alen + y.blen;
+    while (xi < xn && yi < yn) {
+        /* Compare the longest stretch where both stay within one piece. */
+        const char *xp = xi < x.alen ? x.a + xi : x.b + (xi - x.alen);
+        const char *yp = yi < y.alen ? y.a + yi : y.b + (yi - y.alen);
+        size_t xr = xi < x.alen ? x.alen - xi : xn - xi;
+        size_t yr = yi < y.alen ? y.alen - yi : yn - yi;
+        size_t m = xr < yr ? xr : yr;
+        int r = memcmp(xp, yp, m);
+        if (r != 0)
+            return r;
+        xi += m;
+        yi += m;
+    }
+    return (xi < xn) - (yi < yn);
+}
+
+static int cmp_name(const mfs_tree *t, uint32_t i, const char *name)
+{
+    return cmp_parts(parts_of(t, i), (name_parts){ name, "", strlen(name), 0 });
+}
+
+/* The directory of twin k (see mfs_twin_run). */
+static uint32_t twin_parent(const mfs_tree *t, uint32_t k)
+{
+    uint32_t lo = 0, hi = t->twin_run_count;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->twin_runs[mid].first <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return t->twin_runs[lo].parent;
+}
+
+static uint32_t parent_of(const mfs_tree *t, uint32_t i)
+{
+    return i < t->count ? t->nodes[i].parent : twin_parent(t, i - MFS_TWIN_BASE);
+}
+
 typedef struct name_key {
     const mfs_tree *t;
     uint32_t parent;
@@ -24,8 +105,7 @@ typedef struct name_key {
 static bool is_name(const void *key, uint32_t node)
 {
     const name_key *k = key;
-    const mfs_node *n = &k->t->nodes[node];
-    return n->parent == k->parent && strcmp(n->name, k->name) == 0;
+    return parent_of(k->t, node) == k->parent && cmp_name(k->t, node, k->name) == 0;
 }
 
 #define ARENA_BLOCK (256u << 10)  /* above malloc's mmap threshold: a mapping of its own */
@@ -62,6 +142,12 @@ static bool same_piece(const void *key, uint32_t i)
 {
     const struct piece_key *k = key;
     return k->t->pieces[i].len == k->len && memcmp(k->t->pieces[i].p, k->p, k->len) == 0;
+}
+
+static bool same_head(const void *key, uint32_t i)
+{
+    const struct piece_key *k = key;
+    return k->t->heads[i].p == k->p;
 }
 
 /* `len` bytes in the arena, once per distinct value while loading: the
@@ -121,6 +207,7 @@ static void forget_pieces(mfs_tree *t)
 {
     mfs_table_free(&t->interned);
     mfs_table_free(&t->pair_index);
+    mfs_table_free(&t->head_index);
     free(t->pieces);
     t->pieces = NULL;
     t->piece_count = t->piece_cap = 0;
@@ -172,6 +259,10 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->xattr_names);
     free(t->tattrs);
     free(t->pairs);
+    free(t->twins);
+    free(t->twin_runs);
+    free(t->twin_names);
+    free(t->heads);
     mfs_table_free(&t->pair_index);
     mfs_table_free(&t->names);
     forget_pieces(t);
@@ -189,10 +280,11 @@ uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name)
          * binary search needs no table kept for the life of the mount. */
         const mfs_node *p = &t->nodes[parent];
         uint32_t lo = 0, hi = p->child_count;
+        name_parts want = { name, "", strlen(name), 0 };
         while (lo < hi) {
             uint32_t mid = lo + (hi - lo) / 2;
             uint32_t c = t->children[p->child_first + mid];
-            int r = strcmp(t->nodes[c].name, name);
+            int r = cmp_parts(parts_of(t, c), want);
             if (r == 0)
                 return c;
             if (r < 0)
@@ -210,7 +302,7 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
                       const uint8_t *data, uint64_t size)
 {
     if (t->finished || parent >= t->count || t->nodes[parent].kind != MFS_NODE_DIR ||
-        !mfs_tree_valid_name(name) || t->count == MFS_NONE - 1)
+        !mfs_tree_valid_name(name) || t->count == MFS_TWIN_BASE)
         return MFS_NONE;
     name_key k = { t, parent, name };
     uint64_t h = hash_key(parent, name);
@@ -236,25 +328,101 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     return idx;
 }
 
+/* The id in t->heads of an interned head (equal bytes, equal pointer). */
+static uint32_t head_id(mfs_tree *t, const uint8_t *p, size_t len)
+{
+    /* A folder's tensors often share one dtype and shape. */
+    if (t->twin_count > 0) {
+        uint32_t last = t->twins[t->twin_count - 1].head & ~MFS_TWIN_NAMED;
+        if (t->heads[last].p == p)
+            return last;
+    }
+    struct piece_key k = { t, p, len };
+    uint64_t h = mfs_hash(2, &p, sizeof p);
+    uint32_t i = mfs_table_find(&t->head_index, h, same_head, &k);
+    if (i != MFS_NONE)
+        return i;
+    if (t->head_count == t->head_cap) {
+        t->head_cap = t->head_cap ? t->head_cap * 2 : 16;
+        t->heads = mfs_xreallocarray(t->heads, t->head_cap, sizeof *t->heads);
+    }
+    t->heads[t->head_count] = (struct mfs_piece){ p, len };
+    mfs_table_add(&t->head_index, h, t->head_count);
+    return t->head_count++;
+}
+
+/* Grows *arr (of *cap elements of `size` bytes) to room for one more. */
+static void *grow(void *arr, uint32_t count, uint32_t *cap, size_t size)
+{
+    if (count < *cap)
+        return arr;
+    *cap = *cap ? *cap * 2 : 16;
+    return mfs_xreallocarray(arr, *cap, size);
+}
+
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
                            size_t head_len, uint32_t body)
 {
-    if (body >= t->count)
+    if (t->finished || body >= t->count || parent >= t->count ||
+        t->nodes[parent].kind != MFS_NODE_DIR || !mfs_tree_valid_name(name) ||
+        t->twin_count == MFS_TWIN_BASE - 1 || t->head_count == MFS_TWIN_NAMED ||
+        head_len > UINT32_MAX)
         return MFS_NONE;
     const mfs_node *b = &t->nodes[body];
-    /* One level only, so a reader never chases a chain; a size learnt at
-     * open would make this file's size wrong. */
-    if (b->kind != MFS_NODE_FILE || b->body != MFS_NONE || b->size_unknown ||
-        b->size > UINT64_MAX - head_len)
+    /* A size learnt at open would make this file's size wrong. */
+    if (b->kind != MFS_NODE_FILE || b->size_unknown || b->sums || b->size > UINT64_MAX - head_len)
         return MFS_NONE;
-    uint64_t size = b->size + head_len;
-    uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
-    if (idx == MFS_NONE)
+    name_key key = { t, parent, name };
+    uint64_t h = hash_key(parent, name);
+    if (mfs_table_find(&t->names, h, is_name, &key) != MFS_NONE)
         return MFS_NONE;
-    /* Tensors of one dtype and shape (a model's layers) share one. */
-    t->nodes[idx].data = head_len ? arena_intern(t, head, head_len) : NULL;
-    t->nodes[idx].body = body;
-    return idx;
+    uint32_t k = t->twin_count;
+    /* Tensors of one dtype and shape (a model's layers) share one head. */
+    const uint8_t *hp = head_len ? arena_intern(t, head, head_len) : (const uint8_t *)"";
+    uint32_t hid = head_id(t, hp, head_len);
+    size_t blen = strlen(b->name), nlen = strlen(name);
+    if (nlen != blen + TWIN_SUFFIX_LEN || memcmp(name, b->name, blen) != 0 ||
+        memcmp(name + blen, TWIN_SUFFIX, TWIN_SUFFIX_LEN) != 0) {
+        t->twin_names = grow(t->twin_names, t->twin_name_count, &t->twin_name_cap,
+                             sizeof *t->twin_names);
+        t->twin_names[t->twin_name_count++] = (mfs_twin_name){ k, arena_strdup(t, name) };
+        hid |= MFS_TWIN_NAMED;
+    }
+    if (t->twin_run_count == 0 || t->twin_runs[t->twin_run_count - 1].parent != parent) {
+        t->twin_runs = grow(t->twin_runs, t->twin_run_count, &t->twin_run_cap,
+                            sizeof *t->twin_runs);
+        t->twin_runs[t->twin_run_count++] = (mfs_twin_run){ k, parent };
+    }
+    t->twins = grow(t->twins, t->twin_count, &t->twin_cap, sizeof *t->twins);
+    t->twins[t->twin_count++] = (mfs_twin){ body, hid };
+    mfs_table_add(&t->names, h, MFS_TWIN_BASE + k);
+    return MFS_TWIN_BASE + k;
+}
+
+const mfs_node *mfs_tree_get(const mfs_tree *t, uint32_t i, mfs_node_buf *buf)
+{
+    if (i < t->count)
+        return &t->nodes[i];
+    if (!mfs_tree_is_twin(t, i))
+        return NULL;
+    uint32_t k = i - MFS_TWIN_BASE;
+    const mfs_twin *w = &t->twins[k];
+    const struct mfs_piece *h = &t->heads[w->head & ~MFS_TWIN_NAMED];
+    name_parts np = parts_of(t, i);
+    /* A valid name when added: np.alen + np.blen <= MFS_NAME_MAX. */
+    memcpy(buf->name, np.a, np.alen);
+    memcpy(buf->name + np.alen, np.b, np.blen);
+    buf->name[np.alen + np.blen] = '\0';
+    mfs_node *n = &buf->node;
+    memset(n, 0, sizeof *n);
+    n->name = buf->name;
+    n->parent = twin_parent(t, k);
+    n->kind = MFS_NODE_FILE;
+    n->source = MFS_NONE;
+    n->body = w->body;
+    n->data = h->p;
+    n->size = t->nodes[w->body].size + h->len;
+    return n;
 }
 
 uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
@@ -269,8 +437,8 @@ uint32_t mfs_tree_mkdirs(mfs_tree *t, uint32_t parent, const char *path)
         if (next == MFS_NONE)
             next = mfs_tree_add(t, cur, comp, MFS_NODE_DIR, NULL, 0);
         free(comp);
-        if (next == MFS_NONE || t->nodes[next].kind != MFS_NODE_DIR)
-            return MFS_NONE;
+        if (next >= t->count || t->nodes[next].kind != MFS_NODE_DIR)
+            return MFS_NONE;  /* none, a file or a twin in the way */
         cur = next;
         p += n;
         if (*p == '/')
@@ -557,13 +725,11 @@ void *mfs_tree_own(mfs_tree *t, void *p)
 static _Thread_local const mfs_tree *sort_tree;
 static _Thread_local const uint8_t *sort_rank;  /* xattr name id -> place in strcmp order */
 
+/* Two children of one directory, by name. */
 static int cmp_child(const void *a, const void *b)
 {
-    const mfs_node *x = &sort_tree->nodes[*(const uint32_t *)a];
-    const mfs_node *y = &sort_tree->nodes[*(const uint32_t *)b];
-    if (x->parent != y->parent)
-        return x->parent < y->parent ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return cmp_parts(parts_of(sort_tree, *(const uint32_t *)a),
+                     parts_of(sort_tree, *(const uint32_t *)b));
 }
 
 /* By node, then by name (bytewise): names are ranked once, see rank_names. */
@@ -666,6 +832,8 @@ static void sums_collect(mfs_tree *t, uint32_t dir, uint32_t *cap)
     const mfs_node *d = &t->nodes[dir];
     for (uint32_t i = 0; i < d->child_count; i++) {
         uint32_t c = t->children[d->child_first + i];
+        if (c >= t->count)
+            continue;  /* a twin: never summed */
         if (t->nodes[c].kind == MFS_NODE_DIR) {
             sums_collect(t, c, cap);
             continue;
@@ -746,32 +914,52 @@ bool mfs_tree_sums_line(const mfs_tree *t, uint32_t i, const char *hex, char *ou
 
 /* Every node but the root into t->children, grouped by parent in parent
  * order (one counting pass: nodes come in the order they were added, the
- * parents interleaved), then each directory's children sorted by name
- * unless they came in order already (a model's tensors often do): at a
- * million tensors, one sort of every node by (parent, name) was a tenth
- * of the load. */
+ * parents interleaved; twins after them), then each directory's children
+ * sorted by name unless they came in order already (a model's tensors
+ * often do): at a million tensors, one sort of every node by (parent,
+ * name) was a tenth of the load. */
 static void group_children(mfs_tree *t)
 {
-    uint32_t n = t->count - 1;
+    size_t n = (size_t)t->count - 1 + t->twin_count;
     t->children = mfs_xcalloc(n ? n : 1, sizeof *t->children);
     /* end[p]: one past p's last child once placed; p's first is end[p - 1]. */
     uint32_t *end = mfs_xcalloc((size_t)t->count + 1, sizeof *end);
     for (uint32_t i = 1; i < t->count; i++)
         end[t->nodes[i].parent + 1]++;
+    for (uint32_t r = 0; r < t->twin_run_count; r++) {
+        uint32_t last = r + 1 < t->twin_run_count ? t->twin_runs[r + 1].first : t->twin_count;
+        end[t->twin_runs[r].parent + 1] += last - t->twin_runs[r].first;
+    }
     for (uint32_t p = 0; p < t->count; p++)
         end[p + 1] += end[p];
     for (uint32_t i = 1; i < t->count; i++)
         t->children[end[t->nodes[i].parent]++] = i;
+    for (uint32_t r = 0; r < t->twin_run_count; r++) {
+        uint32_t last = r + 1 < t->twin_run_count ? t->twin_runs[r + 1].first : t->twin_count;
+        for (uint32_t k = t->twin_runs[r].first; k < last; k++)
+            t->children[end[t->twin_runs[r].parent]++] = MFS_TWIN_BASE + k;
+    }
     sort_tree = t;
     for (uint32_t p = 0, first = 0; p < t->count; first = end[p], p++) {
         uint32_t k = first + 1;
-        while (k < end[p] && strcmp(t->nodes[t->children[k - 1]].name,
-                                    t->nodes[t->children[k]].name) < 0)
+        while (k < end[p] &&
+               cmp_parts(parts_of(t, t->children[k - 1]), parts_of(t, t->children[k])) < 0)
             k++;
         if (k < end[p])
             qsort(t->children + first, end[p] - first, sizeof *t->children, cmp_child);
     }
     sort_tree = NULL;
+    /* Each directory's share of t->children (its own came first). */
+    for (uint32_t p = 0, first = 0; p < t->count; first = end[p], p++) {
+        if (t->nodes[p].kind != MFS_NODE_DIR)
+            continue;
+        t->nodes[p].child_first = first;
+        t->nodes[p].child_count = end[p] - first;
+        t->nodes[p].subdirs = 0;
+        for (uint32_t c = first; c < end[p]; c++)
+            t->nodes[p].subdirs += t->children[c] < t->count &&
+                                   t->nodes[t->children[c]].kind == MFS_NODE_DIR;
+    }
     free(end);
 }
 
@@ -782,16 +970,7 @@ void mfs_tree_finish(mfs_tree *t)
     forget_pieces(t);  /* only adds need them */
     /* Every node but the root, grouped by parent and sorted by name: each
      * directory's children end up contiguous. */
-    uint32_t n = t->count - 1;
     group_children(t);
-    for (uint32_t i = 0; i < n; i++) {
-        const mfs_node *child = &t->nodes[t->children[i]];
-        mfs_node *p = &t->nodes[child->parent];
-        if (p->child_count++ == 0)
-            p->child_first = i;
-        if (child->kind == MFS_NODE_DIR)
-            p->subdirs++;
-    }
     uint8_t rank[MFS_XATTR_NAMES_MAX];
     rank_names(t, rank);
     sort_rank = rank;
@@ -837,8 +1016,9 @@ char *mfs_tree_path(const mfs_tree *t, uint32_t node)
 char *mfs_tree_path_try(const mfs_tree *t, uint32_t node)
 {
     size_t len = 0, depth = 0;
-    for (uint32_t i = node; i != MFS_ROOT && i < t->count; i = t->nodes[i].parent) {
-        len += strlen(t->nodes[i].name);
+    for (uint32_t i = node; i != MFS_ROOT && mfs_tree_has(t, i); i = parent_of(t, i)) {
+        name_parts np = parts_of(t, i);
+        len += np.alen + np.blen;
         depth++;
     }
     if (depth > 1)
@@ -848,10 +1028,11 @@ char *mfs_tree_path_try(const mfs_tree *t, uint32_t node)
         return NULL;
     r[len] = '\0';
     size_t end = len;
-    for (uint32_t i = node; i != MFS_ROOT && i < t->count; i = t->nodes[i].parent) {
-        size_t n = strlen(t->nodes[i].name);
-        end -= n;
-        memcpy(r + end, t->nodes[i].name, n);
+    for (uint32_t i = node; i != MFS_ROOT && mfs_tree_has(t, i); i = parent_of(t, i)) {
+        name_parts np = parts_of(t, i);
+        end -= np.alen + np.blen;
+        memcpy(r + end, np.a, np.alen);
+        memcpy(r + end + np.alen, np.b, np.blen);
         if (end > 0)
             r[--end] = '/';
     }

@@ -74,9 +74,9 @@ typedef struct mfs_source_ops {
     bool in_memory;
 } mfs_source_ops;
 
-/* Two per tensor (its file and its .npy twin), so kept to 48 bytes: the
- * rare ops and ctx live in a side array (mfs_tree_ops, mfs_tree_ctx), and
- * what only files use shares room with what only directories use. */
+/* One per tensor, so kept to 48 bytes: the rare ops and ctx live in a
+ * side array (mfs_tree_ops, mfs_tree_ctx), and what only files use shares
+ * room with what only directories use. */
 typedef struct mfs_node {
     char *name;             /* one path component; "" for the root */
     uint32_t parent;
@@ -84,9 +84,9 @@ typedef struct mfs_node {
     uint32_t xattr_count;
     uint32_t source;        /* into mfs_tree.sources; MFS_NONE: `data` is the
                                content, always good */
-    uint32_t body;          /* MFS_NONE, or a file whose bytes follow `data`
-                               (mfs_tree_add_twin): served from that file's
-                               own bytes, never copied */
+    uint32_t body;          /* MFS_NONE; in a twin's node (mfs_tree_get), the
+                               file whose bytes follow `data`: served from
+                               that file's own bytes, never copied */
     unsigned kind : 1;          /* mfs_kind */
     bool size_unknown : 1;      /* `size` is a placeholder: the produced bytes tell */
     bool sums : 1;              /* the SHA256SUMS file: lines made on demand (mfs_tree_sums) */
@@ -151,6 +151,35 @@ typedef struct mfs_sums {
     size_t max_line;        /* longest line's length */
 } mfs_sums;
 
+/* An .npy twin (mfs_tree_add_twin) is no node of its own: a million
+ * tensors kept a million 48-byte nodes and names for them. Twin k has the
+ * index MFS_TWIN_BASE + k, and readers see it through mfs_tree_get, which
+ * makes its node on the spot from these few bytes. */
+#define MFS_TWIN_BASE 0x80000000u
+#define MFS_TWIN_NAMED 0x80000000u  /* in mfs_twin.head: its name is in twin_names */
+
+typedef struct mfs_twin {
+    uint32_t body;          /* the file it serves after its head */
+    uint32_t head;          /* into mfs_tree.heads; | MFS_TWIN_NAMED */
+} mfs_twin;
+
+/* Twins first.. (up to the next run's first) are children of `parent`:
+ * a loader adds a folder's twins together. */
+typedef struct mfs_twin_run {
+    uint32_t first, parent;
+} mfs_twin_run;
+
+/* A twin whose name is not its body's name and ".npy" (a "%~2" one). */
+typedef struct mfs_twin_name {
+    uint32_t twin;
+    const char *name;
+} mfs_twin_name;
+
+struct mfs_piece {
+    const uint8_t *p;
+    size_t len;
+};
+
 typedef struct mfs_tree {
     mfs_node *nodes;
     uint32_t count, cap;
@@ -168,10 +197,19 @@ typedef struct mfs_tree {
     uint32_t xattr_name_count;
     mfs_table names;        /* (parent, name) -> node index */
     mfs_table interned;     /* bytes -> index in `pieces` (until finish) */
-    struct mfs_piece { const uint8_t *p; size_t len; } *pieces;
+    struct mfs_piece *pieces;
 #define MFS_TREE_RECENT 64
     struct mfs_piece recent[MFS_TREE_RECENT];  /* pieces interned lately (tree.c) */
     uint32_t piece_count, piece_cap;
+    mfs_twin *twins;
+    uint32_t twin_count, twin_cap;
+    mfs_twin_run *twin_runs;    /* by first, ascending */
+    uint32_t twin_run_count, twin_run_cap;
+    mfs_twin_name *twin_names;  /* by twin, ascending */
+    uint32_t twin_name_count, twin_name_cap;
+    struct mfs_piece *heads;    /* the twins' heads, each kept once */
+    uint32_t head_count, head_cap;
+    mfs_table head_index;       /* interned head -> heads (until finish) */
     void **owned;
     size_t owned_count, owned_cap;
     /* Names and xattr values live in large blocks of their own, not among
@@ -210,8 +248,10 @@ uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
 void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node);
 
 /* Adds a file whose bytes are `head` (copied) followed by the bytes of the
- * file `body` (an .npy header and its tensor). MFS_NONE as mfs_tree_add,
- * or when `body` is not a file of known size or has a body itself. */
+ * file `body` (an .npy header and its tensor): a twin, index
+ * MFS_TWIN_BASE + k. MFS_NONE as mfs_tree_add, or when `body` is not a
+ * real file of known size. Named `body`'s name and ".npy", it keeps no
+ * name of its own. */
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
                            size_t head_len, uint32_t body);
 
@@ -261,10 +301,32 @@ char *mfs_tree_path(const mfs_tree *t, uint32_t node);
  * mounted (fs/util/xalloc.h). */
 char *mfs_tree_path_try(const mfs_tree *t, uint32_t node);
 
+/* Node i when it is a real one (not a twin: see mfs_tree_get), or NULL. */
 static inline const mfs_node *mfs_tree_node(const mfs_tree *t, uint32_t i)
 {
     return i < t->count ? &t->nodes[i] : NULL;
 }
+
+static inline bool mfs_tree_is_twin(const mfs_tree *t, uint32_t i)
+{
+    return i >= MFS_TWIN_BASE && i - MFS_TWIN_BASE < t->twin_count;
+}
+
+/* Whether i is a node of the tree, real or twin. */
+static inline bool mfs_tree_has(const mfs_tree *t, uint32_t i)
+{
+    return i < t->count || mfs_tree_is_twin(t, i);
+}
+
+/* Room for a twin's node made on the spot. */
+typedef struct mfs_node_buf {
+    mfs_node node;
+    char name[MFS_NAME_MAX + 1];
+} mfs_node_buf;
+
+/* Node i, real or twin, or NULL: a twin's node is made in *buf and lives
+ * as long as it (a read-only view: nothing of a twin can be set). */
+const mfs_node *mfs_tree_get(const mfs_tree *t, uint32_t i, mfs_node_buf *buf);
 
 /* The xattr's name, as the loader passed it ("user.modelfs.dtype"). */
 static inline const char *mfs_xattr_name(const mfs_tree *t, const mfs_xattr *x)

@@ -19,7 +19,7 @@ typedef struct open_wait {
     fuse_req_t req;
     struct fuse_file_info fi;
     const mfs_volume *fs;
-    const mfs_node *node;
+    bool size_unknown;      /* the opened file's (a twin has none) */
 } open_wait;
 
 /* The tree never changes while mounted, so the kernel may cache entries
@@ -49,7 +49,7 @@ static const mfs_volume *vol_of(fuse_req_t req, fuse_ino_t ino, uint32_t *idx)
     uint32_t id = (uint32_t)((uint64_t)ino >> 32);
     mfs_forest *f = mount_of(req)->forest;
     const mfs_volume *v = id == 0 ? &f->top : mfs_forest_get(f, id - 1);
-    if (v == NULL || low == 0 || low > v->tree->count)
+    if (v == NULL || low == 0 || !mfs_tree_has(v->tree, (uint32_t)(low - 1)))
         return NULL;
     *idx = (uint32_t)(low - 1);
     return v;
@@ -81,10 +81,10 @@ static fuse_ino_t model_ino(uint32_t k)
     return ((fuse_ino_t)k + 1) << 32 | 1;
 }
 
-/* The node behind `ino` (its volume in *fs), or NULL after replying
- * ENOENT. */
+/* The node behind `ino` (its volume in *fs; a twin's node made in
+ * *buf), or NULL after replying ENOENT. */
 static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, const mfs_volume **fs,
-                                      uint32_t *idx)
+                                      uint32_t *idx, mfs_node_buf *buf)
 {
     uint32_t i;
     const mfs_volume *v = vol_of(req, ino, &i);
@@ -95,7 +95,7 @@ static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, const mfs_
     if (idx)
         *idx = i;
     *fs = v;
-    return mfs_tree_node(v->tree, i);
+    return mfs_tree_get(v->tree, i, buf);
 }
 
 /* A file fetched on first open has no size until then; after, the length
@@ -108,7 +108,8 @@ static double attr_timeout(const mfs_node *n)
 
 static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, struct stat *st)
 {
-    const mfs_node *n = mfs_tree_node(fs->tree, idx);
+    mfs_node_buf buf;
+    const mfs_node *n = mfs_tree_get(fs->tree, idx, &buf);
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)ino_of(fs, idx);
     st->st_uid = mt->uid;
@@ -132,10 +133,11 @@ static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, s
 static void fill_entry(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
                        struct fuse_entry_param *e)
 {
+    mfs_node_buf buf;
     memset(e, 0, sizeof *e);
     e->ino = ino_of(fs, idx);
     e->generation = 1;
-    e->attr_timeout = attr_timeout(mfs_tree_node(fs->tree, idx));
+    e->attr_timeout = attr_timeout(mfs_tree_get(fs->tree, idx, &buf));
     e->entry_timeout = MFS_TIMEOUT;
     fill_stat(mt, fs, idx, &e->attr);
 }
@@ -201,7 +203,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         fuse_reply_attr(req, &st, 0.0);
         return;
     }
-    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
+    mfs_node_buf buf;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx, &buf);
     if (n == NULL)
         return;
     fill_stat(mount_of(req), fs, idx, &st);
@@ -239,8 +242,8 @@ static void open_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs
         o->fi.fh = (uint64_t)(uintptr_t)h;
         /* A size learnt only now: the kernel must not trust the 0 it was
          * shown, nor cache pages by it. */
-        o->fi.direct_io = o->node->size_unknown;
-        o->fi.keep_cache = !o->node->size_unknown;
+        o->fi.direct_io = o->size_unknown;
+        o->fi.keep_cache = !o->size_unknown;
         /* Fails when the opener is gone (killed): no release will come. */
         if (fuse_reply_open(o->req, &o->fi) != 0)
             mfs_held_unref(h);
@@ -274,7 +277,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     uint32_t idx;
     const mfs_volume *fs;
-    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
+    mfs_node_buf buf;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx, &buf);
     if (n == NULL)
         return;
     if (n->kind == MFS_NODE_DIR) {
@@ -320,7 +324,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     o->req = req;
     o->fi = *fi;
     o->fs = fs;
-    o->node = n;
+    o->size_unknown = n->size_unknown;
     fuse_req_interrupt_func(req, open_interrupted, o);
     mfs_content_open(fs->content, idx, &o->w);
 }
@@ -330,7 +334,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     uint32_t idx;
     const mfs_volume *fs = vol_of(req, ino, &idx);
     if (fs != NULL) {
-        const mfs_node *src = source_of(fs, mfs_tree_node(fs->tree, idx), NULL);
+        mfs_node_buf buf;
+        const mfs_node *src = source_of(fs, mfs_tree_get(fs->tree, idx, &buf), NULL);
         if (mfs_tree_ops(fs->tree, src) != NULL)
             mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
     }
@@ -571,7 +576,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
     const mfs_volume *fs;
-    const mfs_node *n = node_or_enoent(req, ino, &fs, NULL);
+    mfs_node_buf buf;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, NULL, &buf);
     if (n == NULL)
         return;
     if (n->kind != MFS_NODE_FILE) {
@@ -619,7 +625,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
     const mfs_mount *mt = mount_of(req);
     const mfs_volume *fs;
     uint32_t idx;
-    const mfs_node *d = node_or_enoent(req, ino, &fs, &idx);
+    mfs_node_buf dbuf;
+    const mfs_node *d = node_or_enoent(req, ino, &fs, &idx, &dbuf);
     if (d == NULL)
         return;
     if (d->kind != MFS_NODE_DIR) {
@@ -636,6 +643,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
     for (uint64_t pos = off < 0 ? 0 : (uint64_t)off; pos < 2ull + d->child_count; pos++) {
         uint32_t target;
         const char *name;
+        mfs_node_buf nbuf;
         if (pos == 0) {
             target = idx;
             name = ".";
@@ -644,7 +652,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
             name = "..";
         } else {
             target = fs->tree->children[d->child_first + (pos - 2)];
-            name = mfs_tree_node(fs->tree, target)->name;
+            name = mfs_tree_get(fs->tree, target, &nbuf)->name;
         }
         size_t n;
         struct fuse_entry_param e;
@@ -728,7 +736,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
     const mfs_volume *fs;
     uint32_t idx;
-    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
+    mfs_node_buf buf;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx, &buf);
     if (n == NULL)
         return;
     /* Only the user namespace exists here. Saying so (ENOTSUP rather than
@@ -776,7 +785,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
     const mfs_volume *fs;
     uint32_t idx;
-    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx);
+    mfs_node_buf nbuf;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx, &nbuf);
     if (n == NULL)
         return;
     mfs_xattr_iter it;

@@ -74,7 +74,8 @@ static const mfs_volume *model_volume(mfs_forest *f, const mfs_volume *v, uint32
  * first open shows the length it has once made. */
 static uint64_t shown_size(const mfs_volume *v, uint32_t node)
 {
-    const mfs_node *n = mfs_tree_node(v->tree, node);
+    mfs_node_buf buf;
+    const mfs_node *n = mfs_tree_get(v->tree, node, &buf);
     uint64_t size = n->size;
     if (n->size_unknown && v->id == 0 && !mfs_content_known_size(v->content, node, &size)) {
         /* models.json: the mount shows its size once read; so do we. */
@@ -92,7 +93,8 @@ static void list(mfs_forest *f, const mfs_volume *v, uint32_t dir, const char *p
     const mfs_node *d = mfs_tree_node(t, dir);
     for (uint32_t i = 0; i < d->child_count; i++) {
         uint32_t c = t->children[d->child_first + i];
-        const mfs_node *n = mfs_tree_node(t, c);
+        mfs_node_buf buf;
+        const mfs_node *n = mfs_tree_get(t, c, &buf);
         char *rel = mfs_tree_path(t, c);
         size_t len = strlen(prefix) + strlen(rel) + 1;
         char *path = malloc(len);
@@ -180,7 +182,8 @@ static bool sums_text(const mfs_tree *t, mfs_content *content, file_bytes *b)
 /* False when the file cannot be made or checked (the reason was logged). */
 static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, file_bytes *b)
 {
-    const mfs_node *n = mfs_tree_node(t, node);
+    mfs_node_buf buf;
+    const mfs_node *n = mfs_tree_get(t, node, &buf);
     *b = (file_bytes){ NULL, 0, n->data, n->size, NULL, NULL };
     if (n->sums)
         return sums_text(t, content, b);
@@ -205,7 +208,8 @@ static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, fi
 
 static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xattrs)
 {
-    const mfs_node *n = mfs_tree_node(t, node);
+    mfs_node_buf buf;
+    const mfs_node *n = mfs_tree_get(t, node, &buf);
     if (xattrs) {
         /* As the mount answers it: made on request, unless the tree has
          * one (a carton file's MANIFEST sha256). */
@@ -252,7 +256,8 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     uint32_t node = resolve(f, &v, path);
     const mfs_tree *t = v->tree;
     mfs_content *content = v->content;
-    if (node == MFS_NONE || mfs_tree_node(t, node)->kind != MFS_NODE_FILE) {
+    mfs_node_buf buf;
+    if (node == MFS_NONE || mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE) {
         fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
                 "no such path in the tree" : "is a directory", path);
         return mfs_exit_code(MFS_E_NO_PATH);

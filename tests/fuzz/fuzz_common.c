@@ -64,6 +64,15 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
             else
                 mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
         }
+        /* Twins are made on the spot: each must be found by its name
+         * where the listing shows it. */
+        for (uint32_t k = 0; k < tree.twin_count; k++) {
+            mfs_node_buf buf;
+            const mfs_node *n = mfs_tree_get(&tree, MFS_TWIN_BASE + k, &buf);
+            if (n == NULL || mfs_tree_lookup(&tree, n->parent, n->name) != MFS_TWIN_BASE + k)
+                abort();
+            mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
+        }
         for (uint32_t i = 0; i < tree.count; i++) {
             mfs_xattr_iter it;
             mfs_xattr_view v;

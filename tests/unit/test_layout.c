@@ -140,6 +140,137 @@ static void test_many_duplicates(void)
     mfs_tree_destroy(&t);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every child of `dir` in strcmp order of the names readers see, each
+ * found by that name; returns how many. */
+static uint32_t check_listing(const mfs_tree *t, uint32_t dir)
+{
+    const mfs_node *d = mfs_tree_node(t, dir);
+    char **names = calloc(d->child_count + 1, sizeof *names);
+    for (uint32_t i = 0; i < d->child_count; i++) {
+        uint32_t c = t->children[d->child_first + i];
+        mfs_node_buf buf;
+        const mfs_node *n = mfs_tree_get(t, c, &buf);
+        CHECK(n != NULL && n->parent == dir);
+        names[i] = strdup(n->name);
+        CHECK(mfs_tree_lookup(t, dir, n->name) == c);
+        if (i > 0)
+            CHECK(strcmp(names[i - 1], names[i]) < 0);
+    }
+    /* The same order from an independent sort. */
+    char **sorted = calloc(d->child_count + 1, sizeof *sorted);
+    memcpy(sorted, names, d->child_count * sizeof *names);
+    qsort(sorted, d->child_count, sizeof *sorted, cmp_str);
+    for (uint32_t i = 0; i < d->child_count; i++)
+        CHECK(sorted[i] == names[i]);
+    for (uint32_t i = 0; i < d->child_count; i++)
+        free(names[i]);
+    free(names);
+    free(sorted);
+    return d->child_count;
+}
+
+/* Twins are made on the spot (mfs_tree_get): listed in name order among
+ * the real files of their folder, found by name, their path and bytes
+ * right, whatever names are around them and in whatever order folders
+ * get them. */
+static void test_twins(void)
+{
+    mfs_tree t;
+    mfs_tree_init(&t);
+    static const uint8_t bytes[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+    uint32_t d = mfs_tree_mkdirs(&t, MFS_ROOT, "d"), nd = mfs_tree_mkdirs(&t, MFS_ROOT, "n");
+    uint32_t md = mfs_tree_mkdirs(&t, MFS_ROOT, "m");
+    /* Names whose twins sort between, before and after real names that
+     * share their first bytes ("x.npy" < "x.npy0", "x.np" < "x.npy"...). */
+    static const char *const bodies[] = { "x", "x.a", "x.", "x-", "y", "x.npy", "xx", "x\xc3\xa9",
+                                          "x.n" };
+    enum { NB = sizeof bodies / sizeof *bodies };
+    static const char *const others[] = { "x.n", "x.np", "x.npyz", "x.npz", "x.npy0", "x.a.npy.",
+                                          "zzz", "x.npx", "x" };
+    uint32_t body[NB], twin[NB + 2];
+    for (uint32_t i = 0; i < NB; i++)
+        body[i] = mfs_tree_add(&t, d, bodies[i], MFS_NODE_FILE, bytes, 1 + i);
+    const char *head = "HEAD", *head2 = "H2";
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < NB; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.npy", bodies[i]);
+        /* Folders interleaved: n, n, m, n, ... (four runs and more). */
+        uint32_t parent = i % 3 == 2 ? md : nd;
+        twin[k] = mfs_tree_add_twin(&t, parent, name, i % 2 ? head : head2, i % 2 ? 4 : 2,
+                                    body[i]);
+        CHECK(twin[k] == MFS_TWIN_BASE + k);
+        k++;
+        if (i == 3)  /* real files added between twins */
+            for (uint32_t j = 0; j < sizeof others / sizeof *others; j++)
+                CHECK(mfs_tree_add(&t, nd, others[j], MFS_NODE_FILE, bytes, 2) != MFS_NONE);
+    }
+    /* Names of their own: kept apart. */
+    twin[k++] = mfs_tree_add_twin(&t, nd, "y%~2.npy", head, 4, body[4]);
+    twin[k++] = mfs_tree_add_twin(&t, md, "other", head, 4, body[0]);
+    CHECK(twin[NB] == MFS_TWIN_BASE + NB && twin[NB + 1] == MFS_TWIN_BASE + NB + 1);
+    CHECK(mfs_tree_mkdirs(&t, nd, "sub") != MFS_NONE);
+    /* Refused: a taken name (real or twin), a twin or a directory or
+     * SHA256SUMS as body, a bad name, a file as parent. */
+    CHECK(mfs_tree_add_twin(&t, nd, "x.npz", head, 4, body[0]) == MFS_NONE);
+    CHECK(mfs_tree_add_twin(&t, nd, "x.npy", head, 4, body[1]) == MFS_NONE);
+    CHECK(mfs_tree_add(&t, nd, "x.npy", MFS_NODE_FILE, bytes, 1) == MFS_NONE);
+    CHECK(mfs_tree_add_twin(&t, nd, "q.npy", head, 4, twin[0]) == MFS_NONE);
+    CHECK(mfs_tree_add_twin(&t, nd, "q.npy", head, 4, d) == MFS_NONE);
+    uint32_t sums = mfs_tree_add_sums(&t, MFS_ROOT, "SHA256SUMS");
+    CHECK(mfs_tree_add_twin(&t, nd, "q.npy", head, 4, sums) == MFS_NONE);
+    CHECK(mfs_tree_add_twin(&t, nd, "a/b.npy", head, 4, body[0]) == MFS_NONE);
+    CHECK(mfs_tree_add_twin(&t, body[0], "q.npy", head, 4, body[0]) == MFS_NONE);
+    /* Found while loading, by name, and not through a twin. */
+    CHECK(mfs_tree_lookup(&t, nd, "x.npy") == twin[0]);
+    CHECK(mfs_tree_lookup(&t, md, "other") == twin[NB + 1]);
+    CHECK(mfs_tree_mkdirs(&t, nd, "x.npy/q") == MFS_NONE);
+    for (uint32_t i = 0; i < NB; i++)
+        mfs_tree_mark_summed(&t, body[i]);
+    mfs_tree_finish(&t);
+
+    CHECK(check_listing(&t, nd) == 6 + 9 + 1 + 1);
+    CHECK(check_listing(&t, md) == 3 + 1);
+    CHECK(check_listing(&t, d) == NB);
+    CHECK(check_listing(&t, MFS_ROOT) == 4);
+    CHECK(mfs_tree_node(&t, nd)->subdirs == 1 && mfs_tree_node(&t, md)->subdirs == 0);
+    for (uint32_t i = 0; i < NB; i++) {
+        mfs_node_buf buf;
+        const mfs_node *n = mfs_tree_get(&t, twin[i], &buf);
+        char want[64];
+        snprintf(want, sizeof want, "%s/%s.npy", i % 3 == 2 ? "m" : "n", bodies[i]);
+        char *path = mfs_tree_path(&t, twin[i]);
+        CHECK(strcmp(path, want) == 0);
+        free(path);
+        CHECK(n->kind == MFS_NODE_FILE && n->body == body[i] && n->xattr_count == 0);
+        CHECK(n->size == (i % 2 ? 4u : 2u) + 1 + i && mfs_tree_head_len(&t, n) == (i % 2 ? 4u : 2u));
+        CHECK(memcmp(n->data, i % 2 ? head : head2, i % 2 ? 4 : 2) == 0);
+        CHECK(mfs_tree_ops(&t, n) == NULL && !n->summed && !n->sums);
+    }
+    mfs_node_buf b1, b2;
+    CHECK(mfs_tree_get(&t, twin[1], &b1)->data == mfs_tree_get(&t, twin[3], &b2)->data);
+    char *p = mfs_tree_path(&t, twin[NB]);
+    CHECK(strcmp(p, "n/y%~2.npy") == 0);
+    free(p);
+    p = mfs_tree_path(&t, twin[NB + 1]);
+    CHECK(strcmp(p, "m/other") == 0);
+    free(p);
+    /* Only the numbers handed out are nodes; twins are not in SHA256SUMS. */
+    CHECK(!mfs_tree_has(&t, MFS_TWIN_BASE + NB + 2) && !mfs_tree_has(&t, t.count));
+    CHECK(mfs_tree_get(&t, MFS_TWIN_BASE + NB + 2, &b1) == NULL);
+    CHECK(mfs_tree_get(&t, MFS_NONE, &b1) == NULL && mfs_tree_get(&t, t.count, &b1) == NULL);
+    CHECK(mfs_tree_lookup(&t, twin[0], "q") == MFS_NONE);
+    CHECK(t.sums.count == NB);
+    for (uint32_t i = 0; i < t.sums.count; i++)
+        CHECK(t.sums.files[i] < t.count);
+    mfs_tree_destroy(&t);
+}
+
 static void test_tree_rules(void)
 {
     mfs_tree t;
@@ -497,5 +628,6 @@ int main(void)
     test_xattrs();
     test_xattr_runs();
     test_tensor_attrs_many();
+    test_twins();
     return unit_finish("test_layout");
 }
