@@ -15,6 +15,17 @@ static uint64_t hash_key(uint32_t parent, const char *name)
     return mfs_hash(parent, name, strlen(name));
 }
 
+/* Grows *arr (of *cap elements of `size` bytes) to room for one more. */
+static void *grow(void *arr, uint32_t count, uint32_t *cap, size_t size)
+{
+    if (count < *cap)
+        return arr;
+    if (*cap > UINT32_MAX / 2)
+        mfs_oom();  /* past any loader's budget */
+    *cap = *cap ? *cap * 2 : 16;
+    return mfs_xreallocarray(arr, *cap, size);
+}
+
 /* A node's name as at most two pieces: a twin named after its body is
  * the body's name and ".npy", kept nowhere whole. */
 typedef struct name_parts {
@@ -161,10 +172,7 @@ static const uint8_t *intern_keyed(mfs_tree *t, const void *p, size_t len)
     if (i != MFS_NONE)
         return t->pieces[i].p;
     uint8_t *copy = memcpy(arena_alloc(t, len), p, len);
-    if (t->piece_count == t->piece_cap) {
-        t->piece_cap = t->piece_cap ? t->piece_cap * 2 : 64;
-        t->pieces = mfs_xreallocarray(t->pieces, t->piece_cap, sizeof *t->pieces);
-    }
+    t->pieces = grow(t->pieces, t->piece_count, &t->piece_cap, sizeof *t->pieces);
     t->pieces[t->piece_count] = (struct mfs_piece){ copy, len };
     mfs_table_add(&t->interned, h, t->piece_count++);
     return copy;
@@ -342,22 +350,10 @@ static uint32_t head_id(mfs_tree *t, const uint8_t *p, size_t len)
     uint32_t i = mfs_table_find(&t->head_index, h, same_head, &k);
     if (i != MFS_NONE)
         return i;
-    if (t->head_count == t->head_cap) {
-        t->head_cap = t->head_cap ? t->head_cap * 2 : 16;
-        t->heads = mfs_xreallocarray(t->heads, t->head_cap, sizeof *t->heads);
-    }
+    t->heads = grow(t->heads, t->head_count, &t->head_cap, sizeof *t->heads);
     t->heads[t->head_count] = (struct mfs_piece){ p, len };
     mfs_table_add(&t->head_index, h, t->head_count);
     return t->head_count++;
-}
-
-/* Grows *arr (of *cap elements of `size` bytes) to room for one more. */
-static void *grow(void *arr, uint32_t count, uint32_t *cap, size_t size)
-{
-    if (count < *cap)
-        return arr;
-    *cap = *cap ? *cap * 2 : 16;
-    return mfs_xreallocarray(arr, *cap, size);
 }
 
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
@@ -506,10 +502,7 @@ static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *
         v = (const char *)arena_intern(t, value, len);
     else
         v = len ? memcpy(arena_alloc(t, len), value, len) : arena_alloc(t, 1);
-    if (t->xattr_count == t->xattr_cap) {
-        t->xattr_cap = t->xattr_cap ? t->xattr_cap * 2 : 64;
-        t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_cap, sizeof *t->xattrs);
-    }
+    t->xattrs = grow(t->xattrs, t->xattr_count, &t->xattr_cap, sizeof *t->xattrs);
     uint32_t stored = len >= MFS_XATTR_LONG ? MFS_XATTR_LONG : (uint32_t)len;
     t->xattrs[t->xattr_count++] = (mfs_xattr){ v, node, stored << 8 | id };
 }
@@ -548,10 +541,7 @@ static uint32_t pair_of(mfs_tree *t, const char *dtype, size_t dlen, const char 
     uint32_t i = mfs_table_find(&t->pair_index, h, same_pair, &k);
     if (i != MFS_NONE)
         return i;
-    if (t->pair_count == t->pair_cap) {
-        t->pair_cap = t->pair_cap ? t->pair_cap * 2 : 16;
-        t->pairs = mfs_xreallocarray(t->pairs, t->pair_cap, sizeof *t->pairs);
-    }
+    t->pairs = grow(t->pairs, t->pair_count, &t->pair_cap, sizeof *t->pairs);
     t->pairs[t->pair_count] = (mfs_attr_pair){ k.dtype, k.shape, (uint32_t)dlen, (uint32_t)slen };
     mfs_table_add(&t->pair_index, h, t->pair_count);
     return t->pair_count++;
@@ -579,10 +569,7 @@ void mfs_tree_set_tensor_attrs(mfs_tree *t, uint32_t node, const char *name, siz
         pair |= MFS_TATTR_NAME;
     else
         mfs_tree_add_xattr(t, node, "user.modelfs.name", name, name_len);
-    if (t->tattr_count == t->tattr_cap) {
-        t->tattr_cap = t->tattr_cap ? t->tattr_cap * 2 : 64;
-        t->tattrs = mfs_xreallocarray(t->tattrs, t->tattr_cap, sizeof *t->tattrs);
-    }
+    t->tattrs = grow(t->tattrs, t->tattr_count, &t->tattr_cap, sizeof *t->tattrs);
     t->tattrs[t->tattr_count++] = (mfs_tensor_attrs){ node, pair, offset };
 }
 
@@ -702,10 +689,7 @@ void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, 
         return;
     mfs_node *n = &t->nodes[node];
     if (n->source == MFS_NONE) {
-        if (t->source_count == t->source_cap) {
-            t->source_cap = t->source_cap ? t->source_cap * 2 : 16;
-            t->sources = mfs_xreallocarray(t->sources, t->source_cap, sizeof *t->sources);
-        }
+        t->sources = grow(t->sources, t->source_count, &t->source_cap, sizeof *t->sources);
         n->source = t->source_count++;
     }
     t->sources[n->source] = (mfs_source){ ops, ctx };
