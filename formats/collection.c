@@ -22,6 +22,7 @@ typedef struct found {
     char *name;              /* its file name as on disk */
     char *source;            /* the path shown in messages and models.json */
     char *open_path;         /* what to load */
+    char *root;              /* the real path of the DIR it was found in; NULL: named */
     const mfs_format *format;
     uint64_t size;
     struct timespec mtime;
@@ -35,7 +36,8 @@ typedef struct walker {
 } walker;
 
 static void add_found(walker *w, const char *dir, const char *name, const char *source,
-                      const char *open_path, const mfs_format *fmt, const struct stat *st)
+                      const char *open_path, const char *root, const mfs_format *fmt,
+                      const struct stat *st)
 {
     if (w->count == w->cap) {
         w->cap = w->cap ? w->cap * 2 : 16;
@@ -46,6 +48,7 @@ static void add_found(walker *w, const char *dir, const char *name, const char *
     f->name = mfs_xstrdup(name);
     f->source = mfs_xstrdup(source);
     f->open_path = mfs_xstrdup(open_path);
+    f->root = root ? mfs_xstrdup(root) : NULL;
     f->format = fmt;
     f->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
     f->mtime = st->st_mtim;
@@ -123,7 +126,7 @@ static void walk(walker *w, const char *root, const char *path, const char *show
             const mfs_format *fmt = mfs_format_detect_dir(full);
             char *ename = mfs_name_encode(name, strlen(name));
             if (fmt != NULL)
-                add_found(w, enc, name, show, full, fmt, &st);
+                add_found(w, enc, name, show, full, root, fmt, &st);
             else if (depth < MFS_COLLECT_MAX_DEPTH) {
                 char *sub = join(enc, ename);
                 walk(w, root, full, show, sub, depth + 1);
@@ -143,7 +146,7 @@ static void walk(walker *w, const char *root, const char *path, const char *show
             if (fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode)) {
                 const mfs_format *fmt = probe_fd(fd, &fst);
                 if (fmt != NULL)
-                    add_found(w, enc, name, show, full, fmt, &fst);
+                    add_found(w, enc, name, show, full, root, fmt, &fst);
             }
             if (fd >= 0)
                 close(fd);
@@ -253,7 +256,7 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
          * says why. Loaded by an absolute path (the daemon leaves the
          * working folder), symlinks kept, so the model has its name. */
         char *abs = absolute(args[i]);
-        add_found(&w, "", base, args[i], abs, fmt, &st);
+        add_found(&w, "", base, args[i], abs, NULL, fmt, &st);
         free(abs);
     }
 
@@ -263,6 +266,7 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
     mfs_tree_set_size_unknown(top, list);
     out->models = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->models);
     out->open_paths = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->open_paths);
+    out->roots = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->roots);
     for (size_t i = 0; i < w.count; i++) {
         found *f = &w.list[i];
         uint32_t dir = f->dir[0] ? mfs_tree_mkdirs(top, MFS_ROOT, f->dir) : MFS_ROOT;
@@ -281,13 +285,15 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
             m->format = f->format ? mfs_xstrdup(f->format->name) : NULL;
             m->size = f->size;
             m->mtime = f->mtime;
+            out->roots[out->count] = f->root;
             out->open_paths[out->count++] = f->open_path;
-            f->source = f->open_path = NULL;
+            f->source = f->open_path = f->root = NULL;
         }
         free(f->dir);
         free(f->name);
         free(f->source);
         free(f->open_path);
+        free(f->root);
     }
     free(w.list);
     mfs_tree_finish(top);
@@ -299,21 +305,97 @@ fail:
         free(w.list[i].name);
         free(w.list[i].source);
         free(w.list[i].open_path);
+        free(w.list[i].root);
     }
     free(w.list);
     return -1;
 }
 
+/* What `path` (found below `root`) leads to now, opened one component at
+ * a time from `root` with no symlink followed: a folder on the way
+ * swapped for a symlink after probing, or a link of DIR pointed out of
+ * it, is refused, and the caller gets the very file or folder checked.
+ * The fd, or -1 with `e` filled. */
+static int open_inside(const char *root, const char *path, mfs_err *e)
+{
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));
+    if (!inside(root, real)) {
+        free(real);
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                        "cannot open: its path now leads out of %s (a symbolic link on the way)",
+                        root);
+    }
+    /* DIR itself is the mounter's choice, as a model named on the command
+     * line: only what is below it is checked. */
+    int cur = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+    size_t n = strlen(root);
+    const char *p = real + (n == 1 ? 1 : n);
+    while (cur >= 0 && *p) {
+        if (*p == '/')
+            p++;
+        size_t len = strcspn(p, "/");
+        char comp[MFS_NAME_MAX + 1];
+        if (len == 0 || len > MFS_NAME_MAX) {
+            close(cur);
+            cur = -1;
+            errno = ENAMETOOLONG;
+            break;
+        }
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        p += len;
+        int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (*p ? O_DIRECTORY : 0);
+        int next = openat(cur, comp, flags);
+        close(cur);
+        cur = next;
+    }
+    int err = errno;
+    free(real);
+    if (cur < 0)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                        "cannot open: %s (its path changed after it was found)", strerror(err));
+    return cur;
+}
+
 int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
 {
     const mfs_collection_loader *l = loader;
-    return mfs_load_path(tree, blob, l->coll->open_paths[k], l->opts, e);
+    const char *path = l->coll->open_paths[k], *root = l->coll->roots[k];
+    if (root == NULL)
+        return mfs_load_path(tree, blob, path, l->opts, e);  /* named: followed as given */
+    int fd = open_inside(root, path, e);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
+        return mfs_load_fd(tree, blob, fd, path, l->opts, e);
+    close(fd);
+    /* A folder model (an unpacked carton) opens its files by path: the
+     * folder must still be the one checked once they are open. */
+    if (mfs_load_path(tree, blob, path, l->opts, e) != 0)
+        return -1;
+    struct stat after;
+    fd = open_inside(root, path, e);
+    bool same = fd >= 0 && fstat(fd, &after) == 0 && after.st_dev == st.st_dev &&
+                after.st_ino == st.st_ino;
+    if (fd >= 0)
+        close(fd);
+    if (!same && fd >= 0)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                        "cannot open: the folder was replaced while it was read");
+    return same ? 0 : -1;
 }
 
 void mfs_collection_free_paths(mfs_collection *c)
 {
-    for (uint32_t k = 0; c->open_paths && k < c->count; k++)
+    for (uint32_t k = 0; c->open_paths && k < c->count; k++) {
         free(c->open_paths[k]);
+        free(c->roots[k]);
+    }
     free(c->open_paths);
+    free(c->roots);
     c->open_paths = NULL;
+    c->roots = NULL;
 }

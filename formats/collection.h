@@ -22,6 +22,9 @@ typedef struct mfs_collection {
     mfs_forest_model *models;    /* node, source, format, size, mtime */
     uint32_t count;
     char **open_paths;           /* per model: the path to load it from */
+    char **roots;                /* per model: the real path of the DIR it is in
+                                    (opened below it with no symlink followed), or
+                                    NULL for a model named on the command line */
 } mfs_collection;
 
 /* True when `args` is one model that mounts at the root as before: a

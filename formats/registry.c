@@ -170,3 +170,11 @@ int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_lo
         return -1;
     return mfs_load_model(tree, path, mfs_blob_span(blob), opts, e);
 }
+
+int mfs_load_fd(mfs_tree *tree, mfs_blob *blob, int fd, const char *path,
+                const mfs_load_opts *opts, mfs_err *e)
+{
+    if (mfs_blob_open_fd(blob, fd, path, e) != 0)
+        return -1;
+    return mfs_load_model(tree, path, mfs_blob_span(blob), opts, e);
+}

@@ -62,4 +62,8 @@ int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, const mfs_lo
 int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_load_opts *opts,
                   mfs_err *e);
 
+/* The same for a model file open at `fd` (taken over), named `path`. */
+int mfs_load_fd(mfs_tree *tree, mfs_blob *blob, int fd, const char *path,
+                const mfs_load_opts *opts, mfs_err *e);
+
 #endif

@@ -19,6 +19,13 @@ int mfs_blob_open(mfs_blob *b, const char *path, mfs_err *e)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));
+    return mfs_blob_open_fd(b, fd, path, e);
+}
+
+int mfs_blob_open_fd(mfs_blob *b, int fd, const char *path, mfs_err *e)
+{
+    memset(b, 0, sizeof *b);
+    b->fd = -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int err = errno;

@@ -25,6 +25,9 @@ typedef struct mfs_blob {
 
 /* Opens and maps `path`. On failure fills `e` (MFS_E_IO) and returns -1. */
 int mfs_blob_open(mfs_blob *b, const char *path, mfs_err *e);
+/* The same for `fd`, open already (taken over: closed on failure too);
+ * `path` is the name it goes by. */
+int mfs_blob_open_fd(mfs_blob *b, int fd, const char *path, mfs_err *e);
 void mfs_blob_close(mfs_blob *b);
 
 static inline mfs_span mfs_blob_span(const mfs_blob *b)

@@ -13,6 +13,8 @@
  - `modelfs A B A2 MNT`: folders named after the files, "%~2" for a
    second same name, an unrecognised file as an ERROR folder, a missing one
    refused (exit 3);
+ - a path swapped for a symlink out of DIR after the mount gives ERROR,
+   never the outside model;
  - `diff -r` of two models that differ in one tensor (two mounts, and two
    folders of one mount) names that tensor's file, its .npy and its
    SHA256SUMS line, and otherwise only document lines that name the file.
@@ -22,6 +24,7 @@ usage: test_multi.py BUILD_DIR GENERATED_DIR
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -186,6 +189,71 @@ def check_zoo(c, build, gen, env, tmp):
                 "a model replaced before its first lookup loads as replaced: %r" % text)
 
 
+def check_swaps(c, build, gen, env, tmp):
+    """A model found in DIR is loaded from inside DIR only: a folder on
+    its path swapped for a symlink after the mount (before its first
+    use), a link of DIR pointed out of it, or a file replaced by a link
+    out of it gives an ERROR folder, never the outside file's tree; a
+    link pointed at another model inside DIR loads that one."""
+    d, out = os.path.join(tmp, "swapdir"), os.path.join(tmp, "outside")
+    for sub in ("sub", "sub2", "cf"):
+        os.makedirs(os.path.join(d, sub))
+    os.makedirs(os.path.join(out, "sub"))
+    demo, names = os.path.join(gen, "rten", "demo.rten"), os.path.join(gen, "rten", "names.rten")
+    for dst in ("sub/a.rten", "sub2/b.rten", "c.rten"):
+        shutil.copy(demo, os.path.join(d, dst))
+    shutil.copy(names, os.path.join(d, "sub2", "n.rten"))
+    # Outside: models with other tensors (names.rten), so a load through
+    # a swapped path would show them.
+    for dst in ("sub/a.rten", "secret.rten"):
+        shutil.copy(names, os.path.join(out, dst))
+    os.symlink(os.path.join("sub", "a.rten"), os.path.join(d, "link.rten"))
+    os.symlink(os.path.join("sub2", "b.rten"), os.path.join(d, "link2.rten"))
+    unpacked = os.path.join(gen, "carton", "gen_unpacked")
+    have_folder = os.path.isdir(unpacked)
+    if have_folder:
+        shutil.rmtree(os.path.join(d, "cf"))
+        def no_fifos(where, names):
+            return [n for n in names if stat.S_ISFIFO(os.lstat(os.path.join(where, n)).st_mode)]
+        shutil.copytree(unpacked, os.path.join(d, "cf"), symlinks=True, ignore=no_fifos)
+        shutil.copytree(unpacked, os.path.join(out, "cf"), symlinks=True, ignore=no_fifos)
+    else:
+        c.skip("no generated carton folder: the folder-model swap is not checked")
+    ls = os.path.join(build, "modelfs-ls")
+    with mfstest.mounted(os.path.join(build, "modelfs"), d, env=env) as mnt:
+        # Listing folders loads none of the models in them.
+        top, sub = sorted(os.listdir(mnt)), sorted(os.listdir(os.path.join(mnt, "sub")))
+        c.check({"link.rten", "link2.rten", "c.rten"} <= set(top) and sub == ["a.rten"],
+                "swap: the links and models are shown: %r %r" % (top, sub))
+        os.rename(os.path.join(d, "sub"), os.path.join(d, "sub.old"))
+        os.symlink(os.path.join(out, "sub"), os.path.join(d, "sub"))
+        os.unlink(os.path.join(d, "link.rten"))
+        os.symlink(os.path.join(out, "secret.rten"), os.path.join(d, "link.rten"))
+        os.unlink(os.path.join(d, "c.rten"))
+        os.symlink(os.path.join(out, "secret.rten"), os.path.join(d, "c.rten"))
+        os.unlink(os.path.join(d, "link2.rten"))
+        os.symlink(os.path.join("sub2", "n.rten"), os.path.join(d, "link2.rten"))
+        swapped = ["sub/a.rten", "link.rten", "c.rten"]
+        if have_folder:
+            os.rename(os.path.join(d, "cf"), os.path.join(d, "cf.old"))
+            os.symlink(os.path.join(out, "cf"), os.path.join(d, "cf"))
+            swapped.append("cf")
+        for rel in swapped:
+            got = sorted(os.listdir(os.path.join(mnt, rel)))
+            c.equal(got, ["ERROR"], "swap: %s now leads out of DIR: only ERROR" % rel)
+            if got == ["ERROR"]:
+                with open(os.path.join(mnt, rel, "ERROR")) as f:
+                    text = f.read()
+                c.check(text.startswith("modelfs: ") and "out of" in text,
+                        "swap: %s: ERROR says why: %r" % (rel, text))
+        c.check(os.path.exists(os.path.join(mnt, "sub2", "b.rten", "model.json")),
+                "swap: an untouched model still loads")
+        got = mfstest.walk_tree(os.path.join(mnt, "link2.rten"))
+        alone = mfstest.ls_tree(ls, os.path.join(d, "link2.rten"), env)
+        c.equal(sorted(got.items(), key=str), sorted(alone.items(), key=str),
+                "swap: a link pointed at another model inside DIR loads that model")
+
+
 def check_first_use_race(c, modelfs, models, mnt, env):
     """Many readers look into the same models for the first time at once
     (each model loads once, under its own lock): every reader sees the
@@ -323,6 +391,7 @@ def main(argv):
         check_args(c, build, gen, env, tmp)
         check_diff(c, build, gen, env, tmp)
         check_zoo(c, build, gen, env, tmp)
+        check_swaps(c, build, gen, env, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mfstest.check_sanitizer_reports(c, logdir)
