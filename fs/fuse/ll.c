@@ -534,6 +534,12 @@ static void sums_go(sums_req *r)
 
 static sums_req *sums_new(fuse_req_t req, const mfs_volume *fs)
 {
+    /* Digests are kept for the mount: once the model file has changed,
+     * none of them is served (its tensors' reads give EIO too). */
+    if (fs->blob->fd >= 0 && !mfs_blob_unchanged(fs->blob)) {
+        fuse_reply_err(req, EIO);
+        return NULL;
+    }
     sums_req *r = calloc(1, sizeof *r);
     if (r == NULL) {
         fuse_reply_err(req, ENOMEM);

@@ -180,7 +180,32 @@ def check_truncated(c, build, env):
                 c.check(False, "cut model: the xattr of a tensor past the cut must fail")
             except OSError as e:
                 c.equal(e.errno, errno.EIO, "cut model: the xattr of a tensor past the cut")
+            try:
+                os.getxattr(os.path.join(mnt, "tensors", "layer00000%2Fweight"), "user.modelfs.sha256")
+                c.check(False, "cut model: the digest made before the cut must not be served")
+            except OSError as e:
+                c.equal(e.errno, errno.EIO, "cut model: the digest made before the cut")
             c.check("model.json" in os.listdir(mnt), "cut model: the mount still answers")
+        # Edited in place, size and mtime kept: the kept digests are not
+        # served either (the tensor's own reads give EIO too).
+        gen_rten.write_model(tmp, "cut.rten", gen_rten.many_graph(2000))
+        with mfstest.mounted(os.path.join(build, "modelfs"), model, env=env) as mnt:
+            got, err = mfstest.read_or_errno(os.path.join(mnt, "SHA256SUMS"))
+            c.check(err == 0 and len(got) > 0, "edited model: SHA256SUMS before the edit")
+            st = os.stat(model)
+            with open(model, "r+b") as f:
+                f.seek(st.st_size - 1)
+                last = f.read(1)
+                f.seek(st.st_size - 1)
+                f.write(bytes([last[0] ^ 1]))
+            os.utime(model, ns=(st.st_atime_ns, st.st_mtime_ns))
+            got, err = mfstest.read_or_errno(os.path.join(mnt, "SHA256SUMS"))
+            c.equal(err, errno.EIO, "edited model: SHA256SUMS after the edit")
+            try:
+                os.getxattr(os.path.join(mnt, "tensors", "layer00000%2Fweight"), "user.modelfs.sha256")
+                c.check(False, "edited model: a kept digest must not be served")
+            except OSError as e:
+                c.equal(e.errno, errno.EIO, "edited model: a kept digest")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
