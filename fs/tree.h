@@ -5,6 +5,8 @@
  * FUSE side reads it from any thread with no lock. A node's index is its
  * identity: the FUSE inode number is index + 1 (the root, index 0, is
  * inode 1), and the same loader calls give the same indexes every time.
+ * .npy twins have indexes of their own (MFS_TWIN_BASE + k): read any
+ * index through mfs_tree_get, which makes a twin's node on the spot.
  *
  * File contents are borrowed (a slice of the mapped model file) or owned by
  * the tree (generated documents, handed over with mfs_tree_own). */
