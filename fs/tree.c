@@ -1,5 +1,6 @@
 #include "tree.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,17 +37,31 @@ typedef struct name_parts {
 #define TWIN_SUFFIX ".npy"
 #define TWIN_SUFFIX_LEN 4u
 
-static const mfs_twin_name *twin_name_of(const mfs_tree *t, uint32_t k)
+/* The element of `arr` (count elements of `size` bytes, sorted by a
+ * uint32 key that comes first in each) whose key is `key`, or NULL. */
+static const void *find_keyed(const void *arr, uint32_t count, size_t size, uint32_t key)
 {
-    uint32_t lo = 0, hi = t->twin_name_count;
+    uint32_t lo = 0, hi = count;
     while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->twin_names[mid].twin < k)
+        uint32_t mid = lo + (hi - lo) / 2, k;
+        memcpy(&k, (const char *)arr + (size_t)mid * size, sizeof k);
+        if (k < key)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < t->twin_name_count && t->twin_names[lo].twin == k ? &t->twin_names[lo] : NULL;
+    uint32_t k = 0;
+    if (lo < count)
+        memcpy(&k, (const char *)arr + (size_t)lo * size, sizeof k);
+    return lo < count && k == key ? (const char *)arr + (size_t)lo * size : NULL;
+}
+
+_Static_assert(offsetof(mfs_twin_name, twin) == 0, "find_keyed's key comes first");
+_Static_assert(offsetof(mfs_tensor_attrs, node) == 0, "find_keyed's key comes first");
+
+static const mfs_twin_name *twin_name_of(const mfs_tree *t, uint32_t k)
+{
+    return find_keyed(t->twin_names, t->twin_name_count, sizeof *t->twin_names, k);
 }
 
 static name_parts parts_of(const mfs_tree *t, uint32_t i)
@@ -593,15 +608,7 @@ static void sort_tattrs(mfs_tree *t)
 
 static const mfs_tensor_attrs *tattrs_of(const mfs_tree *t, uint32_t node)
 {
-    uint32_t lo = 0, hi = t->tattr_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->tattrs[mid].node < node)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < t->tattr_count && t->tattrs[lo].node == node ? &t->tattrs[lo] : NULL;
+    return find_keyed(t->tattrs, t->tattr_count, sizeof *t->tattrs, node);
 }
 
 /* A tensor's own, in name order: dtype, name, offset, shape. */
