@@ -371,26 +371,39 @@ static uint32_t head_id(mfs_tree *t, const uint8_t *p, size_t len)
     return t->head_count++;
 }
 
+uint32_t mfs_tree_twin_head(mfs_tree *t, const void *head, size_t head_len)
+{
+    if (t->finished || head_len > UINT32_MAX || t->head_count == MFS_TWIN_NAMED)
+        return MFS_NONE;
+    /* Tensors of one dtype and shape (a model's layers) share one head. */
+    const uint8_t *hp = head_len ? arena_intern(t, head, head_len) : (const uint8_t *)"";
+    return head_id(t, hp, head_len);
+}
+
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
                            size_t head_len, uint32_t body)
 {
+    uint32_t hid = mfs_tree_twin_head(t, head, head_len);
+    return hid == MFS_NONE ? MFS_NONE : mfs_tree_add_twin_with(t, parent, name, hid, body);
+}
+
+uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, uint32_t head,
+                                uint32_t body)
+{
     if (t->finished || body >= t->count || parent >= t->count ||
         t->nodes[parent].kind != MFS_NODE_DIR || !mfs_tree_valid_name(name) ||
-        t->twin_count == MFS_TWIN_BASE - 1 || t->head_count == MFS_TWIN_NAMED ||
-        head_len > UINT32_MAX)
+        t->twin_count == MFS_TWIN_BASE - 1 || head >= t->head_count)
         return MFS_NONE;
     const mfs_node *b = &t->nodes[body];
     /* A size learnt at open would make this file's size wrong. */
-    if (b->kind != MFS_NODE_FILE || b->size_unknown || b->sums || b->size > UINT64_MAX - head_len)
+    if (b->kind != MFS_NODE_FILE || b->size_unknown || b->sums ||
+        b->size > UINT64_MAX - t->heads[head].len)
         return MFS_NONE;
     name_key key = { t, parent, name };
     uint64_t h = hash_key(parent, name);
     if (mfs_table_find(&t->names, h, is_name, &key) != MFS_NONE)
         return MFS_NONE;
-    uint32_t k = t->twin_count;
-    /* Tensors of one dtype and shape (a model's layers) share one head. */
-    const uint8_t *hp = head_len ? arena_intern(t, head, head_len) : (const uint8_t *)"";
-    uint32_t hid = head_id(t, hp, head_len);
+    uint32_t k = t->twin_count, hid = head;
     size_t blen = strlen(b->name), nlen = strlen(name);
     if (nlen != blen + TWIN_SUFFIX_LEN || memcmp(name, b->name, blen) != 0 ||
         memcmp(name + blen, TWIN_SUFFIX, TWIN_SUFFIX_LEN) != 0) {

@@ -257,6 +257,12 @@ void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node);
 uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
                            size_t head_len, uint32_t body);
 
+/* The same in two steps, for a head many twins share: the head kept once
+ * (its id, or MFS_NONE), then each twin with that id. */
+uint32_t mfs_tree_twin_head(mfs_tree *t, const void *head, size_t head_len);
+uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, uint32_t head,
+                                uint32_t body);
+
 /* Gives a file node on-demand or verified content (see mfs_source_ops). */
 void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);
 

@@ -61,6 +61,8 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
     m->npy_of = MFS_NONE;
 }
 
+static void npy_heads_free(struct mfs_npy_heads *c);
+
 void mfs_model_destroy(mfs_model *m)
 {
     for (size_t i = 0; i < m->dup_count; i++)
@@ -74,6 +76,7 @@ void mfs_model_destroy(mfs_model *m)
     mfs_val_free(m->tensors);
     mfs_docstream_free(m->json_body);
     mfs_docstream_free(m->toml_body);
+    npy_heads_free(m->npy_heads);
     memset(m, 0, sizeof *m);
 }
 
@@ -198,6 +201,64 @@ static char *npy_header(const char *descr, const uint64_t *dims, size_t ndim, si
     return mfs_sb_take(&h, len);
 }
 
+/* A model's layers repeat a few dtypes and shapes, often in turn (weight,
+ * bias, weight...): the headers made lately are kept by what made them,
+ * so a repeat costs a comparison, not a header and a hash of it. */
+#define NPY_HEADS 8
+
+typedef struct mfs_npy_heads {
+    struct npy_head {
+        char descr[16];     /* "" never matches */
+        uint64_t *dims;
+        size_t ndim;
+        uint32_t head;      /* the tree's id (mfs_tree_twin_head) */
+    } slot[NPY_HEADS];
+    unsigned used, next;
+} mfs_npy_heads;
+
+static void npy_heads_free(mfs_npy_heads *c)
+{
+    if (c == NULL)
+        return;
+    for (unsigned i = 0; i < c->used; i++)
+        free(c->slot[i].dims);
+    free(c);
+}
+
+/* The tree's head id for (descr, dims): MFS_NONE when the tree has no
+ * room for it. */
+static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dims, size_t ndim)
+{
+    mfs_npy_heads *c = m->npy_heads;
+    if (c == NULL)
+        c = m->npy_heads = mfs_xcalloc(1, sizeof *c);
+    for (unsigned i = 0; i < c->used; i++) {
+        const struct npy_head *h = &c->slot[i];
+        if (h->ndim == ndim && h->descr[0] && strcmp(h->descr, descr) == 0 &&
+            (ndim == 0 || memcmp(h->dims, dims, ndim * sizeof *dims) == 0))
+            return h->head;
+    }
+    size_t hlen;
+    char *text = npy_header(descr, dims, ndim, &hlen);
+    uint32_t id = mfs_tree_twin_head(m->tree, text, hlen);
+    free(text);
+    if (id == MFS_NONE)
+        return MFS_NONE;
+    struct npy_head *h = &c->slot[c->next];
+    if (c->next < c->used)
+        free(h->dims);
+    else
+        c->used++;
+    c->next = (c->next + 1) % NPY_HEADS;
+    h->dims = mfs_xmalloc((ndim ? ndim : 1) * sizeof *dims);
+    if (ndim)
+        memcpy(h->dims, dims, ndim * sizeof *dims);
+    h->ndim = ndim;
+    snprintf(h->descr, sizeof h->descr, "%s", strlen(descr) < sizeof h->descr ? descr : "");
+    h->head = id;
+    return id;
+}
+
 #define NPY_MAX_DIMS 1024u  /* deeper arrays get no twin (numpy allows 64) */
 
 /* Adds npy/NAME.npy beside the tensor's folder when its bytes are a whole
@@ -244,8 +305,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         free(dims);
         return;
     }
-    size_t hlen;
-    char *head = npy_header(descr, dims, ndim, &hlen);
+    uint32_t head = npy_head_id(m, descr, dims, ndim);
     /* Tensors come folder by folder: one look-up per folder, not per
      * tensor. */
     if (m->npy_of != dir) {
@@ -261,7 +321,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
          * order, like duplicate tensor names. */
         size_t base = strlen(name) - 4;
         /* The plain name first: a second look-up only when it was taken. */
-        twin = mfs_tree_add_twin(m->tree, ndir, name, head, hlen, node);
+        twin = mfs_tree_add_twin_with(m->tree, ndir, name, head, node);
         bool taken = twin == MFS_NONE && mfs_tree_lookup(m->tree, ndir, name) != MFS_NONE;
         for (unsigned k = 2; taken; k++) {
             size_t keep = base > MFS_NAME_MAX - 20 ? MFS_NAME_MAX - 20 : base;
@@ -272,12 +332,11 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
             snprintf(cand, room, "%.*s%%~%u.npy", (int)keep, name, k);
             taken = mfs_tree_lookup(m->tree, ndir, cand) != MFS_NONE;
             if (!taken)
-                twin = mfs_tree_add_twin(m->tree, ndir, cand, head, hlen, node);
+                twin = mfs_tree_add_twin_with(m->tree, ndir, cand, head, node);
             free(cand);
         }
     }
     free(name);
-    free(head);
     if (twin == MFS_NONE) {
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add .npy file");
         free(dims);

@@ -41,6 +41,7 @@ typedef struct mfs_model {
     struct mfs_docstream *json_body, *toml_body;  /* the table, written out */
     uint32_t tensors_dir;    /* the tensors/ directory */
     uint32_t npy_of, npy_dir;  /* the npy/ folder of the tensors' folder npy_of */
+    struct mfs_npy_heads *npy_heads;  /* .npy headers made lately (model.c) */
     mfs_err err;             /* the first failure of the layout itself (a file
                                 it could not add): the load fails with it */
     struct mfs_dup *dups;    /* duplicate-name counters (model.c) */
