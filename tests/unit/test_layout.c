@@ -271,6 +271,86 @@ static void test_twins(void)
     mfs_tree_destroy(&t);
 }
 
+/* The .npy header numpy writes for a C-order array, made here with printf
+ * as an oracle for model.c's own writer. */
+static size_t want_npy_header(char *out, const char *descr, const uint64_t *dims, size_t ndim)
+{
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
+    for (size_t i = 0; i < ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%llu", i ? ", " : "",
+                      (unsigned long long)dims[i]);
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "%s", ndim == 1 ? ",), }" : "), }");
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64, hlen = total - 10;
+    memcpy(out, "\x93NUMPY\x01\x00", 8);
+    out[8] = (char)(hlen & 0xff);
+    out[9] = (char)(hlen >> 8);
+    memcpy(out + 10, dict, (size_t)n);
+    memset(out + 10 + n, ' ', total - 10 - (size_t)n - 1);
+    out[total - 1] = '\n';
+    return total;
+}
+
+/* Shapes that come back in turn, more of them than the header cache
+ * keeps, in two dtypes: every twin has its own shape's header. */
+static void test_npy_headers(void)
+{
+    enum { N = 120, SHAPES = 11 };
+    static float data[SHAPES * 4];
+    mfs_tree t;
+    mfs_tree_init(&t);
+    mfs_model m;
+    mfs_model_init(&m, &t, "m", 0);
+    uint64_t shapes[SHAPES][2];
+    uint32_t twins[N];
+    char name[32];
+    for (uint32_t i = 0; i < SHAPES; i++) {
+        shapes[i][0] = 1 + i % 4;
+        shapes[i][1] = 1 + i / 4;
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t k = (i * 7) % SHAPES;
+        bool half = i % 3 == 0;
+        snprintf(name, sizeof name, "t%03u", i);
+        mfs_tensor ten = { .name = name, .name_len = strlen(name),
+                           .dtype = half ? "float16" : "float32", .shape = shapes[k],
+                           .ndim = k == 0 ? 1 : 2, .data = (const uint8_t *)data,
+                           .nbytes = shapes[k][0] * (k == 0 ? 1 : shapes[k][1]) * (half ? 2 : 4),
+                           .offset = 0 };
+        uint32_t node = mfs_model_add_tensor(&m, m.tensors_dir, &ten);
+        CHECK(node != MFS_NONE);
+        char twin_name[40];
+        snprintf(twin_name, sizeof twin_name, "%s.npy", name);
+        twins[i] = MFS_NONE;
+        uint32_t npy = mfs_tree_lookup(&t, MFS_ROOT, "npy");
+        if (npy != MFS_NONE)
+            twins[i] = mfs_tree_lookup(&t, npy, twin_name);
+        CHECK(twins[i] != MFS_NONE);
+    }
+    mfs_model_finish(&m);
+    mfs_tree_finish(&t);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t k = (i * 7) % SHAPES;
+        char want[256];
+        size_t wlen = want_npy_header(want, i % 3 == 0 ? "<f2" : "<f4", shapes[k], k == 0 ? 1 : 2);
+        mfs_node_buf buf;
+        const mfs_node *n = mfs_tree_get(&t, twins[i], &buf);
+        CHECK(n != NULL && mfs_tree_head_len(&t, n) == wlen && memcmp(n->data, want, wlen) == 0);
+    }
+    /* Each distinct header kept once by the tree. */
+    bool seen[SHAPES][2] = { { false } };
+    uint32_t distinct = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        bool *s = &seen[(i * 7) % SHAPES][i % 3 == 0];
+        distinct += !*s;
+        *s = true;
+    }
+    CHECK(t.head_count == distinct);
+    mfs_model_destroy(&m);
+    mfs_tree_destroy(&t);
+}
+
 static void test_tree_rules(void)
 {
     mfs_tree t;
@@ -629,5 +709,6 @@ int main(void)
     test_xattr_runs();
     test_tensor_attrs_many();
     test_twins();
+    test_npy_headers();
     return unit_finish("test_layout");
 }
