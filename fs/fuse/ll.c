@@ -106,10 +106,10 @@ static double attr_timeout(const mfs_node *n)
     return n->size_unknown ? 0.0 : MFS_TIMEOUT;
 }
 
-static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, struct stat *st)
+/* `n` is node idx of fs (a twin's made once by the caller). */
+static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, const mfs_node *n,
+                      struct stat *st)
 {
-    mfs_node_buf buf;
-    const mfs_node *n = mfs_tree_get(fs->tree, idx, &buf);
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)ino_of(fs, idx);
     st->st_uid = mt->uid;
@@ -130,16 +130,23 @@ static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, s
     }
 }
 
-static void fill_entry(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
+static void fill_entry(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, const mfs_node *n,
                        struct fuse_entry_param *e)
 {
-    mfs_node_buf buf;
     memset(e, 0, sizeof *e);
     e->ino = ino_of(fs, idx);
     e->generation = 1;
-    e->attr_timeout = attr_timeout(mfs_tree_get(fs->tree, idx, &buf));
+    e->attr_timeout = attr_timeout(n);
     e->entry_timeout = MFS_TIMEOUT;
-    fill_stat(mt, fs, idx, &e->attr);
+    fill_stat(mt, fs, idx, n, &e->attr);
+}
+
+/* fill_entry for node idx of fs, made here. */
+static void fill_entry_at(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx,
+                          struct fuse_entry_param *e)
+{
+    mfs_node_buf buf;
+    fill_entry(mt, fs, idx, mfs_tree_get(fs->tree, idx, &buf), e);
 }
 
 /* Several models: a model's folder in the top tree is its own volume's
@@ -189,7 +196,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         fs = model_root(mt, fs, c);
         c = MFS_ROOT;
     }
-    fill_entry(mt, fs, c, &e);
+    fill_entry_at(mt, fs, c, &e);
     fuse_reply_entry(req, &e);
 }
 
@@ -207,7 +214,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     const mfs_node *n = node_or_enoent(req, ino, &fs, &idx, &buf);
     if (n == NULL)
         return;
-    fill_stat(mount_of(req), fs, idx, &st);
+    fill_stat(mount_of(req), fs, idx, n, &st);
     fuse_reply_attr(req, &st, attr_timeout(n));
 }
 
@@ -219,7 +226,7 @@ static bool borrowed(const mfs_volume *fs, const mfs_node *n)
 }
 
 /* The node whose bytes a file serves after its own: an .npy twin's
- * tensor (mfs_tree_add_twin), otherwise the file itself. Opens, reads and
+ * tensor (mfs_tree_add_twin_with), otherwise the file itself. Opens, reads and
  * checks go to that node. */
 static const mfs_node *source_of(const mfs_volume *fs, const mfs_node *n, uint32_t *idx)
 {
@@ -650,6 +657,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
         uint32_t target;
         const char *name;
         mfs_node_buf nbuf;
+        const mfs_node *tn = NULL;  /* the child's node, made once for its name and stat */
         if (pos == 0) {
             target = idx;
             name = ".";
@@ -658,7 +666,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
             name = "..";
         } else {
             target = fs->tree->children[d->child_first + (pos - 2)];
-            name = mfs_tree_get(fs->tree, target, &nbuf)->name;
+            tn = mfs_tree_get(fs->tree, target, &nbuf);
+            name = tn->name;
         }
         size_t n;
         struct fuse_entry_param e;
@@ -680,10 +689,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
                 e.generation = 1;
                 e.entry_timeout = MFS_TIMEOUT;
             } else {
-                fill_entry(mt, model_root(mt, fs, target), MFS_ROOT, &e);
+                fill_entry_at(mt, model_root(mt, fs, target), MFS_ROOT, &e);
             }
+        } else if (tn != NULL && ev == fs) {
+            fill_entry(mt, fs, target, tn, &e);
         } else {
-            fill_entry(mt, ev, et, &e);
+            fill_entry_at(mt, ev, et, &e);
         }
         if (plus)
             n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)pos + 1);
