@@ -354,12 +354,6 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
 /* The id in t->heads of an interned head (equal bytes, equal pointer). */
 static uint32_t head_id(mfs_tree *t, const uint8_t *p, size_t len)
 {
-    /* A folder's tensors often share one dtype and shape. */
-    if (t->twin_count > 0) {
-        uint32_t last = t->twins[t->twin_count - 1].head & ~MFS_TWIN_NAMED;
-        if (t->heads[last].p == p)
-            return last;
-    }
     struct piece_key k = { t, p, len };
     uint64_t h = mfs_hash(2, &p, sizeof p);
     uint32_t i = mfs_table_find(&t->head_index, h, same_head, &k);
@@ -378,13 +372,6 @@ uint32_t mfs_tree_twin_head(mfs_tree *t, const void *head, size_t head_len)
     /* Tensors of one dtype and shape (a model's layers) share one head. */
     const uint8_t *hp = head_len ? arena_intern(t, head, head_len) : (const uint8_t *)"";
     return head_id(t, hp, head_len);
-}
-
-uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
-                           size_t head_len, uint32_t body)
-{
-    uint32_t hid = mfs_tree_twin_head(t, head, head_len);
-    return hid == MFS_NONE ? MFS_NONE : mfs_tree_add_twin_with(t, parent, name, hid, body);
 }
 
 uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, uint32_t head,

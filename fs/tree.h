@@ -153,7 +153,7 @@ typedef struct mfs_sums {
     size_t max_line;        /* longest line's length */
 } mfs_sums;
 
-/* An .npy twin (mfs_tree_add_twin) is no node of its own: a million
+/* An .npy twin (mfs_tree_add_twin_with) is no node of its own: a million
  * tensors kept a million 48-byte nodes and names for them. Twin k has the
  * index MFS_TWIN_BASE + k, and readers see it through mfs_tree_get, which
  * makes its node on the spot from these few bytes. */
@@ -249,16 +249,13 @@ uint32_t mfs_tree_lookup(const mfs_tree *t, uint32_t parent, const char *name);
  * fetched on first open): shown with size 0, served unbuffered. */
 void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node);
 
-/* Adds a file whose bytes are `head` (copied) followed by the bytes of the
- * file `body` (an .npy header and its tensor): a twin, index
- * MFS_TWIN_BASE + k. MFS_NONE as mfs_tree_add, or when `body` is not a
- * real file of known size. Named `body`'s name and ".npy", it keeps no
- * name of its own. */
-uint32_t mfs_tree_add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
-                           size_t head_len, uint32_t body);
-
-/* The same in two steps, for a head many twins share: the head kept once
- * (its id, or MFS_NONE), then each twin with that id. */
+/* A file whose bytes are a head (an .npy header) followed by the bytes of
+ * the file `body` (its tensor), in two steps for a head many such files
+ * share: mfs_tree_twin_head keeps the head (copied) once and gives its id
+ * (MFS_NONE when no more fit), mfs_tree_add_twin_with adds the file: a
+ * twin, index MFS_TWIN_BASE + k. MFS_NONE as mfs_tree_add, or when `body`
+ * is not a real file of known size or `head` is no id it gave. Named `body`'s
+ * name and ".npy", it keeps no name of its own. */
 uint32_t mfs_tree_twin_head(mfs_tree *t, const void *head, size_t head_len);
 uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, uint32_t head,
                                 uint32_t body);

@@ -188,7 +188,7 @@ static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, fi
     if (n->sums)
         return sums_text(t, content, b);
     if (n->body != MFS_NONE) {
-        /* A twin: the mount opens its tensor (mfs_tree_add_twin). */
+        /* A twin: the mount opens its tensor (mfs_tree_add_twin_with). */
         b->head = n->data;
         b->head_len = (size_t)mfs_tree_head_len(t, n);
         node = n->body;

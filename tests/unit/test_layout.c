@@ -174,6 +174,14 @@ static uint32_t check_listing(const mfs_tree *t, uint32_t dir)
     return d->child_count;
 }
 
+/* A twin with its own head, in the tree's two steps. */
+static uint32_t add_twin(mfs_tree *t, uint32_t parent, const char *name, const void *head,
+                         size_t head_len, uint32_t body)
+{
+    uint32_t id = mfs_tree_twin_head(t, head, head_len);
+    return id == MFS_NONE ? MFS_NONE : mfs_tree_add_twin_with(t, parent, name, id, body);
+}
+
 /* Twins are made on the spot (mfs_tree_get): listed in name order among
  * the real files of their folder, found by name, their path and bytes
  * right, whatever names are around them and in whatever order folders
@@ -202,7 +210,7 @@ static void test_twins(void)
         snprintf(name, sizeof name, "%s.npy", bodies[i]);
         /* Folders interleaved: n, n, m, n, ... (four runs and more). */
         uint32_t parent = i % 3 == 2 ? md : nd;
-        twin[k] = mfs_tree_add_twin(&t, parent, name, i % 2 ? head : head2, i % 2 ? 4 : 2,
+        twin[k] = add_twin(&t, parent, name, i % 2 ? head : head2, i % 2 ? 4 : 2,
                                     body[i]);
         CHECK(twin[k] == MFS_TWIN_BASE + k);
         k++;
@@ -211,21 +219,23 @@ static void test_twins(void)
                 CHECK(mfs_tree_add(&t, nd, others[j], MFS_NODE_FILE, bytes, 2) != MFS_NONE);
     }
     /* Names of their own: kept apart. */
-    twin[k++] = mfs_tree_add_twin(&t, nd, "y%~2.npy", head, 4, body[4]);
-    twin[k++] = mfs_tree_add_twin(&t, md, "other", head, 4, body[0]);
+    twin[k++] = add_twin(&t, nd, "y%~2.npy", head, 4, body[4]);
+    twin[k++] = add_twin(&t, md, "other", head, 4, body[0]);
     CHECK(twin[NB] == MFS_TWIN_BASE + NB && twin[NB + 1] == MFS_TWIN_BASE + NB + 1);
     CHECK(mfs_tree_mkdirs(&t, nd, "sub") != MFS_NONE);
     /* Refused: a taken name (real or twin), a twin or a directory or
      * SHA256SUMS as body, a bad name, a file as parent. */
-    CHECK(mfs_tree_add_twin(&t, nd, "x.npz", head, 4, body[0]) == MFS_NONE);
-    CHECK(mfs_tree_add_twin(&t, nd, "x.npy", head, 4, body[1]) == MFS_NONE);
+    CHECK(add_twin(&t, nd, "x.npz", head, 4, body[0]) == MFS_NONE);
+    CHECK(add_twin(&t, nd, "x.npy", head, 4, body[1]) == MFS_NONE);
     CHECK(mfs_tree_add(&t, nd, "x.npy", MFS_NODE_FILE, bytes, 1) == MFS_NONE);
-    CHECK(mfs_tree_add_twin(&t, nd, "q.npy", head, 4, twin[0]) == MFS_NONE);
-    CHECK(mfs_tree_add_twin(&t, nd, "q.npy", head, 4, d) == MFS_NONE);
+    CHECK(add_twin(&t, nd, "q.npy", head, 4, twin[0]) == MFS_NONE);
+    CHECK(add_twin(&t, nd, "q.npy", head, 4, d) == MFS_NONE);
     uint32_t sums = mfs_tree_add_sums(&t, MFS_ROOT, "SHA256SUMS");
-    CHECK(mfs_tree_add_twin(&t, nd, "q.npy", head, 4, sums) == MFS_NONE);
-    CHECK(mfs_tree_add_twin(&t, nd, "a/b.npy", head, 4, body[0]) == MFS_NONE);
-    CHECK(mfs_tree_add_twin(&t, body[0], "q.npy", head, 4, body[0]) == MFS_NONE);
+    CHECK(add_twin(&t, nd, "q.npy", head, 4, sums) == MFS_NONE);
+    CHECK(add_twin(&t, nd, "a/b.npy", head, 4, body[0]) == MFS_NONE);
+    CHECK(add_twin(&t, body[0], "q.npy", head, 4, body[0]) == MFS_NONE);
+    CHECK(mfs_tree_add_twin_with(&t, nd, "q.npy", t.head_count, body[0]) == MFS_NONE);
+    CHECK(mfs_tree_add_twin_with(&t, nd, "q.npy", MFS_NONE, body[0]) == MFS_NONE);
     /* Found while loading, by name, and not through a twin. */
     CHECK(mfs_tree_lookup(&t, nd, "x.npy") == twin[0]);
     CHECK(mfs_tree_lookup(&t, md, "other") == twin[NB + 1]);
