@@ -376,16 +376,16 @@ int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob
      * folder must still be the one checked once they are open. */
     if (mfs_load_path(tree, blob, path, l->opts, e) != 0)
         return -1;
-    struct stat after;
     fd = open_inside(root, path, e);
-    bool same = fd >= 0 && fstat(fd, &after) == 0 && after.st_dev == st.st_dev &&
-                after.st_ino == st.st_ino;
-    if (fd >= 0)
-        close(fd);
-    if (!same && fd >= 0)
+    if (fd < 0)
+        return -1;
+    struct stat after;
+    bool same = fstat(fd, &after) == 0 && after.st_dev == st.st_dev && after.st_ino == st.st_ino;
+    close(fd);
+    if (!same)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                         "cannot open: the folder was replaced while it was read");
-    return same ? 0 : -1;
+    return 0;
 }
 
 void mfs_collection_free_paths(mfs_collection *c)
