@@ -11,25 +11,16 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "path.h"
 #include "names.h"
 #include "registry.h"
 #include "strbuf.h"
 #include "xalloc.h"
 
-/* A model found, before the top tree is laid out. */
-typedef struct found {
-    char *dir;               /* encoded folder path below the mount root ("" = root) */
-    char *name;              /* its file name as on disk */
-    char *source;            /* the path shown in messages and models.json */
-    char *open_path;         /* what to load */
-    char *root;              /* the real path of the DIR it was found in; NULL: named */
-    const mfs_format *format;
-    uint64_t size;
-    struct timespec mtime;
-} found;
+typedef mfs_found found;
 
 typedef struct walker {
-    found *list;
+    mfs_found *list;
     size_t count, cap;
     uint64_t entries;
     bool warned;
@@ -194,26 +185,8 @@ static const char *base_name(const char *path, char *buf, size_t size)
     return buf;
 }
 
-/* The first free name in `dir` for `name`: itself, then "%~2", "%~3"...
- * (the names rule's duplicate form, cut to stay a valid name). */
-static char *unique_name(const mfs_tree *t, uint32_t dir, const char *name)
-{
-    char *cand = mfs_xstrdup(name);
-    for (unsigned k = 2; mfs_tree_lookup(t, dir, cand) != MFS_NONE; k++) {
-        free(cand);
-        size_t keep = strlen(name);
-        if (keep > MFS_NAME_MAX - 20)
-            keep = MFS_NAME_MAX - 20;
-        while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
-            keep--;
-        cand = mfs_xmalloc(keep + 24);
-        snprintf(cand, keep + 24, "%.*s%%~%u", (int)keep, name, k);
-    }
-    return cand;
-}
-
-int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const char **bad,
-                mfs_err *e)
+int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, const char **bad,
+                     mfs_err *e)
 {
     memset(out, 0, sizeof *out);
     walker w = { 0 };
@@ -260,44 +233,8 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
         free(abs);
     }
 
-    mfs_tree *top = mfs_xcalloc(1, sizeof *top);
-    mfs_tree_init(top);
-    uint32_t list = mfs_tree_add(top, MFS_ROOT, "models.json", MFS_NODE_FILE, NULL, 0);
-    mfs_tree_set_size_unknown(top, list);
-    out->models = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->models);
-    out->open_paths = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->open_paths);
-    out->roots = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->roots);
-    for (size_t i = 0; i < w.count; i++) {
-        found *f = &w.list[i];
-        uint32_t dir = f->dir[0] ? mfs_tree_mkdirs(top, MFS_ROOT, f->dir) : MFS_ROOT;
-        char *enc = mfs_name_encode(f->name, strlen(f->name));
-        char *name = dir == MFS_NONE ? NULL : unique_name(top, dir, enc);
-        uint32_t node = name ? mfs_tree_add(top, dir, name, MFS_NODE_DIR, NULL, 0) : MFS_NONE;
-        free(enc);
-        free(name);
-        if (node == MFS_NONE) {
-            mfs_log("modelfs: %s: no room for it in the tree (a file is in the way); skipped",
-                    f->source);
-        } else {
-            mfs_forest_model *m = &out->models[out->count];
-            m->node = node;
-            m->source = f->source;
-            m->format = f->format ? mfs_xstrdup(f->format->name) : NULL;
-            m->size = f->size;
-            m->mtime = f->mtime;
-            out->roots[out->count] = f->root;
-            out->open_paths[out->count++] = f->open_path;
-            f->source = f->open_path = f->root = NULL;
-        }
-        free(f->dir);
-        free(f->name);
-        free(f->source);
-        free(f->open_path);
-        free(f->root);
-    }
-    free(w.list);
-    mfs_tree_finish(top);
-    out->top = top;
+    out->list = w.list;
+    out->count = w.count;
     return 0;
 fail:
     for (size_t i = 0; i < w.count; i++) {
@@ -316,7 +253,7 @@ fail:
  * swapped for a symlink after probing, or a link of DIR pointed out of
  * it, is refused, and the caller gets the very file or folder checked.
  * The fd, or -1 with `e` filled. */
-static int open_inside(const char *root, const char *path, mfs_err *e)
+int mfs_collect_open_inside(const char *root, const char *path, mfs_err *e)
 {
     char *real = realpath(path, NULL);
     if (real == NULL)
@@ -359,43 +296,16 @@ static int open_inside(const char *root, const char *path, mfs_err *e)
     return cur;
 }
 
-int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
-{
-    const mfs_collection_loader *l = loader;
-    const char *path = l->coll->open_paths[k], *root = l->coll->roots[k];
-    if (root == NULL)
-        return mfs_load_path(tree, blob, path, l->opts, e);  /* named: followed as given */
-    int fd = open_inside(root, path, e);
-    struct stat st;
-    if (fd < 0)
-        return -1;
-    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
-        return mfs_load_fd(tree, blob, fd, path, l->opts, e);
-    close(fd);
-    /* A folder model (an unpacked carton) opens its files by path: the
-     * folder must still be the one checked once they are open. */
-    if (mfs_load_path(tree, blob, path, l->opts, e) != 0)
-        return -1;
-    fd = open_inside(root, path, e);
-    if (fd < 0)
-        return -1;
-    struct stat after;
-    bool same = fstat(fd, &after) == 0 && after.st_dev == st.st_dev && after.st_ino == st.st_ino;
-    close(fd);
-    if (!same)
-        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                        "cannot open: the folder was replaced while it was read");
-    return 0;
-}
 
-void mfs_collection_free_paths(mfs_collection *c)
+void mfs_found_list_free(mfs_found_list *l)
 {
-    for (uint32_t k = 0; c->open_paths && k < c->count; k++) {
-        free(c->open_paths[k]);
-        free(c->roots[k]);
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->list[i].dir);
+        free(l->list[i].name);
+        free(l->list[i].source);
+        free(l->list[i].open_path);
+        free(l->list[i].root);
     }
-    free(c->open_paths);
-    free(c->roots);
-    c->open_paths = NULL;
-    c->roots = NULL;
+    free(l->list);
+    memset(l, 0, sizeof *l);
 }

@@ -24,7 +24,7 @@ enum { W_NEW, W_QUEUED, W_DONE, W_CANCEL_PENDING };
 
 typedef struct slot {
     const mfs_node *node;   /* the first node with these ops and ctx */
-    const mfs_source_ops *ops;  /* its mfs_tree_ops and mfs_tree_ctx */
+    const mfs_produce_ops *ops;  /* its mfs_tree_ops and mfs_tree_ctx */
     void *ctx;
     uint32_t node_index;
     uint8_t state;
@@ -84,7 +84,7 @@ uint64_t mfs_content_default_cap(void)
     return quarter > (256ull << 20) ? quarter : (256ull << 20);
 }
 
-static uint64_t key_hash(const mfs_source_ops *ops, void *ctx)
+static uint64_t key_hash(const mfs_produce_ops *ops, void *ctx)
 {
     return mfs_hash((uint64_t)(uintptr_t)ops, &ctx, sizeof ctx);
 }
@@ -258,7 +258,7 @@ void mfs_held_unref(mfs_held *h)
 bool mfs_held_valid(const mfs_held *h)
 {
     const mfs_tree *t = h->c->tree;
-    const mfs_source_ops *ops = mfs_tree_ops(t, h->node);
+    const mfs_produce_ops *ops = mfs_tree_ops(t, h->node);
     return ops->unchanged == NULL || ops->unchanged(mfs_tree_ctx(t, h->node), &h->bytes);
 }
 
@@ -384,7 +384,7 @@ static void log_node(const mfs_content *c, uint32_t node, const mfs_err *e)
 static int make(slot *s, mfs_bytes *b, mfs_err *e)
 {
     const mfs_node *n = s->node;
-    const mfs_source_ops *ops = s->ops;
+    const mfs_produce_ops *ops = s->ops;
     memset(b, 0, sizeof *b);
     if (ops->produce != NULL) {
         if (ops->produce(s->ctx, &s->job, b, e) != 0) {

@@ -1,4 +1,4 @@
-/* The bytes of files whose nodes have mfs_source_ops: produced on first use
+/* The bytes of files whose nodes have mfs_produce_ops: produced on first use
  * (decoded, fetched, mapped), checked once before they are served, and kept
  * in a least-recently-used cache.
  *

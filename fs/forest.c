@@ -53,7 +53,7 @@ void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *model
     f->top.tree = top;
     uint32_t list = mfs_tree_lookup(top, MFS_ROOT, "models.json");
     if (list != MFS_NONE && mfs_forest_model_at(f, list) == MFS_NONE)
-        mfs_tree_set_source(top, list, &mfs_forest_models_json_ops, f);
+        mfs_tree_set_producer(top, list, &mfs_forest_models_json_ops, f);
     /* The folders show the newest model's time: the same on every mount
      * of the same files. */
     mfs_blob *none = mfs_xcalloc(1, sizeof *none);
@@ -260,7 +260,7 @@ static int models_json_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mf
     return r;
 }
 
-const mfs_source_ops mfs_forest_models_json_ops = {
+const mfs_produce_ops mfs_forest_models_json_ops = {
     .produce = models_json_produce,
     .in_memory = true,
 };

@@ -86,6 +86,6 @@ const mfs_volume *mfs_forest_volume(const mfs_forest *f, uint32_t id);
 /* The source ops of a top tree's models.json: the list of every model with
  * its status, made on first open (which loads every model). ctx is the
  * forest. Set by mfs_forest_init_multi on a root file called models.json. */
-extern const mfs_source_ops mfs_forest_models_json_ops;
+extern const mfs_produce_ops mfs_forest_models_json_ops;
 
 #endif

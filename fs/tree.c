@@ -247,7 +247,7 @@ void mfs_tree_init(mfs_tree *t)
     t->nodes[0].kind = MFS_NODE_DIR;
     t->sums.node = MFS_NONE;
     t->nodes[0].body = MFS_NONE;
-    t->nodes[0].source = MFS_NONE;
+    t->nodes[0].producer = MFS_NONE;
 }
 
 typedef struct mfs_tree_dtor {
@@ -277,7 +277,7 @@ void mfs_tree_destroy(mfs_tree *t)
         free(t->owned[i]);
     free(t->nodes);
     free(t->children);
-    free(t->sources);
+    free(t->producers);
     free(t->xattrs);
     free(t->xattr_names);
     free(t->tattrs);
@@ -346,7 +346,7 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
         n->size = size;
     }
     n->body = MFS_NONE;
-    n->source = MFS_NONE;
+    n->producer = MFS_NONE;
     mfs_table_add(&t->names, h, idx);
     return idx;
 }
@@ -429,7 +429,7 @@ const mfs_node *mfs_tree_get(const mfs_tree *t, uint32_t i, mfs_node_buf *buf)
     n->name = buf->name;
     n->parent = twin_parent(t, k);
     n->kind = MFS_NODE_FILE;
-    n->source = MFS_NONE;
+    n->producer = MFS_NONE;
     n->body = w->body;
     n->data = h->p;
     n->size = t->nodes[w->body].size + h->len;
@@ -503,7 +503,7 @@ static void add_xattr(mfs_tree *t, uint32_t node, const char *name, const void *
                       bool shared)
 {
     if (node >= t->count)
-        return;  /* a node that was refused (MFS_NONE): like mfs_tree_set_source */
+        return;  /* a node that was refused (MFS_NONE): like mfs_tree_set_producer */
     uint32_t id = xattr_name_id(t, name);
     if (id == MFS_NONE)
         return;
@@ -690,16 +690,16 @@ void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
     }
 }
 
-void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx)
+void mfs_tree_set_producer(mfs_tree *t, uint32_t node, const mfs_produce_ops *ops, void *ctx)
 {
     if (node >= t->count || t->nodes[node].kind != MFS_NODE_FILE)
         return;
     mfs_node *n = &t->nodes[node];
-    if (n->source == MFS_NONE) {
-        t->sources = grow(t->sources, t->source_count, &t->source_cap, sizeof *t->sources);
-        n->source = t->source_count++;
+    if (n->producer == MFS_NONE) {
+        t->producers = grow(t->producers, t->producer_count, &t->producer_cap, sizeof *t->producers);
+        n->producer = t->producer_count++;
     }
-    t->sources[n->source] = (mfs_source){ ops, ctx };
+    t->producers[n->producer] = (mfs_producer){ ops, ctx };
 }
 
 void *mfs_tree_own(mfs_tree *t, void *p)
@@ -982,9 +982,9 @@ void mfs_tree_finish(mfs_tree *t)
         t->nodes = mfs_xreallocarray(t->nodes, t->count, sizeof *t->nodes);
         t->cap = t->count;
     }
-    if (t->source_cap > t->source_count && t->source_count > 0) {
-        t->sources = mfs_xreallocarray(t->sources, t->source_count, sizeof *t->sources);
-        t->source_cap = t->source_count;
+    if (t->producer_cap > t->producer_count && t->producer_count > 0) {
+        t->producers = mfs_xreallocarray(t->producers, t->producer_count, sizeof *t->producers);
+        t->producer_cap = t->producer_count;
     }
     if (t->tattr_cap > t->tattr_count && t->tattr_count > 0) {
         t->tattrs = mfs_xreallocarray(t->tattrs, t->tattr_count, sizeof *t->tattrs);

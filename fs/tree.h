@@ -20,13 +20,10 @@
 
 #include "err.h"
 #include "job.h"
+#include "node_ref.h"
 #include "path.h"
+#include "produce.h"
 #include "table.h"
-
-#define MFS_NONE UINT32_MAX
-#define MFS_ROOT 0u
-
-typedef enum mfs_kind { MFS_NODE_DIR, MFS_NODE_FILE } mfs_kind;
 
 /* Four per tensor, so kept to 16 bytes: the name is a small id into the
  * tree's table (a model uses a handful of names), and the length shares a
@@ -43,39 +40,6 @@ _Static_assert(sizeof(mfs_xattr) <= 16, "an xattr is kept in 16 bytes");
 /* A length of this or more is kept in the 8 bytes before the value. */
 #define MFS_XATTR_LONG 0xffffffu
 
-/* A file whose bytes are not simply a slice that is always good: a
- * compressed zip member decoded on first use, a file fetched from elsewhere,
- * or a slice that must match a checksum before it is served. The FUSE side
- * (fs/content.c) calls these at most once at a time per node and keeps the
- * result; they may run on any thread. */
-typedef struct mfs_bytes {
-    const uint8_t *data;
-    uint64_t len;
-    uint64_t charge;        /* bytes held in memory (counted against the cache cap) */
-    void (*release)(struct mfs_bytes *b);  /* frees data; NULL if nothing to free */
-    void *opaque;           /* for release */
-} mfs_bytes;
-
-typedef struct mfs_source_ops {
-    /* Makes the bytes (exactly the node's size); NULL when the node's data
-     * slice is the content. 0, or -1 with the reason in e (MFS_E_NOMEM
-     * when memory ran out: that open fails, a later one tries again; any
-     * other code is kept for the node). These run while mounted: checked
-     * allocation only (fs/util/xalloc.h). */
-    int (*produce)(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e);
-    /* Checks the bytes before they are first served; NULL for no check.
-     * 0 good, -1 bad (e says how). */
-    int (*verify)(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len, mfs_err *e);
-    /* Optional: false once the bytes that `produce` made in `b` can no
-     * longer be trusted (the file they map changed on disk since it was
-     * checked). Called before every read, so it must be cheap (one fstat). */
-    bool (*unchanged)(void *ctx, const mfs_bytes *b);
-    /* produce allocates the node's size in memory (a decode): the content
-     * layer reserves that much under its cap before it runs. Otherwise its
-     * bytes are not counted (a mapping of a file: page cache, not ours). */
-    bool in_memory;
-} mfs_source_ops;
-
 /* One per tensor, so kept to 48 bytes: the rare ops and ctx live in a
  * side array (mfs_tree_ops, mfs_tree_ctx), and what only files use shares
  * room with what only directories use. */
@@ -84,7 +48,7 @@ typedef struct mfs_node {
     uint32_t parent;
     uint32_t xattr_first;   /* into mfs_tree.xattrs, after finish */
     uint32_t xattr_count;
-    uint32_t source;        /* into mfs_tree.sources; MFS_NONE: `data` is the
+    uint32_t producer;      /* into mfs_tree.producers; MFS_NONE: `data` is the
                                content, always good */
     uint32_t body;          /* MFS_NONE; in a twin's node (mfs_tree_get), the
                                file whose bytes follow `data`: served from
@@ -109,11 +73,11 @@ typedef struct mfs_node {
 
 _Static_assert(sizeof(mfs_node) <= 48, "a node is kept in 48 bytes");
 
-/* A node's mfs_tree_set_source. */
-typedef struct mfs_source {
-    const mfs_source_ops *ops;
+/* A node's mfs_tree_set_producer. */
+typedef struct mfs_producer {
+    const mfs_produce_ops *ops;
     void *ctx;              /* owned by the tree if handed to mfs_tree_own */
-} mfs_source;
+} mfs_producer;
 
 /* A tensor's own xattrs (user.modelfs.name, dtype, shape and offset) in
  * 16 bytes instead of four records and the offset's text: a million
@@ -186,8 +150,8 @@ typedef struct mfs_tree {
     mfs_node *nodes;
     uint32_t count, cap;
     uint32_t *children;     /* per directory, sorted by name (bytewise) */
-    mfs_source *sources;    /* by mfs_node.source */
-    uint32_t source_count, source_cap;
+    mfs_producer *producers; /* by mfs_node.producer */
+    uint32_t producer_count, producer_cap;
     mfs_xattr *xattrs;
     uint32_t xattr_count, xattr_cap;
     mfs_tensor_attrs *tattrs;   /* by node, after finish */
@@ -260,8 +224,8 @@ uint32_t mfs_tree_twin_head(mfs_tree *t, const void *head, size_t head_len);
 uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, uint32_t head,
                                 uint32_t body);
 
-/* Gives a file node on-demand or verified content (see mfs_source_ops). */
-void mfs_tree_set_source(mfs_tree *t, uint32_t node, const mfs_source_ops *ops, void *ctx);
+/* Gives a file node on-demand or verified content (see mfs_produce_ops). */
+void mfs_tree_set_producer(mfs_tree *t, uint32_t node, const mfs_produce_ops *ops, void *ctx);
 
 /* Copies the value; `name` must be a string that outlives the tree (a
  * literal): every tensor has the same few names, at most
@@ -371,17 +335,17 @@ static inline size_t mfs_xattr_len(const mfs_xattr *x)
     return (size_t)long_len;
 }
 
-/* The node's source ops (see mfs_source_ops); NULL when `data` is the
+/* The node's producer ops (see mfs_produce_ops); NULL when `data` is the
  * content, always good (and for a directory). */
-static inline const mfs_source_ops *mfs_tree_ops(const mfs_tree *t, const mfs_node *n)
+static inline const mfs_produce_ops *mfs_tree_ops(const mfs_tree *t, const mfs_node *n)
 {
-    return n->source < t->source_count ? t->sources[n->source].ops : NULL;
+    return n->producer < t->producer_count ? t->producers[n->producer].ops : NULL;
 }
 
 /* The ctx passed with those ops; NULL when there are none. */
 static inline void *mfs_tree_ctx(const mfs_tree *t, const mfs_node *n)
 {
-    return n->source < t->source_count ? t->sources[n->source].ctx : NULL;
+    return n->producer < t->producer_count ? t->producers[n->producer].ctx : NULL;
 }
 
 /* How many bytes of a file are its own `data` (all of them but a body's;

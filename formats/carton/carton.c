@@ -66,7 +66,7 @@ static void collect_zip(carton_load *cl, const mfs_zip *z)
         if (en->is_dir && n > 1 && mfs_path_ok(en->name, n - 1)) {
             /* A folder entry: its folder appears even when empty. */
             char *d = mfs_xstrndup(en->name, n - 1);
-            if (mfs_tree_mkdirs(cl->m->tree, cl->files_dir, d) == MFS_NONE) {
+            if (mfs_model_mkdirs(cl->m, cl->files_dir, d) == MFS_NONE) {
                 char *q = carton_quote(en->name, n);
                 carton_warn(cl, "folder member %s: a file is in the way: skipped", q);
                 free(q);
@@ -152,7 +152,7 @@ static void index_files(carton_load *cl)
 
 static void make_sources(carton_load *cl)
 {
-    mfs_tree *t = cl->m->tree;
+    mfs_model *t = cl->m;
     for (size_t i = 0; i < cl->nfiles; i++) {
         carton_file *f = &cl->files[i];
         if (f->dropped || !f->in_archive)
@@ -274,7 +274,7 @@ static int read_links(carton_load *cl, mfs_val **out)
  * links_dir, or to fetch) or a missing one. */
 static void manifest_only(carton_load *cl, carton_file *f, const char *sha)
 {
-    mfs_tree *t = cl->m->tree;
+    mfs_model *t = cl->m;
     f->urls = carton_link_urls(cl, sha);
     if (f->urls == NULL) {
         f->src = carton_src_new(t, CARTON_FAIL, f->path, NULL, NULL,
@@ -413,12 +413,12 @@ static void resolve_symlinks(carton_load *cl)
         mfs_err reason = { 0 };
         carton_file *to = follow(cl, f, raw, &reason);
         if (to == NULL) {
-            carton_src *s = carton_src_new(cl->m->tree, CARTON_FAIL, f->path, NULL, NULL, reason.msg);
+            carton_src *s = carton_src_new(cl->m, CARTON_FAIL, f->path, NULL, NULL, reason.msg);
             s->has_sha = f->src->has_sha;
             memcpy(s->sha, f->src->sha, MFS_SHA256_HEX);
             f->src = s;
         } else {
-            f->src = carton_src_alias(cl->m->tree, raw[to - cl->files], f->path, f->sha);
+            f->src = carton_src_alias(cl->m, raw[to - cl->files], f->path, f->sha);
             f->target = to->path;
         }
     }
@@ -429,17 +429,17 @@ static void resolve_symlinks(carton_load *cl)
 
 static void place(carton_load *cl, carton_file *f)
 {
-    mfs_tree *t = cl->m->tree;
+    mfs_model *t = cl->m;
     const char *slash = strrchr(f->path, '/');
     uint32_t dir = cl->files_dir;
     if (slash != NULL) {
         char *d = mfs_xstrndup(f->path, (size_t)(slash - f->path));
-        dir = mfs_tree_mkdirs(t, cl->files_dir, d);
+        dir = mfs_model_mkdirs(t, cl->files_dir, d);
         free(d);
     }
     const carton_src *s = f->src;
     uint32_t node = dir == MFS_NONE ? MFS_NONE
-                    : mfs_tree_add(t, dir, slash ? slash + 1 : f->path, MFS_NODE_FILE,
+                    : mfs_model_add(t, dir, slash ? slash + 1 : f->path, MFS_NODE_FILE,
                                    carton_src_inplace(s), s->size);
     if (node == MFS_NONE) {
         char *q = carton_quote(f->path, strlen(f->path));
@@ -450,12 +450,12 @@ static void place(carton_load *cl, carton_file *f)
     f->node = node;
     carton_src_attach(t, node, s);
     if (f->sha)
-        mfs_tree_add_xattr(t, node, "user.modelfs.sha256", f->sha, 64);
+        mfs_model_add_xattr(t, node, "user.modelfs.sha256", f->sha, 64);
     if (!f->in_archive && f->urls)
-        mfs_tree_add_xattr(t, node, "user.modelfs.urls", f->urls, strlen(f->urls));
+        mfs_model_add_xattr(t, node, "user.modelfs.urls", f->urls, strlen(f->urls));
     if (s->kind == CARTON_LINK) {
-        mfs_tree_add_xattr(t, node, "user.modelfs.size_unknown", "1", 1);
-        mfs_tree_set_size_unknown(t, node);
+        mfs_model_add_xattr(t, node, "user.modelfs.size_unknown", "1", 1);
+        mfs_model_set_size_unknown(t, node);
     }
 }
 
@@ -606,8 +606,8 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
     cl->m = m;
     cl->e = e;
     cl->warnings = mfs_arr();
-    cl->files_dir = mfs_tree_mkdirs(m->tree, MFS_ROOT, "files");
-    carton_fetch_cfg *fc = mfs_tree_own(m->tree, mfs_xcalloc(1, sizeof *fc));
+    cl->files_dir = mfs_model_mkdirs(m, MFS_ROOT, "files");
+    carton_fetch_cfg *fc = mfs_model_own(m, mfs_xcalloc(1, sizeof *fc));
     carton_fetch_cfg_set(fc, m->opts);
     cl->fetch = fc;
     if (m->opts->links_dir != NULL) {
@@ -615,8 +615,8 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
         struct stat st;
         mfs_err ignored = { 0 };  /* the warning below says enough */
         if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
-            (cl->links_root = carton_root_open(m->tree, real, &ignored)) != NULL)
-            cl->links_dir = mfs_tree_own(m->tree, mfs_xstrdup(real));
+            (cl->links_root = carton_root_open(m, real, &ignored)) != NULL)
+            cl->links_dir = mfs_model_own(m, mfs_xstrdup(real));
         else
             carton_warn(cl, "links_dir %s is not a folder: not used", m->opts->links_dir);
         free(real);
@@ -670,9 +670,9 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     /* The directory must live as long as the tree (decoding on open reads
      * it): the tree frees its three blocks, which is all mfs_zip_close
      * would free. */
-    mfs_tree_own(m->tree, z);
-    mfs_tree_own(m->tree, z->entries);
-    mfs_tree_own(m->tree, z->names);
+    mfs_model_own(m, z);
+    mfs_model_own(m, z->entries);
+    mfs_model_own(m, z->names);
     carton_load cl;
     load_init(&cl, m, e);
     cl.zip = z;
@@ -693,7 +693,7 @@ static int load_dir(mfs_model *m, const char *path, mfs_err *e)
     if (real == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
     /* Held for the life of the mount: every file is opened below it. */
-    const carton_root *root = carton_root_open(m->tree, real, e);
+    const carton_root *root = carton_root_open(m, real, e);
     free(real);
     if (root == NULL)
         return -1;

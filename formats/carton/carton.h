@@ -18,8 +18,10 @@
 #include "doc.h"
 #include "err.h"
 #include "span.h"
-#include "tree.h"
 #include "model.h"
+#include "path.h"
+#include "model.h"
+#include "path.h"
 #include "zip_read.h"
 #include "carton_root.h"
 
@@ -85,17 +87,17 @@ typedef struct carton_src {
 
 /* A new source (one allocation, owned by the tree); strings are copied,
  * NULL ones stay NULL. */
-carton_src *carton_src_new(mfs_tree *t, carton_kind kind, const char *label, const char *path,
+carton_src *carton_src_new(mfs_model *t, carton_kind kind, const char *label, const char *path,
                            const char *urls, const char *reason);
 /* A copy of `s` under another label and expected sha256 (a symlink member
  * serves its target's bytes but is checked against its own MANIFEST line). */
-carton_src *carton_src_alias(mfs_tree *t, const carton_src *s, const char *label,
+carton_src *carton_src_alias(mfs_model *t, const carton_src *s, const char *label,
                              const char *sha);
 /* The bytes in place (a stored member of the mapped zip), or NULL. */
 const uint8_t *carton_src_inplace(const carton_src *s);
 /* Gives `node` (added with carton_src_inplace's data and s->size) its
  * produce / verify operations; nothing for a stored member with no sha256. */
-void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s);
+void carton_src_attach(mfs_model *t, uint32_t node, const carton_src *s);
 /* "stored", "deflate", "zstd", "other" (zip members), "file" (unpacked
  * folder), "links_dir", "link" (to fetch), "missing". */
 const char *carton_src_storage(const carton_src *s);

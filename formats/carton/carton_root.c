@@ -32,7 +32,7 @@ static void root_close(void *arg)
     r->fd = -1;
 }
 
-carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e)
+carton_root *carton_root_open(mfs_model *t, const char *path, mfs_err *e)
 {
     /* The folder itself is the mounter's choice: a symlink to it is fine. */
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
@@ -41,10 +41,10 @@ carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e)
         return NULL;
     }
     size_t n = strlen(path) + 1;
-    carton_root *r = mfs_tree_own(t, mfs_xmalloc(sizeof *r + n));
+    carton_root *r = mfs_model_own(t, mfs_xmalloc(sizeof *r + n));
     r->fd = fd;
     r->path = memcpy((char *)(r + 1), path, n);
-    mfs_tree_on_destroy(t, root_close, r);
+    mfs_model_on_destroy(t, root_close, r);
     return r;
 }
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "tree.h"
+#include "model.h"
 
 /* A folder that files are opened under (an unpacked carton, or links_dir),
  * held open for the life of the mount. Paths below it are opened one
@@ -23,7 +23,7 @@ typedef struct carton_root {
 } carton_root;
 
 /* Opens `path` (a folder) as a root owned by `t`; NULL with e. */
-carton_root *carton_root_open(mfs_tree *t, const char *path, mfs_err *e);
+carton_root *carton_root_open(mfs_model *t, const char *path, mfs_err *e);
 /* Opens `rel` ("a/b/c", no "." or ".." or empty components) below `r`
  * with no symlink followed on the way: a regular file read-only and
  * non-blocking (so a FIFO cannot block), or a folder when `dir`. The fd,
@@ -32,7 +32,7 @@ int carton_open_at(const carton_root *r, const char *rel, bool dir);
 /* Maps the open file `fd` (taken over: closed, or kept in *out until its
  * release), which must be a regular file of `size` bytes; `label` names it
  * in messages. The mapping keeps what the file looked like, so
- * carton_file_unchanged (an mfs_source_ops.unchanged) sees any later edit,
+ * carton_file_unchanged (an mfs_produce_ops.unchanged) sees any later edit,
  * even one whose mtime was put back. */
 int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e);
 bool carton_file_unchanged(void *ctx, const mfs_bytes *b);

@@ -37,7 +37,7 @@ static const char *put(char **at, const char *s)
     return r;
 }
 
-carton_src *carton_src_new(mfs_tree *t, carton_kind kind, const char *label, const char *path,
+carton_src *carton_src_new(mfs_model *t, carton_kind kind, const char *label, const char *path,
                            const char *urls, const char *reason)
 {
     size_t extra = slen(label) + slen(path) + slen(urls) + slen(reason);
@@ -48,10 +48,10 @@ carton_src *carton_src_new(mfs_tree *t, carton_kind kind, const char *label, con
     s->path = put(&at, path);
     s->urls = put(&at, urls);
     s->reason = put(&at, reason);
-    return mfs_tree_own(t, s);
+    return mfs_model_own(t, s);
 }
 
-carton_src *carton_src_alias(mfs_tree *t, const carton_src *s, const char *label, const char *sha)
+carton_src *carton_src_alias(mfs_model *t, const carton_src *s, const char *label, const char *sha)
 {
     carton_src *a = carton_src_new(t, s->kind, label, s->path, s->urls, s->reason);
     a->size = s->size;
@@ -189,22 +189,22 @@ static int verify_fail(void *ctx, const mfs_job *job, const uint8_t *data, uint6
     return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s", s->reason ? s->reason : "unavailable");
 }
 
-static const mfs_source_ops ops_verify = { .verify = verify_sha };
-static const mfs_source_ops ops_zip = { .produce = produce_zip, .in_memory = true };
-static const mfs_source_ops ops_zip_verify = { .produce = produce_zip_checked, .in_memory = true };
-static const mfs_source_ops ops_file = { .produce = produce_file,
+static const mfs_produce_ops ops_verify = { .verify = verify_sha };
+static const mfs_produce_ops ops_zip = { .produce = produce_zip, .in_memory = true };
+static const mfs_produce_ops ops_zip_verify = { .produce = produce_zip_checked, .in_memory = true };
+static const mfs_produce_ops ops_file = { .produce = produce_file,
                                          .unchanged = carton_file_unchanged };
-static const mfs_source_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
+static const mfs_produce_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
                                                 .unchanged = carton_file_unchanged };
 /* A links_dir copy is hashed as it is produced (carton_links.c), then
  * watched for edits like a file of a folder. */
-static const mfs_source_ops ops_link = { .produce = produce_link,
+static const mfs_produce_ops ops_link = { .produce = produce_link,
                                          .unchanged = carton_file_unchanged };
-static const mfs_source_ops ops_fail = { .verify = verify_fail };
+static const mfs_produce_ops ops_fail = { .verify = verify_fail };
 
-void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s)
+void carton_src_attach(mfs_model *t, uint32_t node, const carton_src *s)
 {
-    const mfs_source_ops *ops = NULL;
+    const mfs_produce_ops *ops = NULL;
     switch (s->kind) {
     case CARTON_ZIP:
         if (carton_src_inplace(s) != NULL)
@@ -223,5 +223,5 @@ void carton_src_attach(mfs_tree *t, uint32_t node, const carton_src *s)
         break;
     }
     if (ops != NULL)
-        mfs_tree_set_source(t, node, ops, (void *)(uintptr_t)s);
+        mfs_model_set_producer(t, node, ops, (void *)(uintptr_t)s);
 }

@@ -150,7 +150,7 @@ static uint32_t add(carton_load *cl, uint32_t dir, const ct *t, const char *dtyp
     };
     uint32_t node = mfs_model_add_tensor(cl->m, dir, &mt);
     if (src != NULL)
-        carton_src_attach(cl->m->tree, node, src);
+        carton_src_attach(cl->m, node, src);
     return node;
 }
 
@@ -165,8 +165,8 @@ static void add_raw(carton_load *cl, uint32_t dir, const ct *t, const carton_fil
                         size, offset_of(f), src ? carton_src_storage(src) : "missing", x);
     if (src != NULL && src->kind == CARTON_LINK) {
         /* Like its files/ node: the length is known once fetched. */
-        mfs_tree_add_xattr(cl->m->tree, node, "user.modelfs.size_unknown", "1", 1);
-        mfs_tree_set_size_unknown(cl->m->tree, node);
+        mfs_model_add_xattr(cl->m, node, "user.modelfs.size_unknown", "1", 1);
+        mfs_model_set_size_unknown(cl->m, node);
     }
 }
 
@@ -202,7 +202,7 @@ static void add_numeric(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
      * nodes with the same ctx, and the files/ node's size is unknown. */
     const carton_src *src = f->src;
     if (src->kind == CARTON_LINK)
-        src = carton_src_alias(cl->m->tree, src, src->label, src->has_sha ? src->sha : NULL);
+        src = carton_src_alias(cl->m, src, src->label, src->has_sha ? src->sha : NULL);
     add(cl, dir, t, t->dtype, dims, ndim, src, carton_src_inplace(src), want, offset_of(f),
         carton_src_storage(src), x);
 }
@@ -249,7 +249,7 @@ static char *strings_json(carton_load *cl, const carton_file *f, size_t *count, 
     mfs_val_free(doc);
     /* The generated file stays in memory for the mount's life. */
     carton_spend(cl, sb.len, f->path);
-    return mfs_tree_own(cl->m->tree, mfs_sb_take(&sb, len));
+    return mfs_model_own(cl->m, mfs_sb_take(&sb, len));
 }
 
 static void add_string(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
@@ -279,7 +279,7 @@ static void add_string(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
         char reason[PROBLEM_MAX + 100];
         snprintf(reason, sizeof reason, "%s, where these strings come from, does not match MANIFEST",
                  f->path);
-        src = carton_src_new(cl->m->tree, CARTON_FAIL, f->path, NULL, NULL, reason);
+        src = carton_src_new(cl->m, CARTON_FAIL, f->path, NULL, NULL, reason);
     }
     add(cl, dir, t, "string", problem[0] ? &shape : dims, problem[0] ? 1 : ndim, src,
         (const uint8_t *)json, len, offset_of(f), "generated", x);
@@ -288,7 +288,7 @@ static void add_string(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
 static void add_nested_entry(carton_load *cl, const ct *t)
 {
     mfs_val *e = mfs_obj();
-    char *path = mfs_tree_path(cl->m->tree, t->dir);
+    char *path = mfs_model_path(cl->m, t->dir);
     mfs_obj_set(e, "name", mfs_strn(t->name, t->name_len));
     mfs_obj_set(e, "path", mfs_str(path));
     mfs_obj_set(e, "dtype", mfs_str("nested"));
@@ -354,15 +354,15 @@ static void claim_inner(ct *ts, size_t n)
 
 static void make_folders(carton_load *cl, ct *ts, size_t n)
 {
-    mfs_tree *tree = cl->m->tree;
+    mfs_model *mm = cl->m;
     for (size_t i = 0; i < n; i++) {
         if (ts[i].kind != T_NESTED)
             continue;
         char *fname = mfs_model_unique_name(cl->m, cl->m->tensors_dir, ts[i].name, ts[i].name_len);
-        ts[i].dir = mfs_tree_add(tree, cl->m->tensors_dir, fname, MFS_NODE_DIR, NULL, 0);
+        ts[i].dir = mfs_model_add(mm, cl->m->tensors_dir, fname, MFS_NODE_DIR, NULL, 0);
         free(fname);
-        mfs_tree_add_xattr(tree, ts[i].dir, "user.modelfs.name", ts[i].name, ts[i].name_len);
-        mfs_tree_add_xattr(tree, ts[i].dir, "user.modelfs.dtype", "nested", 6);
+        mfs_model_add_xattr(mm, ts[i].dir, "user.modelfs.name", ts[i].name, ts[i].name_len);
+        mfs_model_add_xattr(mm, ts[i].dir, "user.modelfs.dtype", "nested", 6);
     }
 }
 

@@ -18,7 +18,7 @@
 #include "json_write.h"
 #include "strbuf.h"
 #include "table.h"
-#include "tree.h"
+#include "model.h"
 #include "xalloc.h"
 
 enum {
@@ -275,7 +275,7 @@ static char *add_side_file(kv_ctx *k, const char *key, uint64_t klen, mfs_strbuf
 {
     mfs_model *m = k->m;
     if (k->side_dir == MFS_NONE)
-        k->side_dir = mfs_tree_mkdirs(m->tree, MFS_ROOT, "metadata");
+        k->side_dir = mfs_model_mkdirs(m, MFS_ROOT, "metadata");
     /* The name is the key's, by the names rule, plus ".json": distinct
      * keys cannot share a file. */
     char *raw = mfs_xmalloc(klen + 6);
@@ -285,15 +285,15 @@ static char *add_side_file(kv_ctx *k, const char *key, uint64_t klen, mfs_strbuf
     free(raw);
     size_t len;
     char *body = mfs_sb_take(text, &len);
-    mfs_tree_own(m->tree, body);
+    mfs_model_own(m, body);
     uint32_t node = k->side_dir == MFS_NONE ? MFS_NONE
-                    : mfs_tree_add(m->tree, k->side_dir, fname, MFS_NODE_FILE, (const uint8_t *)body, len);
+                    : mfs_model_add(m, k->side_dir, fname, MFS_NODE_FILE, (const uint8_t *)body, len);
     free(fname);
     if (node == MFS_NONE) {
         mfs_fail(k->c->e, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add a metadata file");
         return NULL;
     }
-    return mfs_tree_path(m->tree, node);
+    return mfs_model_path(m, node);
 }
 
 /* The model.json value for an array kept in its own file. */

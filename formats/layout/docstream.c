@@ -112,7 +112,7 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     return 0;
 }
 
-static const mfs_source_ops doc_ops = { .produce = produce, .in_memory = true };
+static const mfs_produce_ops doc_ops = { .produce = produce, .in_memory = true };
 
 static void free_src(void *arg)
 {
@@ -125,7 +125,7 @@ static void free_src(void *arg)
     free(s);
 }
 
-uint32_t mfs_docstream_finish(mfs_docstream *d, mfs_tree *t, uint32_t dir, const char *name,
+uint32_t mfs_docstream_finish(mfs_docstream *d, mfs_model *t, uint32_t dir, const char *name,
                               const char *head, size_t hlen, const char *tail, size_t tlen)
 {
     uint32_t node;
@@ -137,8 +137,8 @@ uint32_t mfs_docstream_finish(mfs_docstream *d, mfs_tree *t, uint32_t dir, const
         mfs_sb_add(&all, tail, tlen);
         size_t len;
         char *text = mfs_sb_take(&all, &len);
-        mfs_tree_own(t, text);
-        node = mfs_tree_add(t, dir, name, MFS_NODE_FILE, (const uint8_t *)text, len);
+        mfs_model_own(t, text);
+        node = mfs_model_add(t, dir, name, MFS_NODE_FILE, (const uint8_t *)text, len);
         mfs_docstream_free(d);
         return node;
     }
@@ -159,9 +159,9 @@ uint32_t mfs_docstream_finish(mfs_docstream *d, mfs_tree *t, uint32_t dir, const
     d->frames = NULL;
     d->count = 0;
     mfs_docstream_free(d);
-    mfs_tree_on_destroy(t, free_src, s);
-    node = mfs_tree_add(t, dir, name, MFS_NODE_FILE, NULL, s->len);
+    mfs_model_on_destroy(t, free_src, s);
+    node = mfs_model_add(t, dir, name, MFS_NODE_FILE, NULL, s->len);
     if (node != MFS_NONE)
-        mfs_tree_set_source(t, node, &doc_ops, s);
+        mfs_model_set_producer(t, node, &doc_ops, s);
     return node;
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "strbuf.h"
-#include "tree.h"
+#include "model.h"
 
 typedef struct mfs_docstream mfs_docstream;
 
@@ -29,7 +29,7 @@ bool mfs_docstream_empty(const mfs_docstream *d);
 
 /* Adds file `name` under `dir`: head, then the body, then tail (both
  * copied). Takes `d`. The node, or MFS_NONE. */
-uint32_t mfs_docstream_finish(mfs_docstream *d, mfs_tree *t, uint32_t dir, const char *name,
+uint32_t mfs_docstream_finish(mfs_docstream *d, mfs_model *t, uint32_t dir, const char *name,
                               const char *head, size_t hlen, const char *tail, size_t tlen);
 
 #endif

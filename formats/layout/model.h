@@ -1,16 +1,23 @@
-/* The layout every format shares (README "The tree"): a loader describes
- * its tensors and metadata here, and this module turns them into tree
- * entries: tensors/NAME files with their xattrs, the tensor table, and
- * model.json / model.toml. Formats never touch names or documents
- * themselves, so every format follows the same contract. */
+/* What a driver describes (README "The tree"): its tensors, its metadata,
+ * and the few files and folders of its own (carton's files/, gguf's
+ * metadata/, subgraph folders). It says what is there; fs/ builds the
+ * mounted tree from that (fs/model.c: tensors/NAME files with their
+ * xattrs, .npy twins, the tensor table, model.json / model.toml,
+ * SHA256SUMS), so every format follows the same contract and no driver
+ * knows how the tree is kept.
+ *
+ * The calls go through `ops`, which the builder above fills in: the
+ * drivers sit below fs/ and never link against it. */
 #ifndef MFS_MODEL_H
 #define MFS_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "doc.h"
 #include "err.h"
-#include "tree.h"
+#include "node_ref.h"
+#include "produce.h"
 
 /* Bounds on fetching one Carton LINKS file, when the user sets none. */
 #define MFS_FETCH_MAX_DEFAULT (16ull << 30)     /* decoded bytes */
@@ -24,30 +31,6 @@ typedef struct mfs_load_opts {
     uint64_t fetch_timeout;  /* -o fetch_timeout, seconds: 0 = MFS_FETCH_TIMEOUT_DEFAULT */
     uint64_t fetch_reserve;  /* -o fetch_reserve: 0 = the default reserve */
 } mfs_load_opts;
-
-typedef struct mfs_model {
-    mfs_tree *tree;
-    const mfs_load_opts *opts;   /* never NULL */
-    char *file_name;         /* base name of the model file */
-    uint64_t file_size;
-    char *format;            /* "rten" */
-    int64_t format_version;
-    mfs_val *metadata;       /* object: formats add their metadata here */
-    mfs_val *extra;          /* object: format-level keys placed before "tensors" */
-    mfs_val *tensors;        /* array: the entries of the tensor table not yet
-                                written out (use mfs_model_add_entry and
-                                mfs_model_last_entry, not this) */
-    uint64_t tensor_total;   /* entries added so far */
-    struct mfs_docstream *json_body, *toml_body;  /* the table, written out */
-    uint32_t tensors_dir;    /* the tensors/ directory */
-    uint32_t npy_of, npy_dir;  /* the npy/ folder of the tensors' folder npy_of */
-    struct mfs_npy_heads *npy_heads;  /* .npy headers made lately (model.c) */
-    mfs_err err;             /* the first failure of the layout itself (a file
-                                it could not add): the load fails with it */
-    struct mfs_dup *dups;    /* duplicate-name counters (model.c) */
-    size_t dup_count, dup_cap;
-    mfs_table dup_index;     /* (dir, name) -> index into dups */
-} mfs_model;
 
 typedef struct mfs_tensor {
     const char *name;        /* exact original bytes */
@@ -63,30 +46,147 @@ typedef struct mfs_tensor {
                                 ownership passes to the model */
 } mfs_tensor;
 
-void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size);
-void mfs_model_destroy(mfs_model *m);
+typedef struct mfs_model mfs_model;
 
-void mfs_model_set_format(mfs_model *m, const char *format, int64_t version);
+/* The builder's side of the description (fs/model.c). Node numbers are
+ * the builder's (node_ref.h); a failed add gives MFS_NONE, which every
+ * other call ignores. */
+typedef struct mfs_model_ops {
+    uint32_t (*add)(mfs_model *m, uint32_t parent, const char *name, mfs_kind kind,
+                    const uint8_t *data, uint64_t size);
+    uint32_t (*mkdirs)(mfs_model *m, uint32_t parent, const char *path);
+    uint32_t (*lookup)(const mfs_model *m, uint32_t parent, const char *name);
+    void (*set_size_unknown)(mfs_model *m, uint32_t node);
+    void (*set_producer)(mfs_model *m, uint32_t node, const mfs_produce_ops *ops, void *ctx);
+    void (*add_xattr)(mfs_model *m, uint32_t node, const char *name, const void *value,
+                      size_t len);
+    void *(*own)(mfs_model *m, void *p);
+    void (*on_destroy)(mfs_model *m, void (*fn)(void *arg), void *arg);
+    char *(*path)(const mfs_model *m, uint32_t node);
+    uint32_t (*add_tensor)(mfs_model *m, uint32_t dir, const mfs_tensor *t);
+    void (*add_entry)(mfs_model *m, mfs_val *e);
+    const mfs_val *(*last_entry)(const mfs_model *m);
+    void (*add_json)(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc);
+    char *(*unique_name)(mfs_model *m, uint32_t dir, const char *name, size_t len);
+} mfs_model_ops;
+
+struct mfs_model {
+    const mfs_model_ops *ops;
+    struct mfs_model_impl *impl;  /* the builder's own state */
+    const mfs_load_opts *opts;    /* never NULL */
+    char *file_name;         /* base name of the model file */
+    uint64_t file_size;
+    const char *format;      /* "rten" (a literal) */
+    int64_t format_version;
+    mfs_val *metadata;       /* object: formats add their metadata here */
+    mfs_val *extra;          /* object: format-level keys placed before "tensors" */
+    uint64_t tensor_total;   /* entries added so far */
+    uint32_t tensors_dir;    /* the tensors/ directory */
+    mfs_err err;             /* the first failure of the layout itself (a file
+                                it could not add): the load fails with it */
+};
+
+/* `format` must outlive the model (a literal). */
+static inline void mfs_model_set_format(mfs_model *m, const char *format, int64_t version)
+{
+    m->format = format;
+    m->format_version = version;
+}
+
+/* Adds a child; its number, or MFS_NONE when the name is invalid, already
+ * taken, or the parent is not a directory. `data` is borrowed (it must
+ * outlive the tree: the mapped file, or memory given to mfs_model_own). */
+static inline uint32_t mfs_model_add(mfs_model *m, uint32_t parent, const char *name, mfs_kind kind,
+                                     const uint8_t *data, uint64_t size)
+{
+    return m->ops->add(m, parent, name, kind, data, size);
+}
+
+/* Finds or creates the folder at "a/b/c" below `parent` (components must
+ * be valid names). MFS_NONE when a file is in the way. */
+static inline uint32_t mfs_model_mkdirs(mfs_model *m, uint32_t parent, const char *path)
+{
+    return m->ops->mkdirs(m, parent, path);
+}
+
+/* The child called `name` of `parent`, or MFS_NONE. */
+static inline uint32_t mfs_model_lookup(const mfs_model *m, uint32_t parent, const char *name)
+{
+    return m->ops->lookup(m, parent, name);
+}
+
+/* A file whose size is known only once its bytes are produced (a file
+ * fetched on first open): shown with size 0, served unbuffered. */
+static inline void mfs_model_set_size_unknown(mfs_model *m, uint32_t node)
+{
+    m->ops->set_size_unknown(m, node);
+}
+
+/* Gives a file its bytes on demand, or checked before served
+ * (produce.h). `ctx` must outlive the tree (mfs_model_own). */
+static inline void mfs_model_set_producer(mfs_model *m, uint32_t node, const mfs_produce_ops *ops,
+                                          void *ctx)
+{
+    m->ops->set_producer(m, node, ops, ctx);
+}
+
+/* Copies the value; `name` must outlive the tree (a literal). */
+static inline void mfs_model_add_xattr(mfs_model *m, uint32_t node, const char *name,
+                                       const void *value, size_t len)
+{
+    m->ops->add_xattr(m, node, name, value, len);
+}
+
+/* `p` (from malloc) is freed with the tree; returns p. */
+static inline void *mfs_model_own(mfs_model *m, void *p)
+{
+    return m->ops->own(m, p);
+}
+
+/* fn(arg) when the tree is destroyed, newest first, before the owned
+ * memory is freed (a folder fd that files are opened under). */
+static inline void mfs_model_on_destroy(mfs_model *m, void (*fn)(void *arg), void *arg)
+{
+    m->ops->on_destroy(m, fn, arg);
+}
+
+/* "a/b/c" relative to the model's root (malloc'd). */
+static inline char *mfs_model_path(const mfs_model *m, uint32_t node)
+{
+    return m->ops->path(m, node);
+}
 
 /* Adds a tensor file under `dir` (m->tensors_dir for the usual place) and
- * its table entry. Returns the file's node, or MFS_NONE with m->err set
- * (the tree functions ignore that node). */
-uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t);
+ * its table entry. Returns the file's node, or MFS_NONE with m->err set. */
+static inline uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
+{
+    return m->ops->add_tensor(m, dir, t);
+}
 
 /* Adds an entry to the tensor table that has no file of its own (a
  * carton nested tensor); takes `e`. */
-void mfs_model_add_entry(mfs_model *m, mfs_val *e);
+static inline void mfs_model_add_entry(mfs_model *m, mfs_val *e)
+{
+    m->ops->add_entry(m, e);
+}
+
 /* The entry added last (valid until the next add), or NULL. */
-const mfs_val *mfs_model_last_entry(const mfs_model *m);
+static inline const mfs_val *mfs_model_last_entry(const mfs_model *m)
+{
+    return m->ops->last_entry(m);
+}
 
 /* Adds a generated JSON document file (takes ownership of `doc`). */
-void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc);
-
-/* Adds model.json and model.toml. Call once, after the last tensor. */
-void mfs_model_finish(mfs_model *m);
+static inline void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc)
+{
+    m->ops->add_json(m, dir, name, doc);
+}
 
 /* The first free file name in `dir` for `name`: the encoding, then
  * "%~2", "%~3"... (caller frees). */
-char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len);
+static inline char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
+{
+    return m->ops->unique_name(m, dir, name, len);
+}
 
 #endif

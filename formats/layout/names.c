@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "strbuf.h"
-#include "tree.h"
+#include "path.h"
 #include "utf8.h"
 
 #define LONG_KEEP 200

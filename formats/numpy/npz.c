@@ -77,7 +77,7 @@ static int produce_member(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err
     return 0;
 }
 
-static const mfs_source_ops ops_member = { .produce = produce_member, .in_memory = true };
+static const mfs_produce_ops ops_member = { .produce = produce_member, .in_memory = true };
 
 typedef struct npz_load {
     mfs_model *m;
@@ -166,9 +166,9 @@ static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
     uint32_t node = npy_add_tensor(l->m, &h, en->name, nlen, data, offset,
                                    mfs_zip_method_name(en->method), more);
     if (node != MFS_NONE && !stored && h.nbytes > 0) {
-        npz_src *s = mfs_tree_own(l->m->tree, mfs_xcalloc(1, sizeof *s));
+        npz_src *s = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *s));
         *s = (npz_src){ l->z, en, h.data_offset, h.nbytes };
-        mfs_tree_set_source(l->m->tree, node, &ops_member, s);
+        mfs_model_set_producer(l->m, node, &ops_member, s);
     }
     npy_header_free(&h);
     return 0;
@@ -182,9 +182,9 @@ int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
         return -1;
     }
     /* Decoding on open reads the directory: it lives as long as the tree. */
-    mfs_tree_own(m->tree, z);
-    mfs_tree_own(m->tree, z->entries);
-    mfs_tree_own(m->tree, z->names);
+    mfs_model_own(m, z);
+    mfs_model_own(m, z->entries);
+    mfs_model_own(m, z->names);
     mfs_model_set_format(m, "numpy", 0);
     mfs_obj_set(m->metadata, "container", mfs_str("npz"));
     /* Inflated header bytes: 16 MiB plus 16 per byte of the file. */

@@ -169,12 +169,12 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     return 0;
 }
 
-static const mfs_source_ops ops_decode = { .produce = produce, .in_memory = true };
+static const mfs_produce_ops ops_decode = { .produce = produce, .in_memory = true };
 
 void onnx_decode_attach(onnx_ctx *c, uint32_t node, mfs_span msg, uint32_t field, onnx_wire wire,
                         unsigned esize, bool is_bool, uint64_t count)
 {
-    onnx_dec *d = mfs_tree_own(c->m->tree, mfs_xmalloc(sizeof *d));
+    onnx_dec *d = mfs_model_own(c->m, mfs_xmalloc(sizeof *d));
     *d = (onnx_dec){ msg, field, wire, esize, is_bool, count };
-    mfs_tree_set_source(c->m->tree, node, &ops_decode, d);
+    mfs_model_set_producer(c->m, node, &ops_decode, d);
 }

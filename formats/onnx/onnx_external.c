@@ -66,7 +66,7 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
         return NULL;
     }
     if (c->root == NULL) {
-        c->root = carton_root_open(c->m->tree, c->dir, c->e);
+        c->root = carton_root_open(c->m, c->dir, c->e);
         if (c->root == NULL)
             return NULL;
     }
@@ -99,10 +99,10 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
     }
     if (!has_len)
         *len = size - offset;
-    onnx_ext *x = mfs_tree_own(c->m->tree, mfs_xcalloc(1, sizeof *x));
+    onnx_ext *x = mfs_model_own(c->m, mfs_xcalloc(1, sizeof *x));
     x->root = c->root;
-    x->location = mfs_tree_own(c->m->tree, rel);
-    x->label = mfs_tree_own(c->m->tree, mfs_xstrdup(q));
+    x->location = mfs_model_own(c->m, rel);
+    x->label = mfs_model_own(c->m, mfs_xstrdup(q));
     x->offset = offset;
     x->len = *len;
     x->dev = st.st_dev;
@@ -133,10 +133,10 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     return carton_map_range(fd, x->label, x->size, x->offset, x->len, out, e);
 }
 
-static const mfs_source_ops ops_external = { .produce = produce,
+static const mfs_produce_ops ops_external = { .produce = produce,
                                              .unchanged = carton_file_unchanged };
 
 void onnx_external_attach(onnx_ctx *c, uint32_t node, void *ext)
 {
-    mfs_tree_set_source(c->m->tree, node, &ops_external, ext);
+    mfs_model_set_producer(c->m, node, &ops_external, ext);
 }

@@ -456,7 +456,7 @@ static int walk_sub(onnx_ctx *c, mfs_span g, const node_info *ni, uint32_t *node
                     const char *attr, size_t attr_len, const mfs_val *path, uint32_t dir_parent,
                     unsigned depth, mfs_val *subs)
 {
-    mfs_tree *t = c->m->tree;
+    mfs_model *t = c->m;
     uint64_t cost = 1024 + 2 * (path_cost(path) + 2 * MFS_VAL_COST + ni->name.len + attr_len);
     if (onnx_spend(c, cost, g.base) != 0)
         return -1;
@@ -464,15 +464,15 @@ static int walk_sub(onnx_ctx *c, mfs_span g, const node_info *ni, uint32_t *node
         return MFS_CORRUPT(c->e, g.base, "subgraphs nested deeper than %d", ONNX_MAX_DEPTH);
     if (*node_dir == MFS_NONE) {
         /* subgraphs/NODE/: node names may repeat (or be empty). */
-        uint32_t sg = mfs_tree_mkdirs(t, dir_parent, "subgraphs");
+        uint32_t sg = mfs_model_mkdirs(t, dir_parent, "subgraphs");
         char *dn = mfs_model_unique_name(c->m, sg, (const char *)ni->name.p, (size_t)ni->name.len);
-        *node_dir = mfs_tree_add(t, sg, dn, MFS_NODE_DIR, NULL, 0);
+        *node_dir = mfs_model_add(t, sg, dn, MFS_NODE_DIR, NULL, 0);
         free(dn);
     }
     char *an = mfs_model_unique_name(c->m, *node_dir, attr, attr_len);
-    uint32_t attr_dir = mfs_tree_add(t, *node_dir, an, MFS_NODE_DIR, NULL, 0);
+    uint32_t attr_dir = mfs_model_add(t, *node_dir, an, MFS_NODE_DIR, NULL, 0);
     free(an);
-    uint32_t tdir = mfs_tree_mkdirs(t, attr_dir, "tensors");
+    uint32_t tdir = mfs_model_mkdirs(t, attr_dir, "tensors");
     if (attr_dir == MFS_NONE || tdir == MFS_NONE)
         return mfs_fail(c->e, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add a subgraph folder");
     mfs_val *sub_path = mfs_val_clone(path);

@@ -336,7 +336,7 @@ static int add_strings(onnx_ctx *c, const onnx_place *pl, mfs_span name, const t
     mfs_json_write(&sb, arr);
     mfs_val_free(arr);
     size_t len;
-    char *json = mfs_tree_own(c->m->tree, mfs_sb_take(&sb, &len));
+    char *json = mfs_model_own(c->m, mfs_sb_take(&sb, &len));
     mfs_val *x = extras(pl, "string_data", ti);
     char problem[PROBLEM_MAX] = "";
     if (n != elems)
@@ -555,7 +555,7 @@ int onnx_add_attr_tensor(onnx_ctx *c, mfs_span attr, const char *attr_name, mfs_
         mfs_json_write(&sb, arr);
         mfs_val_free(arr);
         size_t len;
-        char *json = mfs_tree_own(c->m->tree, mfs_sb_take(&sb, &len));
+        char *json = mfs_model_own(c->m, mfs_sb_take(&sb, &len));
         mfs_val *x = extras(pl, attr_name, &ti0);
         if (!list && count != 1)
             mfs_obj_set(x, "problem", mfs_str("a single string value given as none or several"));

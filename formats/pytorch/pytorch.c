@@ -307,7 +307,7 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
                            "more than modelfs decodes for one file (%llu)", member_name,
                            (unsigned long long)ze->size, (unsigned long long)cap);
     }
-    pt_view *v = mfs_tree_own(l->m->tree, mfs_xcalloc(1, sizeof *v));
+    pt_view *v = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *v));
     v->inplace = inplace;
     v->zip = l->zip;
     v->entry = ze;
@@ -320,7 +320,7 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
     memcpy(v->stride, t->stride, t->ndim * sizeof *t->stride);
     mt.storage = inplace ? "strided" : mfs_zip_method_name(ze->method);
     uint32_t node = mfs_model_add_tensor(l->m, l->m->tensors_dir, &mt);
-    mfs_tree_set_source(l->m->tree, node, &pt_view_ops, v);
+    mfs_model_set_producer(l->m, node, &pt_view_ops, v);
     return 0;
 }
 
@@ -445,7 +445,7 @@ static int load_file(mfs_model *m, mfs_span file, mfs_err *e)
         return -1;
     }
     /* Views made on open decode from the zip: it lives as long as the tree. */
-    mfs_tree_on_destroy(m->tree, close_zip, z);
+    mfs_model_on_destroy(m, close_zip, z);
     load l = { .m = m, .file = file, .zip = z, .e = e };
     int r = load_zip(&l);
     free(l.top);

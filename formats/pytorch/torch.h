@@ -12,7 +12,7 @@
 #include "doc.h"
 #include "err.h"
 #include "pickle.h"
-#include "tree.h"
+#include "model.h"
 
 #define PT_MAX_DIMS 64
 #define PT_TAG_TENSOR 1     /* pk_val OBJ tag: u.obj.id indexes pt_rebuild.t */
@@ -75,7 +75,7 @@ typedef struct pt_view {
     uint64_t shape[PT_MAX_DIMS], stride[PT_MAX_DIMS];
 } pt_view;
 
-extern const mfs_source_ops pt_view_ops;
+extern const mfs_produce_ops pt_view_ops;
 
 /* Writes the view into out (v->nbytes bytes) from `storage`; false when
  * `job` was cancelled. Every element read lies in storage_len (checked at

@@ -114,4 +114,4 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     return 0;
 }
 
-const mfs_source_ops pt_view_ops = { .produce = produce, .in_memory = true };
+const mfs_produce_ops pt_view_ops = { .produce = produce, .in_memory = true };

@@ -375,13 +375,13 @@ static int walk_subgraphs(rten_ctx *c, const mfs_fbt *op, const char *name, uint
             continue;
         if (node_dir == MFS_NONE) {
             /* subgraphs/NODE/: node names may repeat, so take a free name. */
-            uint32_t sg = mfs_tree_mkdirs(c->m->tree, dir_parent, "subgraphs");
+            uint32_t sg = mfs_model_mkdirs(c->m, dir_parent, "subgraphs");
             char *dn = mfs_model_unique_name(c->m, sg, name, name_len);
-            node_dir = mfs_tree_add(c->m->tree, sg, dn, MFS_NODE_DIR, NULL, 0);
+            node_dir = mfs_model_add(c->m, sg, dn, MFS_NODE_DIR, NULL, 0);
             free(dn);
         }
-        uint32_t attr_dir = mfs_tree_mkdirs(c->m->tree, node_dir, graph_attrs[i].name);
-        uint32_t tdir = mfs_tree_mkdirs(c->m->tree, attr_dir, "tensors");
+        uint32_t attr_dir = mfs_model_mkdirs(c->m, node_dir, graph_attrs[i].name);
+        uint32_t tdir = mfs_model_mkdirs(c->m, attr_dir, "tensors");
         /* Its folders and entry, and the two copies of its path. */
         uint64_t cost = SUBGRAPH_COST + 2 * (path_cost(path) + 2 * MFS_VAL_COST + name_len);
         if (spend(c, cost, mfs_fbt_offset(&sub)) != 0)
@@ -526,7 +526,7 @@ static int add_graph_json(rten_ctx *c, const mfs_fbt *graph, const mfs_val *path
     mfs_sb_adds(&tail, empty ? "],\n  \"subgraphs\": " : "\n  ],\n  \"subgraphs\": ");
     mfs_json_write_at(&tail, subs, 1);
     mfs_sb_adds(&tail, "\n}\n");
-    if (mfs_docstream_finish(nodes, c->m->tree, MFS_ROOT, "graph.json", head.buf, head.len, tail.buf,
+    if (mfs_docstream_finish(nodes, c->m, MFS_ROOT, "graph.json", head.buf, head.len, tail.buf,
                              tail.len) == MFS_NONE)
         r = mfs_fail(c->e, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add graph.json");
     mfs_sb_free(&head);

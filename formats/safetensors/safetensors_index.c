@@ -91,7 +91,7 @@ static bool slice_unchanged(void *ctx, const mfs_bytes *b)
     return carton_file_unchanged(ctx, &w->whole);
 }
 
-static const mfs_source_ops ops_slice = { .produce = produce_slice, .unchanged = slice_unchanged };
+static const mfs_produce_ops ops_slice = { .produce = produce_slice, .unchanged = slice_unchanged };
 
 /* ---- reading files below the folder ----------------------------------- */
 
@@ -259,14 +259,14 @@ typedef struct attach_arg {
 static void attach(mfs_model *m, uint32_t node, const st_entry *en, void *arg)
 {
     const attach_arg *a = arg;
-    shard_src *s = mfs_tree_own(m->tree, mfs_xcalloc(1, sizeof *s));
+    shard_src *s = mfs_model_own(m, mfs_xcalloc(1, sizeof *s));
     *s = (shard_src){ a->d->root, a->path, a->file_size, a->data_start + en->begin, en->end - en->begin };
-    mfs_tree_set_source(m->tree, node, &ops_slice, s);
+    mfs_model_set_producer(m, node, &ops_slice, s);
 }
 
 static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
 {
-    char *path = mfs_tree_own(d->m->tree, mfs_xstrdup(sh->name));
+    char *path = mfs_model_own(d->m, mfs_xstrdup(sh->name));
     char label[300];
     snprintf(label, sizeof label, "shard %.200s: ", path);
     uint64_t size, n;
@@ -344,7 +344,7 @@ int mfs_st_load_dir(mfs_model *m, const char *path, mfs_err *e)
     char *real = realpath(path, NULL);
     if (real == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
-    const carton_root *root = carton_root_open(m->tree, real, e);
+    const carton_root *root = carton_root_open(m, real, e);
     free(real);
     if (root == NULL)
         return -1;

@@ -18,8 +18,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "load.h"
 #include "registry.h"
-#include "collection.h"
+#include "multi.h"
 #include "blob.h"
 #include "ll.h"
 #include "log.h"

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "load.h"
 #include "registry.h"
-#include "collection.h"
+#include "multi.h"
 #include "blob.h"
 #include "content.h"
 #include "digest.h"

@@ -22,7 +22,7 @@ static void open_once(const mfs_tree *t, const mfs_node *n)
     mfs_err why = { 0 };
     mfs_bytes b = { 0 };
     const uint8_t *d = n->data;
-    const mfs_source_ops *ops = mfs_tree_ops(t, n);
+    const mfs_produce_ops *ops = mfs_tree_ops(t, n);
     void *ctx = mfs_tree_ctx(t, n);
     if (ops->produce != NULL) {
         if (n->size > FUZZ_DECODE_MAX)

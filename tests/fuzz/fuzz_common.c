@@ -18,7 +18,7 @@ void mfs_fuzz_produce(const mfs_tree *t, const mfs_node *n, uint64_t max)
 {
     mfs_err why = { 0 };
     mfs_bytes b = { 0 };
-    const mfs_source_ops *ops = mfs_tree_ops(t, n);
+    const mfs_produce_ops *ops = mfs_tree_ops(t, n);
     if (ops->produce == NULL) {
         mfs_fuzz_touch(n->data, n->size);
         return;

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "load.h"
+#include "model_build.h"
 #include "registry.h"
 #include "tree.h"
 

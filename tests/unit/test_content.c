@@ -61,8 +61,8 @@ static int verify(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t l
     return 0;
 }
 
-static const mfs_source_ops ops = { .produce = produce, .verify = verify, .in_memory = true };
-static const mfs_source_ops verify_only = { .verify = verify };
+static const mfs_produce_ops ops = { .produce = produce, .verify = verify, .in_memory = true };
+static const mfs_produce_ops verify_only = { .verify = verify };
 
 #define N 8
 static src srcs[N];
@@ -77,10 +77,10 @@ static void build(mfs_tree *t)
         snprintf(name, sizeof name, "f%d", i);
         srcs[i] = (src){ .fill = (uint8_t)('a' + i), .len = 1000 };
         nodes[i] = mfs_tree_add(t, MFS_ROOT, name, MFS_NODE_FILE, NULL, 1000);
-        mfs_tree_set_source(t, nodes[i], &ops, &srcs[i]);
+        mfs_tree_set_producer(t, nodes[i], &ops, &srcs[i]);
     }
     alias0 = mfs_tree_add(t, MFS_ROOT, "alias0", MFS_NODE_FILE, NULL, 1000);
-    mfs_tree_set_source(t, alias0, &ops, &srcs[0]);
+    mfs_tree_set_producer(t, alias0, &ops, &srcs[0]);
     mfs_tree_finish(t);
 }
 
@@ -169,7 +169,7 @@ static void test_verify_only(void)
     mfs_tree t;
     mfs_tree_init(&t);
     uint32_t checked = mfs_tree_add(&t, MFS_ROOT, "checked", MFS_NODE_FILE, good, 4);
-    mfs_tree_set_source(&t, checked, &verify_only, &s);
+    mfs_tree_set_producer(&t, checked, &verify_only, &s);
     mfs_tree_finish(&t);
     mfs_content *c = mfs_content_new(&t, 0);
     mfs_err why = { 0 };
@@ -199,14 +199,14 @@ static void test_mixed(void)
         char name[16];
         snprintf(name, sizeof name, "c%d", i);
         checked[i] = mfs_tree_add(&t, MFS_ROOT, name, MFS_NODE_FILE, good, 4);
-        mfs_tree_set_source(&t, checked[i], &verify_only, &s);
+        mfs_tree_set_producer(&t, checked[i], &verify_only, &s);
     }
     for (int i = 0; i < N; i++) {
         char name[16];
         snprintf(name, sizeof name, "f%d", i);
         srcs[i] = (src){ .fill = (uint8_t)('a' + i), .len = 1000 };
         nodes[i] = mfs_tree_add(&t, MFS_ROOT, name, MFS_NODE_FILE, NULL, 1000);
-        mfs_tree_set_source(&t, nodes[i], &ops, &srcs[i]);
+        mfs_tree_set_producer(&t, nodes[i], &ops, &srcs[i]);
     }
     mfs_tree_finish(&t);
     mfs_content *c = mfs_content_new(&t, 2500);

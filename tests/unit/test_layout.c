@@ -4,7 +4,7 @@
 
 #include "doc.h"
 #include "json_write.h"
-#include "model.h"
+#include "model_build.h"
 #include "jansson_doc.h"
 #include "names.h"
 #include "toml_parse.h"
@@ -390,12 +390,12 @@ static void test_tree_rules(void)
     CHECK(found == 5000);
     /* A file's bytes and a directory's children share room in a node:
      * neither shows through the other. Sources: files only, the last one. */
-    static const mfs_source_ops ops1 = { 0 }, ops2 = { 0 };
+    static const mfs_produce_ops ops1 = { 0 }, ops2 = { 0 };
     int ctx = 0;
     uint32_t g = mfs_tree_add(&t, MFS_ROOT, "g", MFS_NODE_FILE, (const uint8_t *)"xyz", 3);
-    mfs_tree_set_source(&t, g, &ops1, NULL);
-    mfs_tree_set_source(&t, g, &ops2, &ctx);
-    mfs_tree_set_source(&t, d, &ops1, &ctx);
+    mfs_tree_set_producer(&t, g, &ops1, NULL);
+    mfs_tree_set_producer(&t, g, &ops2, &ctx);
+    mfs_tree_set_producer(&t, d, &ops1, &ctx);
     mfs_tree_finish(&t);
     CHECK(mfs_tree_node(&t, MFS_ROOT)->subdirs == 1);
     const mfs_node *gn = mfs_tree_node(&t, g), *dn = mfs_tree_node(&t, d);
@@ -404,7 +404,7 @@ static void test_tree_rules(void)
     CHECK(dn->child_count == 5000 && dn->subdirs == 0);
     CHECK(mfs_tree_ops(&t, gn) == &ops2 && mfs_tree_ctx(&t, gn) == &ctx);
     CHECK(mfs_tree_ops(&t, dn) == NULL && mfs_tree_ctx(&t, dn) == NULL);
-    CHECK(mfs_tree_ops(&t, mfs_tree_node(&t, f)) == NULL && t.source_count == 1);
+    CHECK(mfs_tree_ops(&t, mfs_tree_node(&t, f)) == NULL && t.producer_count == 1);
     mfs_tree_destroy(&t);
 }
 
@@ -503,7 +503,7 @@ static void test_large_documents(void)
     mfs_tree_finish(&t);
     for (int doc = 0; doc < 2; doc++) {
         const mfs_node *n = mfs_tree_node(&t, mfs_tree_lookup(&t, MFS_ROOT, doc ? "model.toml" : "model.json"));
-        const mfs_source_ops *ops = mfs_tree_ops(&t, n);
+        const mfs_produce_ops *ops = mfs_tree_ops(&t, n);
         CHECK(ops != NULL && n->size > (4u << 20));
         mfs_bytes b = { 0 };
         mfs_err e = { 0 };

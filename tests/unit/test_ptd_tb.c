@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "load.h"
 #include "registry.h"
 #include "tree.h"
 #include "unit.h"

@@ -6,7 +6,7 @@
  * modelfs-ls), where running out of memory is an error exit like any other
  * and everything allocated is bounded by the model. Nothing that runs while
  * the file system is mounted may use them: fs/content.c, fs/fuse/ll.c, the
- * produce / verify operations of mfs_source_ops and everything they call
+ * produce / verify operations of mfs_produce_ops and everything they call
  * (mfs_zip_decode, carton_map_fd, the LINKS fetch) use malloc and friends,
  * check the result, and fail that one request (ENOMEM to the open), so a
  * large decode cannot take the daemon down with every other mount user. */

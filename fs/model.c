@@ -1,4 +1,4 @@
-#include "model.h"
+#include "model_build.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,6 +32,19 @@ struct mfs_dup {
     unsigned next;
 };
 
+/* The builder's own state, behind mfs_model.impl. */
+struct mfs_model_impl {
+    mfs_tree *tree;
+    mfs_val *tensors;        /* the entries of the tensor table not yet
+                                written out */
+    struct mfs_docstream *json_body, *toml_body;  /* the table, written out */
+    uint32_t npy_of, npy_dir;  /* the npy/ folder of the tensors' folder npy_of */
+    struct mfs_npy_heads *npy_heads;  /* .npy headers made lately */
+    struct mfs_dup *dups;    /* duplicate-name counters */
+    size_t dup_count, dup_cap;
+    mfs_table dup_index;     /* (dir, name) -> index into dups */
+};
+
 /* Sized once and kept for every batch: growing it entry by entry, or
  * allocating it again, made malloc consolidate its free lists again and
  * again. */
@@ -42,50 +55,8 @@ static mfs_val *new_batch(void)
     return a;
 }
 
-void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size)
-{
-    static const mfs_load_opts no_opts = { 0 };
-    memset(m, 0, sizeof *m);
-    m->tree = tree;
-    m->opts = &no_opts;
-    const char *slash = strrchr(file_path, '/');
-    m->file_name = mfs_xstrdup(slash && slash[1] ? slash + 1 : file_path);
-    m->file_size = file_size;
-    m->format = mfs_xstrdup("unknown");
-    m->metadata = mfs_obj();
-    m->extra = mfs_obj();
-    m->tensors = new_batch();
-    m->json_body = mfs_docstream_new();
-    m->toml_body = mfs_docstream_new();
-    m->tensors_dir = mfs_tree_mkdirs(tree, MFS_ROOT, "tensors");
-    m->npy_of = MFS_NONE;
-}
-
 static void npy_heads_free(struct mfs_npy_heads *c);
-
-void mfs_model_destroy(mfs_model *m)
-{
-    for (size_t i = 0; i < m->dup_count; i++)
-        free(m->dups[i].base);
-    free(m->dups);
-    mfs_table_free(&m->dup_index);
-    free(m->file_name);
-    free(m->format);
-    mfs_val_free(m->metadata);
-    mfs_val_free(m->extra);
-    mfs_val_free(m->tensors);
-    mfs_docstream_free(m->json_body);
-    mfs_docstream_free(m->toml_body);
-    npy_heads_free(m->npy_heads);
-    memset(m, 0, sizeof *m);
-}
-
-void mfs_model_set_format(mfs_model *m, const char *format, int64_t version)
-{
-    free(m->format);
-    m->format = mfs_xstrdup(format);
-    m->format_version = version;
-}
+static void build_add_entry(mfs_model *m, mfs_val *e);
 
 typedef struct dup_key {
     const mfs_model *m;
@@ -96,7 +67,7 @@ typedef struct dup_key {
 static bool is_dup(const void *key, uint32_t i)
 {
     const dup_key *k = key;
-    return k->m->dups[i].dir == k->dir && strcmp(k->m->dups[i].base, k->base) == 0;
+    return k->m->impl->dups[i].dir == k->dir && strcmp(k->m->impl->dups[i].base, k->base) == 0;
 }
 
 static struct mfs_dup *dup_entry(mfs_model *m, uint32_t dir, const char *base)
@@ -104,25 +75,25 @@ static struct mfs_dup *dup_entry(mfs_model *m, uint32_t dir, const char *base)
     /* Keyed (fs/util/hash.h): the names are the model file's. */
     uint64_t h = mfs_hash(dir, base, strlen(base));
     dup_key k = { m, dir, base };
-    uint32_t i = mfs_table_find(&m->dup_index, h, is_dup, &k);
+    uint32_t i = mfs_table_find(&m->impl->dup_index, h, is_dup, &k);
     if (i != MFS_TABLE_NONE)
-        return &m->dups[i];
-    if (m->dup_count == m->dup_cap) {
-        m->dup_cap = m->dup_cap ? m->dup_cap * 2 : 16;
-        m->dups = mfs_xreallocarray(m->dups, m->dup_cap, sizeof *m->dups);
+        return &m->impl->dups[i];
+    if (m->impl->dup_count == m->impl->dup_cap) {
+        m->impl->dup_cap = m->impl->dup_cap ? m->impl->dup_cap * 2 : 16;
+        m->impl->dups = mfs_xreallocarray(m->impl->dups, m->impl->dup_cap, sizeof *m->impl->dups);
     }
-    struct mfs_dup *d = &m->dups[m->dup_count];
+    struct mfs_dup *d = &m->impl->dups[m->impl->dup_count];
     d->base = mfs_xstrdup(base);
     d->dir = dir;
     d->next = 2;
-    mfs_table_add(&m->dup_index, h, (uint32_t)m->dup_count++);
+    mfs_table_add(&m->impl->dup_index, h, (uint32_t)m->impl->dup_count++);
     return d;
 }
 
-char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
+static char *build_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
 {
     char *base = mfs_name_encode(name, len);
-    if (mfs_tree_lookup(m->tree, dir, base) == MFS_NONE)
+    if (mfs_tree_lookup(m->impl->tree, dir, base) == MFS_NONE)
         return base;
     /* "base%~k": the base is at most 255 bytes; keep room for the suffix,
      * cutting neither a %XX triple nor a UTF-8 sequence. */
@@ -139,7 +110,7 @@ char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t
     char *cand = mfs_xmalloc(blen + 16);
     for (;; d->next++) {
         snprintf(cand, blen + 16, "%.*s%%~%u", (int)blen, base, d->next);
-        if (mfs_tree_lookup(m->tree, dir, cand) == MFS_NONE)
+        if (mfs_tree_lookup(m->impl->tree, dir, cand) == MFS_NONE)
             break;
     }
     d->next++;
@@ -229,9 +200,9 @@ static void npy_heads_free(mfs_npy_heads *c)
  * room for it. */
 static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dims, size_t ndim)
 {
-    mfs_npy_heads *c = m->npy_heads;
+    mfs_npy_heads *c = m->impl->npy_heads;
     if (c == NULL)
-        c = m->npy_heads = mfs_xcalloc(1, sizeof *c);
+        c = m->impl->npy_heads = mfs_xcalloc(1, sizeof *c);
     for (unsigned i = 0; i < c->used; i++) {
         const struct npy_head *h = &c->slot[i];
         if (h->ndim == ndim && h->descr[0] && strcmp(h->descr, descr) == 0 &&
@@ -240,7 +211,7 @@ static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dim
     }
     size_t hlen;
     char *text = npy_header(descr, dims, ndim, &hlen);
-    uint32_t id = mfs_tree_twin_head(m->tree, text, hlen);
+    uint32_t id = mfs_tree_twin_head(m->impl->tree, text, hlen);
     free(text);
     if (id == MFS_NONE)
         return MFS_NONE;
@@ -300,7 +271,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         else
             want *= dims[i];
     }
-    const mfs_node *n = mfs_tree_node(m->tree, node);
+    const mfs_node *n = mfs_tree_node(m->impl->tree, node);
     if (!ok || want != t->nbytes || n->size != t->nbytes || n->size_unknown) {
         free(dims);
         return;
@@ -308,21 +279,21 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     uint32_t head = npy_head_id(m, descr, dims, ndim);
     /* Tensors come folder by folder: one look-up per folder, not per
      * tensor. */
-    if (m->npy_of != dir) {
-        m->npy_dir = mfs_tree_mkdirs(m->tree, mfs_tree_node(m->tree, dir)->parent, "npy");
-        m->npy_of = dir;
+    if (m->impl->npy_of != dir) {
+        m->impl->npy_dir = mfs_tree_mkdirs(m->impl->tree, mfs_tree_node(m->impl->tree, dir)->parent, "npy");
+        m->impl->npy_of = dir;
     }
-    uint32_t ndir = m->npy_dir;
+    uint32_t ndir = m->impl->npy_dir;
     /* mkdirs may move the nodes: `n` is stale now. */
-    char *name = mfs_name_add_suffix(mfs_tree_node(m->tree, node)->name, ".npy");
+    char *name = mfs_name_add_suffix(mfs_tree_node(m->impl->tree, node)->name, ".npy");
     uint32_t twin = MFS_NONE;
     if (ndir != MFS_NONE) {
         /* A name taken by a crafted one: "%~k" before the suffix, in file
          * order, like duplicate tensor names. */
         size_t base = strlen(name) - 4;
         /* The plain name first: a second look-up only when it was taken. */
-        twin = mfs_tree_add_twin_with(m->tree, ndir, name, head, node);
-        bool taken = twin == MFS_NONE && mfs_tree_lookup(m->tree, ndir, name) != MFS_NONE;
+        twin = mfs_tree_add_twin_with(m->impl->tree, ndir, name, head, node);
+        bool taken = twin == MFS_NONE && mfs_tree_lookup(m->impl->tree, ndir, name) != MFS_NONE;
         for (unsigned k = 2; taken; k++) {
             size_t keep = base > MFS_NAME_MAX - 20 ? MFS_NAME_MAX - 20 : base;
             while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
@@ -330,9 +301,9 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
             size_t room = keep + 24;
             char *cand = mfs_xmalloc(room);
             snprintf(cand, room, "%.*s%%~%u.npy", (int)keep, name, k);
-            taken = mfs_tree_lookup(m->tree, ndir, cand) != MFS_NONE;
+            taken = mfs_tree_lookup(m->impl->tree, ndir, cand) != MFS_NONE;
             if (!taken)
-                twin = mfs_tree_add_twin_with(m->tree, ndir, cand, head, node);
+                twin = mfs_tree_add_twin_with(m->impl->tree, ndir, cand, head, node);
             free(cand);
         }
     }
@@ -342,7 +313,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         free(dims);
         return;
     }
-    char *path = mfs_tree_path(m->tree, twin);
+    char *path = mfs_tree_path(m->impl->tree, twin);
     mfs_obj_set(e, "npy", mfs_str(path));
     free(path);
     if (strcmp(mfs_npy_name(descr), t->dtype) != 0)
@@ -365,19 +336,19 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     free(dims);
 }
 
-uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
+static uint32_t build_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
 {
     /* The encoded name first: it is free but for crafted duplicates, and
      * the add finds out (one look-up, not two). */
     char *fname = mfs_name_encode(t->name, t->name_len);
-    uint32_t node = mfs_tree_add(m->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
+    uint32_t node = mfs_tree_add(m->impl->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
     free(fname);
     if (node == MFS_NONE) {
-        fname = mfs_model_unique_name(m, dir, t->name, t->name_len);
-        node = mfs_tree_add(m->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
+        fname = build_unique_name(m, dir, t->name, t->name_len);
+        node = mfs_tree_add(m->impl->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
         free(fname);
     }
-    mfs_tree_mark_summed(m->tree, node);
+    mfs_tree_mark_summed(m->impl->tree, node);
     if (node == MFS_NONE) {
         /* Only reachable if a file blocks the name in a way the unique
          * search cannot see; never silently drop a tensor: the load fails. */
@@ -395,7 +366,7 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
     }
     mfs_sb_addc(&shape, ']');
 
-    mfs_tree_set_tensor_attrs(m->tree, node, t->name, t->name_len, t->dtype, shape.buf, shape.len,
+    mfs_tree_set_tensor_attrs(m->impl->tree, node, t->name, t->name_len, t->dtype, shape.buf, shape.len,
                               t->offset);
     mfs_sb_free(&shape);
 
@@ -403,7 +374,7 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
     while (align > 1 && t->offset % align != 0)
         align >>= 1;
 
-    char *path = mfs_tree_path(m->tree, node);
+    char *path = mfs_tree_path(m->impl->tree, node);
     mfs_val *e = mfs_obj();
     /* The keys below, the format's and the npy ones, in one go. */
     mfs_obj_reserve(e, 13 + (t->extra ? t->extra->u.obj.n : 0));
@@ -431,7 +402,7 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
         mfs_val_free(t->extra);
     }
     add_npy(m, dir, node, t, e);
-    mfs_model_add_entry(m, e);
+    build_add_entry(m, e);
     free(path);
     return node;
 }
@@ -441,49 +412,49 @@ uint32_t mfs_model_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
  * table never exists as values all at once. */
 static void write_out(mfs_model *m)
 {
-    uint64_t first = m->tensor_total - m->tensors->u.arr.n;
-    for (size_t i = 0; i < m->tensors->u.arr.n; i++) {
-        const mfs_val *e = m->tensors->u.arr.items[i];
-        mfs_strbuf *j = mfs_docstream_buf(m->json_body);
+    uint64_t first = m->tensor_total - m->impl->tensors->u.arr.n;
+    for (size_t i = 0; i < m->impl->tensors->u.arr.n; i++) {
+        const mfs_val *e = m->impl->tensors->u.arr.items[i];
+        mfs_strbuf *j = mfs_docstream_buf(m->impl->json_body);
         if (first + i > 0)
             mfs_sb_addc(j, ',');
         mfs_sb_adds(j, "\n    ");
         mfs_json_write_at(j, e, 2);
-        mfs_docstream_flush(m->json_body);
-        mfs_toml_write_entry(mfs_docstream_buf(m->toml_body), e, "tensors");
-        mfs_docstream_flush(m->toml_body);
+        mfs_docstream_flush(m->impl->json_body);
+        mfs_toml_write_entry(mfs_docstream_buf(m->impl->toml_body), e, "tensors");
+        mfs_docstream_flush(m->impl->toml_body);
     }
     /* The array stays for the next batch. */
-    for (size_t i = 0; i < m->tensors->u.arr.n; i++)
-        mfs_val_free(m->tensors->u.arr.items[i]);
-    m->tensors->u.arr.n = 0;
+    for (size_t i = 0; i < m->impl->tensors->u.arr.n; i++)
+        mfs_val_free(m->impl->tensors->u.arr.items[i]);
+    m->impl->tensors->u.arr.n = 0;
 }
 
-void mfs_model_add_entry(mfs_model *m, mfs_val *e)
+static void build_add_entry(mfs_model *m, mfs_val *e)
 {
-    if (m->tensors->u.arr.n >= MFS_ENTRIES_HELD)
+    if (m->impl->tensors->u.arr.n >= MFS_ENTRIES_HELD)
         write_out(m);
-    mfs_arr_push(m->tensors, e);
+    mfs_arr_push(m->impl->tensors, e);
     m->tensor_total++;
 }
 
-const mfs_val *mfs_model_last_entry(const mfs_model *m)
+static const mfs_val *build_last_entry(const mfs_model *m)
 {
-    size_t n = m->tensors->u.arr.n;
-    return n ? m->tensors->u.arr.items[n - 1] : NULL;
+    size_t n = m->impl->tensors->u.arr.n;
+    return n ? m->impl->tensors->u.arr.items[n - 1] : NULL;
 }
 
 static void add_generated(mfs_model *m, uint32_t dir, const char *name, mfs_strbuf *sb)
 {
     size_t len;
     char *text = mfs_sb_take(sb, &len);
-    mfs_tree_own(m->tree, text);
-    if (mfs_tree_add(m->tree, dir, name, MFS_NODE_FILE, (const uint8_t *)text, len) == MFS_NONE)
+    mfs_tree_own(m->impl->tree, text);
+    if (mfs_tree_add(m->impl->tree, dir, name, MFS_NODE_FILE, (const uint8_t *)text, len) == MFS_NONE)
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: duplicate generated file %s",
                  name);
 }
 
-void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc)
+static void build_add_json(mfs_model *m, uint32_t dir, const char *name, mfs_val *doc)
 {
     mfs_strbuf sb = { 0 };
     mfs_json_write(&sb, doc);
@@ -508,7 +479,7 @@ static mfs_val *borrow_document(const mfs_model *m, mfs_val *file)
         mfs_obj_setn(d, m->extra->u.obj.keys[i], m->extra->u.obj.klens[i], m->extra->u.obj.vals[i]);
     mfs_obj_set(d, "tensor_count", mfs_int((int64_t)m->tensor_total));
     if (whole)
-        mfs_obj_set(d, "tensors", m->tensors);
+        mfs_obj_set(d, "tensors", m->impl->tensors);
     return d;
 }
 
@@ -516,7 +487,7 @@ static void detach_document(const mfs_model *m, mfs_val *d)
 {
     for (size_t i = 0; i < d->u.obj.n; i++) {
         mfs_val *v = d->u.obj.vals[i];
-        bool borrowed = v == m->metadata || v == m->tensors;
+        bool borrowed = v == m->metadata || v == m->impl->tensors;
         for (size_t k = 0; k < m->extra->u.obj.n && !borrowed; k++)
             borrowed = v == m->extra->u.obj.vals[k];
         if (borrowed)
@@ -550,12 +521,12 @@ static void finish_documents(mfs_model *m)
     static const char open[] = ",\n  \"tensors\": [", close[] = "\n  ]\n}\n";
     json.len = json.len >= 3 ? json.len - 3 : 0;
     mfs_sb_adds(&json, open);
-    if (mfs_docstream_finish(m->json_body, m->tree, MFS_ROOT, "model.json", json.buf, json.len,
+    if (mfs_docstream_finish(m->impl->json_body, m, MFS_ROOT, "model.json", json.buf, json.len,
                              close, sizeof close - 1) == MFS_NONE ||
-        mfs_docstream_finish(m->toml_body, m->tree, MFS_ROOT, "model.toml", toml.buf, toml.len,
+        mfs_docstream_finish(m->impl->toml_body, m, MFS_ROOT, "model.toml", toml.buf, toml.len,
                              "", 0) == MFS_NONE)
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: duplicate generated file");
-    m->json_body = m->toml_body = NULL;
+    m->impl->json_body = m->impl->toml_body = NULL;
     mfs_sb_free(&json);
     mfs_sb_free(&toml);
 }
@@ -571,6 +542,113 @@ void mfs_model_finish(mfs_model *m)
         add_generated(m, MFS_ROOT, "model.toml", &toml);
     }
     /* Its lines and size are known once the tree is sorted (finish). */
-    if (mfs_tree_add_sums(m->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
+    if (mfs_tree_add_sums(m->impl->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add SHA256SUMS");
+}
+
+/* ---- the tree side of the description (formats/layout/model.h) ------- */
+
+static uint32_t build_add(mfs_model *m, uint32_t parent, const char *name, mfs_kind kind,
+                          const uint8_t *data, uint64_t size)
+{
+    return mfs_tree_add(m->impl->tree, parent, name, kind, data, size);
+}
+
+static uint32_t build_mkdirs(mfs_model *m, uint32_t parent, const char *path)
+{
+    return mfs_tree_mkdirs(m->impl->tree, parent, path);
+}
+
+static uint32_t build_lookup(const mfs_model *m, uint32_t parent, const char *name)
+{
+    return mfs_tree_lookup(m->impl->tree, parent, name);
+}
+
+static void build_set_size_unknown(mfs_model *m, uint32_t node)
+{
+    mfs_tree_set_size_unknown(m->impl->tree, node);
+}
+
+static void build_set_producer(mfs_model *m, uint32_t node, const mfs_produce_ops *ops, void *ctx)
+{
+    mfs_tree_set_producer(m->impl->tree, node, ops, ctx);
+}
+
+static void build_add_xattr(mfs_model *m, uint32_t node, const char *name, const void *value,
+                            size_t len)
+{
+    mfs_tree_add_xattr(m->impl->tree, node, name, value, len);
+}
+
+static void *build_own(mfs_model *m, void *p)
+{
+    return mfs_tree_own(m->impl->tree, p);
+}
+
+static void build_on_destroy(mfs_model *m, void (*fn)(void *arg), void *arg)
+{
+    mfs_tree_on_destroy(m->impl->tree, fn, arg);
+}
+
+static char *build_path(const mfs_model *m, uint32_t node)
+{
+    return mfs_tree_path(m->impl->tree, node);
+}
+
+static const mfs_model_ops build_ops = {
+    .add = build_add,
+    .mkdirs = build_mkdirs,
+    .lookup = build_lookup,
+    .set_size_unknown = build_set_size_unknown,
+    .set_producer = build_set_producer,
+    .add_xattr = build_add_xattr,
+    .own = build_own,
+    .on_destroy = build_on_destroy,
+    .path = build_path,
+    .add_tensor = build_add_tensor,
+    .add_entry = build_add_entry,
+    .last_entry = build_last_entry,
+    .add_json = build_add_json,
+    .unique_name = build_unique_name,
+};
+
+void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_t file_size)
+{
+    static const mfs_load_opts no_opts = { 0 };
+    memset(m, 0, sizeof *m);
+    m->ops = &build_ops;
+    m->impl = mfs_xcalloc(1, sizeof *m->impl);
+    m->impl->tree = tree;
+    m->opts = &no_opts;
+    const char *slash = strrchr(file_path, '/');
+    m->file_name = mfs_xstrdup(slash && slash[1] ? slash + 1 : file_path);
+    m->file_size = file_size;
+    m->format = "unknown";
+    m->metadata = mfs_obj();
+    m->extra = mfs_obj();
+    m->impl->tensors = new_batch();
+    m->impl->json_body = mfs_docstream_new();
+    m->impl->toml_body = mfs_docstream_new();
+    m->tensors_dir = mfs_tree_mkdirs(tree, MFS_ROOT, "tensors");
+    m->impl->npy_of = MFS_NONE;
+}
+
+void mfs_model_destroy(mfs_model *m)
+{
+    struct mfs_model_impl *b = m->impl;
+    if (b != NULL) {
+        for (size_t i = 0; i < b->dup_count; i++)
+            free(b->dups[i].base);
+        free(b->dups);
+        mfs_table_free(&b->dup_index);
+        mfs_val_free(b->tensors);
+        mfs_docstream_free(b->json_body);
+        mfs_docstream_free(b->toml_body);
+        npy_heads_free(b->npy_heads);
+        free(b);
+    }
+    free(m->file_name);
+    mfs_val_free(m->metadata);
+    mfs_val_free(m->extra);
+    memset(m, 0, sizeof *m);
 }

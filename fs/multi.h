@@ -1,0 +1,42 @@
+/* The top tree of a mount of several models (README "Several models"):
+ * one folder per model found (formats/collection.c), at its name or its
+ * path below DIR, and models.json; and how model k is loaded when its
+ * folder is first looked in. */
+#ifndef MFS_MULTI_H
+#define MFS_MULTI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "collection.h"
+#include "err.h"
+#include "forest.h"
+#include "model.h"
+#include "tree.h"
+
+typedef struct mfs_collection {
+    mfs_tree *top;               /* finished */
+    mfs_forest_model *models;    /* node, source, format, size, mtime */
+    uint32_t count;
+    char **open_paths;           /* per model: the path to load it from */
+    char **roots;                /* per model: the real path of the DIR it is in
+                                    (opened below it with no symlink followed), or
+                                    NULL for a model named on the command line */
+} mfs_collection;
+
+/* Finds the models and lays out the top tree; -1 with `e` (and *bad, the
+ * argument at fault) when an argument cannot be read at all. */
+int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const char **bad,
+                mfs_err *e);
+
+/* The loader mfs_forest_init_multi is given: model k from its path. */
+typedef struct mfs_collection_loader {
+    const mfs_collection *coll;
+    const mfs_load_opts *opts;
+} mfs_collection_loader;
+int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e);
+
+/* Frees what mfs_forest_init_multi did not take over (open_paths). */
+void mfs_collection_free_paths(mfs_collection *c);
+
+#endif
