@@ -11,6 +11,7 @@
 #include "xalloc.h"
 #include "json_write.h"
 #include "dtype.h"
+#include "npy_head.h"
 #include "docstream.h"
 #include "names.h"
 #include "toml_write.h"
@@ -129,49 +130,6 @@ static mfs_val *shape_val(const uint64_t *shape, size_t ndim)
 
 /* ---- .npy twins (README "The tree") ---------------------------------- */
 
-/* The NPY header for a C-order array: magic, version, length, the dict,
- * padded with spaces and a '\n' so the data starts at a multiple of 64
- * (what numpy writes); version 2.0 only when the dict needs a 32-bit
- * length. Caller frees. */
-static char *npy_header(const char *descr, const uint64_t *dims, size_t ndim, size_t *len)
-{
-    /* Written in place after room for the prefix (no printf, no second
-     * buffer: a million tensors make a million headers). */
-    enum { PRE_MAX = 12 };
-    mfs_strbuf h = { 0 };
-    /* Room for the whole header at once (most are 128 bytes). */
-    mfs_sb_reserve(&h, 160 + 24 * ndim);
-    mfs_sb_add(&h, "\x93NUMPY\0\0\0\0\0\0", PRE_MAX);
-    mfs_sb_adds(&h, "{'descr': '");
-    mfs_sb_adds(&h, descr);
-    mfs_sb_adds(&h, "', 'fortran_order': False, 'shape': (");
-    for (size_t i = 0; i < ndim; i++) {
-        if (i)
-            mfs_sb_add(&h, ", ", 2);
-        mfs_sb_addu(&h, (unsigned long long)dims[i]);
-    }
-    mfs_sb_adds(&h, ndim == 1 ? ",), }" : "), }");
-    size_t dlen = h.len - PRE_MAX;
-    size_t pre = 10, total = pre + dlen + 1;
-    if ((total + 63) / 64 * 64 - pre > 65535) {
-        pre = 12;
-        total = pre + dlen + 1;
-    }
-    total = (total + 63) / 64 * 64;
-    size_t hlen = total - pre;
-    /* The dict moves up to its place after a 10-byte prefix. */
-    memmove(h.buf + pre, h.buf + PRE_MAX, dlen);
-    h.len = pre + dlen;
-    h.buf[6] = pre == 10 ? 1 : 2;
-    h.buf[7] = 0;
-    for (size_t i = 0; i < pre - 8; i++)
-        h.buf[8 + i] = (char)((hlen >> (8 * i)) & 0xff);
-    while (h.len < total - 1)
-        mfs_sb_addc(&h, ' ');
-    mfs_sb_addc(&h, '\n');
-    return mfs_sb_take(&h, len);
-}
-
 /* A model's layers repeat a few dtypes and shapes, often in turn (weight,
  * bias, weight...): the headers made lately are kept by what made them,
  * so a repeat costs a comparison, not a header and a hash of it. */
@@ -210,7 +168,7 @@ static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dim
             return h->head;
     }
     size_t hlen;
-    char *text = npy_header(descr, dims, ndim, &hlen);
+    char *text = mfs_npy_head_make(descr, dims, ndim, &hlen);
     uint32_t id = mfs_tree_twin_head(m->impl->tree, text, hlen);
     free(text);
     if (id == MFS_NONE)

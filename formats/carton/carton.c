@@ -42,7 +42,7 @@
 #include "path.h"
 #include "strbuf.h"
 #include "xalloc.h"
-#include "registry.h"
+#include "format.h"
 #include "toml_parse.h"
 
 typedef unsigned long long ull;
@@ -615,7 +615,7 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
         struct stat st;
         mfs_err ignored = { 0 };  /* the warning below says enough */
         if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
-            (cl->links_root = carton_root_open(m, real, &ignored)) != NULL)
+            (cl->links_root = mfs_model_open_folder(m, real, &ignored)) != NULL)
             cl->links_dir = mfs_model_own(m, mfs_xstrdup(real));
         else
             carton_warn(cl, "links_dir %s is not a folder: not used", m->opts->links_dir);
@@ -693,7 +693,7 @@ static int load_dir(mfs_model *m, const char *path, mfs_err *e)
     if (real == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
     /* Held for the life of the mount: every file is opened below it. */
-    const carton_root *root = carton_root_open(m, real, e);
+    const mfs_folder *root = mfs_model_open_folder(m, real, e);
     free(real);
     if (root == NULL)
         return -1;

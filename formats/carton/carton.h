@@ -23,7 +23,7 @@
 #include "model.h"
 #include "path.h"
 #include "zip_read.h"
-#include "carton_root.h"
+#include "folder.h"
 
 /* Bytes the driver reads at mount (carton.toml, MANIFEST, LINKS,
  * index.toml, string tensors): per file, and in all. */
@@ -79,7 +79,7 @@ typedef struct carton_src {
     const char *label;          /* the file's path in the carton, for messages */
     const char *path;           /* FILE: below `root` (absolute when root is NULL);
                                    LINK: links_dir or NULL */
-    const carton_root *root;    /* FILE; LINK: links_dir held open, or NULL */
+    const mfs_folder *root;    /* FILE; LINK: links_dir held open, or NULL */
     const char *urls;           /* LINK: newline-separated */
     const carton_fetch_cfg *fetch;  /* LINK: owned by the tree */
     const char *reason;         /* FAIL */
@@ -156,8 +156,8 @@ typedef struct carton_load {
     carton_link *links;         /* sorted by sha */
     size_t nlinks;
     const char *links_dir;      /* absolute (tree-owned), or NULL */
-    const carton_root *links_root;  /* links_dir, held open; NULL with it */
-    const carton_root *root;    /* the folder (NULL for a zip) */
+    const mfs_folder *links_root;  /* links_dir, held open; NULL with it */
+    const mfs_folder *root;    /* the folder (NULL for a zip) */
     const carton_fetch_cfg *fetch;  /* tree-owned */
     mfs_val *warnings;          /* array of strings */
     uint64_t read_total;        /* bytes read at mount so far */

@@ -12,7 +12,7 @@
  * mount, except the few small files the driver parses.
  *
  * The walk, like every later open, goes through the folder held open at
- * mount (carton_root.c) with O_NOFOLLOW at each step. */
+ * mount (mfs_folder.c) with O_NOFOLLOW at each step. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include "carton.h"
 #include "strbuf.h"
 #include "xalloc.h"
-#include "registry.h"
+#include "format.h"
 
 #define DIR_DEPTH_MAX 64
 #define DIR_FILES_MAX (1u << 22)
@@ -67,13 +67,13 @@ static const char *below(const char *root, const char *real)
  * target's path with no symlink followed. */
 static void add_symlink(carton_load *cl, const char *rel)
 {
-    const carton_root *root = cl->root;
+    const mfs_folder *root = cl->root;
     mfs_strbuf full = { 0 };
     mfs_sb_addf(&full, "%s/%s", root->path, rel);
     char *real = realpath(full.buf, NULL);
     const char *target = real ? below(root->path, real) : NULL;
     struct stat ts;
-    int fd = target ? carton_open_at(root, target, false) : -1;
+    int fd = target ? mfs_folder_open_at(root, target, false) : -1;
     if (fd >= 0 && fstat(fd, &ts) == 0 && S_ISREG(ts.st_mode))
         add_file(cl, rel, target, (uint64_t)ts.st_size);
     else

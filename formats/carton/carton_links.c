@@ -410,7 +410,7 @@ static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint
 static int use_kept(const carton_src *s, const mfs_job *job, const char *dest, mfs_bytes *out,
                     mfs_err *note)
 {
-    int fd = s->root != NULL ? carton_open_at(s->root, s->sha, false)
+    int fd = s->root != NULL ? mfs_folder_open_at(s->root, s->sha, false)
                              : open(dest, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno != ENOENT)
@@ -424,7 +424,7 @@ static int use_kept(const carton_src *s, const mfs_job *job, const char *dest, m
         return 0;
     }
     mfs_bytes b = { 0 };
-    if (carton_map_fd(fd, dest, (uint64_t)st.st_size, &b, note) != 0)
+    if (mfs_map_fd(fd, dest, (uint64_t)st.st_size, &b, note) != 0)
         return 0;
     if (b.len)
         madvise((void *)(uintptr_t)b.data, (size_t)b.len, MADV_SEQUENTIAL);
@@ -475,7 +475,7 @@ int carton_link_produce(const carton_src *s, const mfs_job *job, mfs_bytes *out,
         free(dest);
         return -1;
     }
-    r = carton_map_fd(fd, dest, size, out, e);
+    r = mfs_map_fd(fd, dest, size, out, e);
     free(dest);
     return r;
 }

@@ -139,7 +139,7 @@ static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *
     const carton_src *s = ctx;
     (void)job;
     /* Below the held folder, no symlink followed (see carton_open_at). */
-    int fd = s->root ? carton_open_at(s->root, s->path, false)
+    int fd = s->root ? mfs_folder_open_at(s->root, s->path, false)
                      : open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         bool swapped = errno == ELOOP || errno == ENOTDIR;
@@ -147,7 +147,7 @@ static int produce_file(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *
                         s->label, strerror(errno),
                         swapped ? " (a symlink or a file in the way: replaced since the mount?)" : "");
     }
-    return carton_map_fd(fd, s->label, s->size, out, e);
+    return mfs_map_fd(fd, s->label, s->size, out, e);
 }
 
 /* Checks what it serves itself (a kept copy is hashed, a download is
@@ -193,13 +193,13 @@ static const mfs_produce_ops ops_verify = { .verify = verify_sha };
 static const mfs_produce_ops ops_zip = { .produce = produce_zip, .in_memory = true };
 static const mfs_produce_ops ops_zip_verify = { .produce = produce_zip_checked, .in_memory = true };
 static const mfs_produce_ops ops_file = { .produce = produce_file,
-                                         .unchanged = carton_file_unchanged };
+                                         .unchanged = mfs_map_unchanged };
 static const mfs_produce_ops ops_file_verify = { .produce = produce_file, .verify = verify_sha,
-                                                .unchanged = carton_file_unchanged };
+                                                .unchanged = mfs_map_unchanged };
 /* A links_dir copy is hashed as it is produced (carton_links.c), then
  * watched for edits like a file of a folder. */
 static const mfs_produce_ops ops_link = { .produce = produce_link,
-                                         .unchanged = carton_file_unchanged };
+                                         .unchanged = mfs_map_unchanged };
 static const mfs_produce_ops ops_fail = { .verify = verify_fail };
 
 void carton_src_attach(mfs_model *t, uint32_t node, const carton_src *s)

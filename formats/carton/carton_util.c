@@ -86,7 +86,7 @@ static int read_disk(const carton_src *s, uint8_t *buf, mfs_err *e)
     const char *path = s->path;
     uint64_t size = s->size;
     /* Below the held folder with no symlink followed, as on open. */
-    int fd = s->root ? carton_open_at(s->root, path, false)
+    int fd = s->root ? mfs_folder_open_at(s->root, path, false)
                      : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {

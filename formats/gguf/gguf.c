@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "gguf.h"
-#include "registry.h"
+#include "format.h"
 #include "xalloc.h"
 
 #define MAGIC "GGUF"

@@ -16,6 +16,7 @@
 
 #include "doc.h"
 #include "err.h"
+#include "folder.h"
 #include "node_ref.h"
 #include "produce.h"
 
@@ -187,6 +188,18 @@ static inline void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *na
 static inline char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
 {
     return m->ops->unique_name(m, dir, name, len);
+}
+
+/* Opens the folder `path` for the life of the tree (files of a folder
+ * model, external data); NULL with e. */
+static inline mfs_folder *mfs_model_open_folder(mfs_model *m, const char *path, mfs_err *e)
+{
+    mfs_folder *f = mfs_folder_open(path, e);
+    if (f != NULL) {
+        mfs_model_own(m, f);
+        mfs_model_on_destroy(m, mfs_folder_close, f);
+    }
+    return f;
 }
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "bytes.h"
 #include "job.h"
 
 /* A file whose bytes are not simply a slice that is always good: a
@@ -17,14 +18,6 @@
  * or a slice that must match a checksum before it is served. The content layer
  * (fs/content.c) calls these at most once at a time per node and keeps the
  * result; they may run on any thread. */
-typedef struct mfs_bytes {
-    const uint8_t *data;
-    uint64_t len;
-    uint64_t charge;        /* bytes held in memory (counted against the cache cap) */
-    void (*release)(struct mfs_bytes *b);  /* frees data; NULL if nothing to free */
-    void *opaque;           /* for release */
-} mfs_bytes;
-
 typedef struct mfs_produce_ops {
     /* Makes the bytes (exactly the node's size); NULL when the node's data
      * slice is the content. 0, or -1 with the reason in e (MFS_E_NOMEM

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "npy_header.h"
-#include "registry.h"
+#include "format.h"
 
 int mfs_npz_probe(mfs_span f);
 int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e);

@@ -13,7 +13,7 @@
 
 #include "inflate_prefix.h"
 #include "npy_header.h"
-#include "registry.h"
+#include "format.h"
 #include "xalloc.h"
 #include "zip_read.h"
 

@@ -16,27 +16,13 @@
 #include <string.h>
 
 #include "onnx.h"
-#include "registry.h"
+#include "format.h"
 #include "xalloc.h"
 
 enum {
     M_IR = 1, M_PRODUCER = 2, M_PRODUCER_VERSION = 3, M_DOMAIN = 4, M_MODEL_VERSION = 5,
     M_DOC = 6, M_GRAPH = 7, M_OPSET = 8, M_PROPS = 14, M_TRAINING = 20, M_FUNCTIONS = 25,
 };
-
-int onnx_spend(onnx_ctx *c, uint64_t bytes, uint64_t where)
-{
-    if (mfs_budget_take(&c->budget, bytes))
-        return 0;
-    return MFS_CORRUPT(c->e, where,
-                       "the model needs more than %llu MiB to describe, more than a file of this "
-                       "size can", (unsigned long long)(c->budget_total >> 20));
-}
-
-mfs_val *onnx_str(mfs_span s)
-{
-    return mfs_strn(s.p, (size_t)s.len);
-}
 
 /* The wire type a ModelProto field must have; -1 for fields we do not know. */
 static int model_wire(uint32_t num)

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "carton_root.h"
+#include "folder.h"
 #include "doc.h"
 #include "err.h"
 #include "model.h"
@@ -47,7 +47,7 @@ typedef struct onnx_ctx {
     mfs_budget budget;
     uint64_t budget_total;
     const char *dir;            /* the model's folder (external data), or NULL */
-    const carton_root *root;    /* that folder, held open once needed */
+    const mfs_folder *root;    /* that folder, held open once needed */
 } onnx_ctx;
 
 /* Where a tensor is in the tree and what it came from. */

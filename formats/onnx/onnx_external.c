@@ -2,7 +2,7 @@
  * [offset, +length) of the file `location`, a path relative to the model's
  * folder.
  *
- * The folder is opened once (carton_root.c) and every location is opened
+ * The folder is opened once (mfs_folder.c) and every location is opened
  * below it one component at a time with no symlink followed: a location
  * with "..", ".", an empty component, a backslash or a leading "/" is
  * refused, and so is any symlink on the way (even one that stays inside),
@@ -26,7 +26,7 @@
 #include "xalloc.h"
 
 typedef struct onnx_ext {
-    const carton_root *root;
+    const mfs_folder *root;
     char *location;
     char *label;                /* "LOCATION" for messages */
     uint64_t offset, len;
@@ -66,12 +66,12 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
         return NULL;
     }
     if (c->root == NULL) {
-        c->root = carton_root_open(c->m, c->dir, c->e);
+        c->root = mfs_model_open_folder(c->m, c->dir, c->e);
         if (c->root == NULL)
             return NULL;
     }
     char *rel = mfs_xstrndup((const char *)location.p, (size_t)location.len);
-    int fd = carton_open_at(c->root, rel, false);
+    int fd = mfs_folder_open_at(c->root, rel, false);
     if (fd < 0) {
         int err = errno;
         free(rel);
@@ -117,7 +117,7 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const onnx_ext *x = ctx;
     (void)job;
-    int fd = carton_open_at(x->root, x->location, false);
+    int fd = mfs_folder_open_at(x->root, x->location, false);
     if (fd < 0) {
         bool swapped = errno == ELOOP || errno == ENOTDIR || errno == ENOENT;
         return mfs_fail(e, swapped ? MFS_E_CHANGED : MFS_E_IO, MFS_NO_OFFSET,
@@ -130,11 +130,11 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
         return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
                         "external data %s changed since the mount", x->label);
     }
-    return carton_map_range(fd, x->label, x->size, x->offset, x->len, out, e);
+    return mfs_map_range(fd, x->label, x->size, x->offset, x->len, out, e);
 }
 
 static const mfs_produce_ops ops_external = { .produce = produce,
-                                             .unchanged = carton_file_unchanged };
+                                             .unchanged = mfs_map_unchanged };
 
 void onnx_external_attach(onnx_ctx *c, uint32_t node, void *ext)
 {

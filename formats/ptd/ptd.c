@@ -32,7 +32,7 @@
 #include "dtype.h"
 #include "fb.h"
 #include "xalloc.h"
-#include "registry.h"
+#include "format.h"
 
 #define FH_POS 8            /* the FH01 header's position */
 #define FH_MIN_LEN 40       /* magic, length and four u64 fields */

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "registry.h"
+#include "format.h"
 #include "torch.h"
 #include "xalloc.h"
 #include "zip_read.h"

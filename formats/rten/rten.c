@@ -21,7 +21,7 @@
 #include "fb.h"
 #include "json_write.h"
 #include "xalloc.h"
-#include "registry.h"
+#include "format.h"
 #include "rten_names.h"
 
 #define HEADER_LEN 32

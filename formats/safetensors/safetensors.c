@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry.h"
+#include "format.h"
 #include "safetensors.h"
 
 static int probe(mfs_span f)

@@ -2,12 +2,12 @@
  * ({"metadata": {...}, "weight_map": {tensor: shard file}}) and the shard
  * files it names, mounted as one model.
  *
- * Every file is opened below the folder held open at mount (carton_root.c:
+ * Every file is opened below the folder held open at mount (formats/source/folder.c:
  * one component at a time, no symlink followed), so a shard name cannot
  * lead out of the folder ("..", an absolute path and a symlink all fail).
  * Each shard's header is read and checked at mount like a single file's;
  * its tensors are served from a mapping of the shard made on first open
- * (carton_map_fd), which notices a shard edited after the mount.
+ * (mfs_map_fd), which notices a shard edited after the mount.
  *
  * metadata is the index's "metadata"; the top-level `shards` lists each
  * shard (file, size, header_size, data_start, tensor_count, metadata);
@@ -22,11 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "carton.h"
+#include "folder.h"
+#include "path.h"
 #include "hash.h"
 #include "table.h"
 #include "json_parse.h"
-#include "registry.h"
+#include "format.h"
 #include "safetensors.h"
 #include "xalloc.h"
 
@@ -39,7 +40,7 @@ typedef unsigned long long ull;
 
 /* One tensor's bytes: a slice of a shard file, mapped on open. */
 typedef struct shard_src {
-    const carton_root *root;
+    const mfs_folder *root;
     const char *path;            /* below root; owned by the tree */
     uint64_t file_size;          /* the shard's size at mount */
     uint64_t off, len;
@@ -62,7 +63,7 @@ static int produce_slice(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err 
 {
     const shard_src *s = ctx;
     (void)job;
-    int fd = carton_open_at(s->root, s->path, false);
+    int fd = mfs_folder_open_at(s->root, s->path, false);
     if (fd < 0) {
         bool swapped = errno == ELOOP || errno == ENOTDIR;
         return mfs_fail(e, swapped ? MFS_E_CHANGED : MFS_E_IO, MFS_NO_OFFSET, "cannot open %s: %s%s",
@@ -74,7 +75,7 @@ static int produce_slice(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err 
         close(fd);
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: out of memory", s->path);
     }
-    if (carton_map_fd(fd, s->path, s->file_size, &w->whole, e) != 0) {
+    if (mfs_map_fd(fd, s->path, s->file_size, &w->whole, e) != 0) {
         free(w);
         return -1;
     }
@@ -88,7 +89,7 @@ static int produce_slice(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err 
 static bool slice_unchanged(void *ctx, const mfs_bytes *b)
 {
     const shard_map *w = b->opaque;
-    return carton_file_unchanged(ctx, &w->whole);
+    return mfs_map_unchanged(ctx, &w->whole);
 }
 
 static const mfs_produce_ops ops_slice = { .produce = produce_slice, .unchanged = slice_unchanged };
@@ -112,9 +113,9 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off, const char *labe
 }
 
 /* Opens `rel` below the folder: a regular file, its size in *size. */
-static int open_below(const carton_root *root, const char *rel, uint64_t *size, mfs_err *e)
+static int open_below(const mfs_folder *root, const char *rel, uint64_t *size, mfs_err *e)
 {
-    int fd = carton_open_at(root, rel, false);
+    int fd = mfs_folder_open_at(root, rel, false);
     /* Missing, a symlink, or a path that is no file of the folder: the
      * model is malformed. Anything else (permissions, I/O) is an I/O error. */
     bool bad = errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EINVAL;
@@ -152,7 +153,7 @@ static bool shard_match(const void *key, uint32_t i)
 
 typedef struct st_dir {
     mfs_model *m;
-    const carton_root *root;
+    const mfs_folder *root;
     mfs_val *index;
     const mfs_val *weight_map;
     shard *shards;
@@ -344,7 +345,7 @@ int mfs_st_load_dir(mfs_model *m, const char *path, mfs_err *e)
     char *real = realpath(path, NULL);
     if (real == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot resolve the folder's path");
-    const carton_root *root = carton_root_open(m, real, e);
+    const mfs_folder *root = mfs_model_open_folder(m, real, e);
     free(real);
     if (root == NULL)
         return -1;

@@ -18,7 +18,7 @@
 
 #include "dtype.h"
 #include "fb.h"
-#include "registry.h"
+#include "format.h"
 
 #define MAGIC "TBS1"
 #define TRAILER_LEN 8       /* u32 size + magic */

@@ -1,6 +1,6 @@
-/* A folder held open for the life of the mount (an unpacked carton, or
- * links_dir), files opened below it, and files mapped (carton_src.c serves
- * the folder's, carton_links.c links_dir's).
+/* A folder held open for the life of the mount (an unpacked carton,
+ * Carton's links_dir, the folder of ONNX external data or of a sharded
+ * safetensors model), files opened below it, and files mapped.
  *
  * The folder may belong to a user other than the one mounting it (root
  * mounting a user's folder with allow_other). So every open goes through
@@ -18,21 +18,21 @@
 #include <unistd.h>
 
 #include "blob.h"
-#include "carton.h"
+#include "folder.h"
 #include "path.h"
 #include "xalloc.h"
 
 typedef unsigned long long ull;
 
-static void root_close(void *arg)
+void mfs_folder_close(void *arg)
 {
-    carton_root *r = arg;
+    mfs_folder *r = arg;
     if (r->fd >= 0)
         close(r->fd);
     r->fd = -1;
 }
 
-carton_root *carton_root_open(mfs_model *t, const char *path, mfs_err *e)
+mfs_folder *mfs_folder_open(const char *path, mfs_err *e)
 {
     /* The folder itself is the mounter's choice: a symlink to it is fine. */
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
@@ -41,14 +41,13 @@ carton_root *carton_root_open(mfs_model *t, const char *path, mfs_err *e)
         return NULL;
     }
     size_t n = strlen(path) + 1;
-    carton_root *r = mfs_model_own(t, mfs_xmalloc(sizeof *r + n));
+    mfs_folder *r = mfs_xmalloc(sizeof *r + n);
     r->fd = fd;
     r->path = memcpy((char *)(r + 1), path, n);
-    mfs_model_on_destroy(t, root_close, r);
     return r;
 }
 
-int carton_open_at(const carton_root *r, const char *rel, bool dir)
+int mfs_folder_open_at(const mfs_folder *r, const char *rel, bool dir)
 {
     int cur = r->fd;
     const char *p = rel;
@@ -110,7 +109,7 @@ static void release_held(mfs_bytes *b)
     }
 }
 
-bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
+bool mfs_map_unchanged(void *ctx, const mfs_bytes *b)
 {
     (void)ctx;
     const held_file *h = b->opaque;
@@ -121,12 +120,12 @@ bool carton_file_unchanged(void *ctx, const mfs_bytes *b)
            mfs_same_file(&st, h->dev, h->ino, h->size, h->mtime, h->ctime);
 }
 
-int carton_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e)
+int mfs_map_fd(int fd, const char *label, uint64_t size, mfs_bytes *out, mfs_err *e)
 {
-    return carton_map_range(fd, label, size, 0, size, out, e);
+    return mfs_map_range(fd, label, size, 0, size, out, e);
 }
 
-int carton_map_range(int fd, const char *label, uint64_t size, uint64_t off, uint64_t len,
+int mfs_map_range(int fd, const char *label, uint64_t size, uint64_t off, uint64_t len,
                      mfs_bytes *out, mfs_err *e)
 {
     static const uint8_t empty[1];

@@ -1,0 +1,27 @@
+/* What a format driver is. Each is one static const entry: a probe that
+ * says how sure it is that the bytes are its format (the number of magic
+ * bits it verified; 0 = not mine), and a loader that describes the model
+ * through mfs_model (model.h). formats/registry.c lists them. */
+#ifndef MFS_FORMAT_H
+#define MFS_FORMAT_H
+
+#include "err.h"
+#include "model.h"
+#include "span.h"
+
+typedef struct mfs_format {
+    const char *name;
+    int (*probe)(mfs_span file);
+    /* Fills `m` from `file` (the whole mapped model file, base 0). On error
+     * fills `e` (MFS_E_CORRUPT with the offset) and returns -1. */
+    int (*load)(mfs_model *m, mfs_span file, mfs_err *e);
+    /* Optional, for models that are folders (an unpacked carton): how sure
+     * the format is that `path` is one of its folders, and the loader. */
+    int (*probe_dir)(const char *path);
+    int (*load_dir)(mfs_model *m, const char *path, mfs_err *e);
+    /* Optional: `load` for formats that read files beside the model (ONNX
+     * external data): `path` is MODEL as given. Used instead of `load`. */
+    int (*load_at)(mfs_model *m, mfs_span file, const char *path, mfs_err *e);
+} mfs_format;
+
+#endif

@@ -1,0 +1,17 @@
+/* The header of an .npy twin (README "The tree"), made beside the dtype
+ * table it follows: fs/ puts it before a tensor's bytes, and any driver
+ * that writes .npy can make the same one. */
+#ifndef MFS_NPY_HEAD_H
+#define MFS_NPY_HEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The NPY header for a C-order array of `descr` ("<f4") and shape
+ * dims[0..ndim): magic, version, length, the dict, padded with spaces and
+ * a '\n' so the data starts at a multiple of 64 (what numpy writes);
+ * version 2.0 only when the dict needs a 32-bit length. Its length in
+ * *len; caller frees. */
+char *mfs_npy_head_make(const char *descr, const uint64_t *dims, size_t ndim, size_t *len);
+
+#endif
