@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "local.h"
 #include "log.h"
 #include "path.h"
 #include "names.h"
@@ -63,7 +64,12 @@ static char *join(const char *a, const char *b)
 /* The format of the regular file `fd`, probed from its mapping. */
 static const mfs_format *probe_fd(int fd, const struct stat *st)
 {
-    return S_ISREG(st->st_mode) ? mfs_format_detect_fd(fd, (uint64_t)st->st_size) : NULL;
+    if (!S_ISREG(st->st_mode))
+        return NULL;
+    mfs_src *src = mfs_src_local_probe(fd, "", NULL);
+    const mfs_format *f = src ? mfs_format_detect(src) : NULL;
+    mfs_src_close(src);
+    return f;
 }
 
 /* Whether the real path `real` is `root` or below it. */

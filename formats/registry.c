@@ -4,8 +4,6 @@
 #include <stddef.h>
 #include <string.h>
 #include <stdint.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 #include <stdio.h>
 
@@ -36,20 +34,6 @@ const char *mfs_format_names(void)
     return names;
 }
 
-const mfs_format *mfs_format_detect(mfs_span file)
-{
-    const mfs_format *best = NULL;
-    int best_bid = 0;
-    for (size_t i = 0; mfs_formats[i] != NULL; i++) {
-        int bid = mfs_formats[i]->probe(file);
-        if (bid > best_bid) {
-            best_bid = bid;
-            best = mfs_formats[i];
-        }
-    }
-    return best;
-}
-
 const mfs_format *mfs_format_detect_dir(const char *path)
 {
     const mfs_format *best = NULL;
@@ -66,32 +50,30 @@ const mfs_format *mfs_format_detect_dir(const char *path)
 }
 
 struct probing {
-    mfs_span file;
+    mfs_src *src;
     const mfs_format *found;
 };
 
-static int probe_guarded(void *arg)
+static int probe_all(void *arg)
 {
     struct probing *p = arg;
-    p->found = mfs_format_detect(p->file);
+    int best_bid = 0;
+    for (size_t i = 0; mfs_formats[i] != NULL; i++) {
+        int bid = mfs_formats[i]->probe(p->src);
+        if (bid > best_bid) {
+            best_bid = bid;
+            p->found = mfs_formats[i];
+        }
+    }
     return 0;
 }
 
-const mfs_format *mfs_format_detect_fd(int fd, uint64_t size)
+const mfs_format *mfs_format_detect(mfs_src *src)
 {
-    if (size == 0 || size > SIZE_MAX)
+    /* The probes read the source: a mapped file cut short meanwhile
+     * faults, and is then no model. */
+    struct probing pr = { src, NULL };
+    if (src->size == 0 || mfs_guard_run(probe_all, &pr) != 0)
         return NULL;
-    /* Mapped, not read: the probes touch a few pages (the head, a zip's
-     * end records), not the file. */
-    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    /* No read-ahead around the pages touched: a folder of hundreds of
-     * models is probed in a few reads each. */
-    madvise(p, (size_t)size, MADV_RANDOM);
-    struct probing pr = { { p, size, 0 }, NULL };
-    if (mfs_guard_run(probe_guarded, &pr) != 0)
-        pr.found = NULL;
-    munmap(p, (size_t)size);
     return pr.found;
 }

@@ -24,11 +24,9 @@ extern const mfs_format *const mfs_formats[];
 /* "rten, ptd, tensorbuffers": the names of every format, for messages. */
 const char *mfs_format_names(void);
 
-/* The best-bidding format for `file`, or NULL. */
-const mfs_format *mfs_format_detect(mfs_span file);
-/* The same for an open file of `size` bytes (mapped for the probes, which
- * read a few pages; a file that shrinks meanwhile is no model). */
-const mfs_format *mfs_format_detect_fd(int fd, uint64_t size);
+/* The best-bidding format for the bytes of `src`, or NULL (a file cut
+ * short while probed is none). */
+const mfs_format *mfs_format_detect(mfs_src *src);
 /* The best-bidding format that has the folder `path` for one of its
  * models (an unpacked carton), or NULL. */
 const mfs_format *mfs_format_detect_dir(const char *path);

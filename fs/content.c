@@ -56,6 +56,7 @@ struct mfs_content_pool {
 
 struct mfs_content {
     const mfs_tree *tree;
+    mfs_src *src;           /* where the tree's stored files are (NULL: none) */
     mfs_content_pool *pool;
     bool own_pool;
     mfs_content *pool_next, *pool_prev;
@@ -151,17 +152,18 @@ static bool fits(const mfs_content *c, uint64_t need)
     return used <= cap && need <= cap - used;
 }
 
-mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap)
+mfs_content *mfs_content_new(const mfs_tree *t, mfs_src *src, uint64_t cap)
 {
-    mfs_content *c = mfs_content_new_in(t, mfs_content_pool_new(cap));
+    mfs_content *c = mfs_content_new_in(t, src, mfs_content_pool_new(cap));
     c->own_pool = true;
     return c;
 }
 
-mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_content_pool *pool)
+mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_src *src, mfs_content_pool *pool)
 {
     mfs_content *c = mfs_xcalloc(1, sizeof *c);
     c->tree = t;
+    c->src = src;
     c->pool = pool;
     uint32_t with_ops = 0;
     for (uint32_t i = 0; i < t->count; i++)
@@ -380,8 +382,42 @@ static void log_node(const mfs_content *c, uint32_t node, const mfs_err *e)
     free(path);
 }
 
+struct got {
+    mfs_src *src;
+    mfs_span span;
+};
+
+static void release_got(mfs_bytes *b)
+{
+    struct got *g = b->opaque;
+    mfs_src_release(g->src, g->span);
+    free(g);
+}
+
+/* A file with only a check: its own bytes, or its source's, held until
+ * released (nothing to release for a mapping). */
+static int stored_bytes(mfs_content *c, const mfs_node *n, mfs_bytes *b, mfs_err *e)
+{
+    mfs_span sp;
+    if (mfs_node_get(n, c->src, 0, n->size, &sp, e) != 0)
+        return -1;
+    b->data = sp.p;
+    b->len = n->size;
+    if (n->from_src && c->src->map == NULL) {
+        struct got *g = malloc(sizeof *g);
+        if (g == NULL) {
+            mfs_src_release(c->src, sp);
+            return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        }
+        *g = (struct got){ c->src, sp };
+        b->release = release_got;
+        b->opaque = g;
+    }
+    return 0;
+}
+
 /* Produces and checks slot `i`'s bytes; no lock held. 0, or -1 with e. */
-static int make(slot *s, mfs_bytes *b, mfs_err *e)
+static int make(mfs_content *c, slot *s, mfs_bytes *b, mfs_err *e)
 {
     const mfs_node *n = s->node;
     const mfs_produce_ops *ops = s->ops;
@@ -396,9 +432,8 @@ static int make(slot *s, mfs_bytes *b, mfs_err *e)
                      (unsigned long long)b->len, (unsigned long long)n->size);
             goto fail;
         }
-    } else {
-        b->data = n->data;
-        b->len = n->size;
+    } else if (stored_bytes(c, n, b, e) != 0) {
+        return -1;
     }
     if (ops->verify != NULL && ops->verify(s->ctx, &s->job, b->data, b->len, e) != 0) {
         mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET, "verification failed");
@@ -496,7 +531,7 @@ static void *job_main(void *arg)
         if (mfs_job_cancelled(&s->job))
             mfs_fail(&e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
         else
-            r = make(s, &b, &e);
+            r = make(c, s, &b, &e);
         pthread_mutex_lock(&c->lock);
         finish(c, i, r, &b, &e);
     }
@@ -823,8 +858,12 @@ void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
 int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65])
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || n->kind != MFS_NODE_FILE ||
-        mfs_sha256_hex_mapped(n->data, n->size, NULL, hex) != 0)
+    mfs_span sp;
+    if (n == NULL || n->kind != MFS_NODE_FILE || mfs_node_get(n, c->src, 0, n->size, &sp, NULL) != 0)
+        return -1;
+    int r = mfs_sha256_hex_mapped(sp.p, n->size, NULL, hex);
+    mfs_node_release(n, c->src, sp);
+    if (r != 0)
         return -1;
     mfs_content_sum_store(c, node, hex);
     return 0;

@@ -68,7 +68,7 @@ struct mfs_wait {
 };
 
 /* `cap`: bytes of produced content held in memory at most. */
-mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap);
+mfs_content *mfs_content_new(const mfs_tree *t, mfs_src *src, uint64_t cap);
 
 /* One cap for the content of several trees (every model of a mount): an
  * open that does not fit evicts idle files of the others too. Free the
@@ -76,7 +76,7 @@ mfs_content *mfs_content_new(const mfs_tree *t, uint64_t cap);
 typedef struct mfs_content_pool mfs_content_pool;
 mfs_content_pool *mfs_content_pool_new(uint64_t cap);
 void mfs_content_pool_free(mfs_content_pool *p);
-mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_content_pool *pool);
+mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_src *src, mfs_content_pool *pool);
 /* Cancels running jobs and waits up to `wait_ms` for them; false when some
  * did not end (the content is then left allocated: exit the process). */
 bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms);

@@ -10,26 +10,27 @@
 #include "strbuf.h"
 #include "xalloc.h"
 
-static mfs_volume *volume_new(mfs_tree *tree, mfs_blob *blob, mfs_content_pool *pool, uint32_t id)
+static mfs_volume *volume_new(mfs_tree *tree, const mfs_origin *o, mfs_content_pool *pool,
+                              uint32_t id)
 {
     mfs_volume *v = mfs_xcalloc(1, sizeof *v);
     v->tree = tree;
-    v->blob = blob;
-    v->content = mfs_content_new_in(tree, pool);
-    v->mtime = blob->mtime;
+    v->src = o->src;
+    v->content = mfs_content_new_in(tree, o->src, pool);
+    v->mtime = o->mtime;
     v->id = id;
     return v;
 }
 
-void mfs_forest_init_single(mfs_forest *f, mfs_tree *tree, mfs_blob *blob, uint64_t cache_size)
+void mfs_forest_init_single(mfs_forest *f, mfs_tree *tree, const mfs_origin *o, uint64_t cache_size)
 {
     memset(f, 0, sizeof *f);
     f->pool = mfs_content_pool_new(cache_size);
     f->top.tree = tree;
-    f->top.blob = blob;
-    f->top.content = mfs_content_new_in(tree, f->pool);
-    f->top.mtime = blob->mtime;
-    f->bytes = blob->size;
+    f->top.src = o->src;
+    f->top.content = mfs_content_new_in(tree, o->src, f->pool);
+    f->top.mtime = o->mtime;
+    f->bytes = o->src ? o->src->size : 0;
 }
 
 void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *models, uint32_t count,
@@ -56,17 +57,15 @@ void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *model
         mfs_tree_set_producer(top, list, &mfs_forest_models_json_ops, f);
     /* The folders show the newest model's time: the same on every mount
      * of the same files. */
-    mfs_blob *none = mfs_xcalloc(1, sizeof *none);
-    none->fd = -1;
+    struct timespec newest = { 0, 0 };
     for (uint32_t k = 0; k < count; k++) {
         const struct timespec *t = &models[k].mtime;
-        if (t->tv_sec > none->mtime.tv_sec ||
-            (t->tv_sec == none->mtime.tv_sec && t->tv_nsec > none->mtime.tv_nsec))
-            none->mtime = *t;
+        if (t->tv_sec > newest.tv_sec || (t->tv_sec == newest.tv_sec && t->tv_nsec > newest.tv_nsec))
+            newest = *t;
     }
-    f->top.blob = none;
-    f->top.content = mfs_content_new_in(top, f->pool);
-    f->top.mtime = none->mtime;
+    f->top.src = NULL;
+    f->top.content = mfs_content_new_in(top, NULL, f->pool);
+    f->top.mtime = newest;
 }
 
 uint32_t mfs_forest_model_at(const mfs_forest *f, uint32_t node)
@@ -111,22 +110,17 @@ const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
     v = atomic_load_explicit(&m->vol, memory_order_acquire);
     if (v == NULL) {
         mfs_tree *tree = calloc(1, sizeof *tree);
-        mfs_blob *blob = calloc(1, sizeof *blob);
+        mfs_origin o = { NULL, { 0, 0 } };
         mfs_err e = { 0 };
-        if (tree == NULL || blob == NULL) {
-            free(tree);
-            free(blob);
+        if (tree == NULL) {
             pthread_mutex_unlock(&m->lock);
             return NULL;
         }
-        blob->fd = -1;
         mfs_tree_init(tree);
-        if (f->load(f->load_ctx, k, tree, blob, &e) != 0) {
+        if (f->load(f->load_ctx, k, tree, &o, &e) != 0) {
             mfs_tree_destroy(tree);
-            mfs_blob_close(blob);
-            memset(blob, 0, sizeof *blob);
-            blob->fd = -1;
-            blob->mtime = m->mtime;
+            mfs_origin_close(&o);
+            o.mtime = m->mtime;
             char line[MFS_ERR_LINE_MAX];
             mfs_err_format(line, sizeof line, f->prog, m->source, &e);
             free(m->error);
@@ -136,12 +130,11 @@ const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
             if (m->error == NULL || error_tree(m, tree) != 0) {
                 mfs_tree_destroy(tree);
                 free(tree);
-                free(blob);
                 pthread_mutex_unlock(&m->lock);
                 return NULL;
             }
         }
-        mfs_volume *nv = volume_new(tree, blob, f->pool, k + 1);
+        mfs_volume *nv = volume_new(tree, &o, f->pool, k + 1);
         atomic_store_explicit(&m->vol, nv, memory_order_release);
         v = nv;
     }
@@ -153,10 +146,10 @@ static void volume_free(mfs_volume *v, bool own)
 {
     mfs_content_free(v->content);
     if (own) {
+        /* The tree first: what it kept of the source goes back to it. */
         mfs_tree_destroy(v->tree);
         free(v->tree);
-        mfs_blob_close(v->blob);
-        free(v->blob);
+        mfs_src_close(v->src);
     }
 }
 
@@ -188,10 +181,9 @@ void mfs_forest_destroy(mfs_forest *f)
         free(f->models[k].error);
     }
     if (f->model_of != NULL) {
-        /* The top tree and its blob were handed over. */
+        /* The top tree was handed over. */
         mfs_tree_destroy(f->top.tree);
         free(f->top.tree);
-        free(f->top.blob);
     }
     free(f->models);
     free(f->model_of);

@@ -16,22 +16,23 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "blob.h"
 #include "content.h"
 #include "err.h"
+#include "load.h"
+#include "source.h"
 #include "tree.h"
 
 typedef struct mfs_volume {
     mfs_tree *tree;
-    mfs_blob *blob;          /* where its borrowed bytes live (fd -1: none) */
+    mfs_src *src;            /* where its stored files' bytes are (NULL: none) */
     mfs_content *content;
     struct timespec mtime;   /* every node shows it */
     uint32_t id;             /* 0: the top volume; model k is k + 1 */
 } mfs_volume;
 
-/* Loads model k's tree (finished) and blob; -1 with `e` filled. Called at
- * most once per model, on any thread. */
-typedef int (*mfs_forest_load_fn)(void *ctx, uint32_t k, mfs_tree *tree, mfs_blob *blob,
+/* Loads model k's tree (finished) and fills *o; -1 with `e` filled.
+ * Called at most once per model, on any thread. */
+typedef int (*mfs_forest_load_fn)(void *ctx, uint32_t k, mfs_tree *tree, mfs_origin *o,
                                   mfs_err *e);
 
 typedef struct mfs_forest_model {
@@ -58,8 +59,9 @@ typedef struct mfs_forest {
     uint64_t bytes;          /* of every model file, for statfs */
 } mfs_forest;
 
-/* One model: `tree` and `blob` (loaded, owned by the caller) at the root. */
-void mfs_forest_init_single(mfs_forest *f, mfs_tree *tree, mfs_blob *blob, uint64_t cache_size);
+/* One model: `tree` and what it reads from (loaded, owned by the caller)
+ * at the root. */
+void mfs_forest_init_single(mfs_forest *f, mfs_tree *tree, const mfs_origin *o, uint64_t cache_size);
 
 /* Several: `top` is the finished top tree (owned by the forest from now
  * on, with `models` taken over too: their node, source, format, size and

@@ -1,29 +1,39 @@
 /* Loading a model into a tree: the registry picks the format, its driver
- * describes the model (formats/layout/model.h) and fs/model.c builds the
- * tree from that, finished (immutable) on success. */
+ * describes the model (formats/layout/model.h) reading its source
+ * (formats/source/source.h), and fs/model.c builds the tree from that,
+ * finished (immutable) on success. */
 #ifndef MFS_LOAD_H
 #define MFS_LOAD_H
 
-#include "blob.h"
+#include <time.h>
+
 #include "err.h"
 #include "model.h"
-#include "span.h"
+#include "source.h"
 #include "tree.h"
 
-/* Detects, loads, and finishes the model (model.json, model.toml) into
- * `tree`; MFS_E_UNKNOWN when nothing recognises the bytes. The tree is
- * finished (immutable) on success. `opts` may be NULL. */
-int mfs_load_model(mfs_tree *tree, const char *path, mfs_span file, const mfs_load_opts *opts,
-                   mfs_err *e);
+/* What a loaded tree reads from, and the time every node shows. */
+typedef struct mfs_origin {
+    mfs_src *src;            /* the model file; NULL for a folder model */
+    struct timespec mtime;   /* the file's or the folder's */
+} mfs_origin;
 
-/* What the programs call: MODEL is a file (mapped into *blob, which must
- * stay open while the tree is used) or a folder (blob then maps nothing but
- * carries the folder's mtime). Then as mfs_load_model. */
-int mfs_load_path(mfs_tree *tree, mfs_blob *blob, const char *path, const mfs_load_opts *opts,
+void mfs_origin_close(mfs_origin *o);
+
+/* Detects, loads, and finishes the model in `src` (named `path`) into
+ * `tree`; MFS_E_UNKNOWN when nothing recognises the bytes. The tree is
+ * finished (immutable) on success and reads from `src`, which must stay
+ * open while it is used. `opts` may be NULL. */
+int mfs_load_src(mfs_tree *tree, mfs_src *src, const char *path, const mfs_load_opts *opts,
+                 mfs_err *e);
+
+/* What the programs call: MODEL is a file (opened into o->src) or a
+ * folder (o->src NULL, o->mtime the folder's). Then as mfs_load_src. */
+int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_load_opts *opts,
                   mfs_err *e);
 
 /* The same for a model file open at `fd` (taken over), named `path`. */
-int mfs_load_fd(mfs_tree *tree, mfs_blob *blob, int fd, const char *path,
+int mfs_load_fd(mfs_tree *tree, mfs_origin *o, int fd, const char *path,
                 const mfs_load_opts *opts, mfs_err *e);
 
 #endif

@@ -294,16 +294,25 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     free(dims);
 }
 
+/* The tensor's file: the model's bytes when stored, else its own or a
+ * producer's. */
+static uint32_t add_tensor_file(mfs_model *m, uint32_t dir, const char *fname, const mfs_tensor *t)
+{
+    if (t->stored)
+        return mfs_tree_add_stored(m->impl->tree, dir, fname, t->offset, t->nbytes);
+    return mfs_tree_add(m->impl->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
+}
+
 static uint32_t build_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t)
 {
     /* The encoded name first: it is free but for crafted duplicates, and
      * the add finds out (one look-up, not two). */
     char *fname = mfs_name_encode(t->name, t->name_len);
-    uint32_t node = mfs_tree_add(m->impl->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
+    uint32_t node = add_tensor_file(m, dir, fname, t);
     free(fname);
     if (node == MFS_NONE) {
         fname = build_unique_name(m, dir, t->name, t->name_len);
-        node = mfs_tree_add(m->impl->tree, dir, fname, MFS_NODE_FILE, t->data, t->nbytes);
+        node = add_tensor_file(m, dir, fname, t);
         free(fname);
     }
     mfs_tree_mark_summed(m->impl->tree, node);
@@ -512,6 +521,12 @@ static uint32_t build_add(mfs_model *m, uint32_t parent, const char *name, mfs_k
     return mfs_tree_add(m->impl->tree, parent, name, kind, data, size);
 }
 
+static uint32_t build_add_stored(mfs_model *m, uint32_t parent, const char *name, uint64_t off,
+                                 uint64_t size)
+{
+    return mfs_tree_add_stored(m->impl->tree, parent, name, off, size);
+}
+
 static uint32_t build_mkdirs(mfs_model *m, uint32_t parent, const char *path)
 {
     return mfs_tree_mkdirs(m->impl->tree, parent, path);
@@ -555,6 +570,7 @@ static char *build_path(const mfs_model *m, uint32_t node)
 
 static const mfs_model_ops build_ops = {
     .add = build_add,
+    .add_stored = build_add_stored,
     .mkdirs = build_mkdirs,
     .lookup = build_lookup,
     .set_size_unknown = build_set_size_unknown,

@@ -78,22 +78,22 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
     return 0;
 }
 
-int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e)
+int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o, mfs_err *e)
 {
     const mfs_collection_loader *l = loader;
     const char *path = l->coll->open_paths[k], *root = l->coll->roots[k];
     if (root == NULL)
-        return mfs_load_path(tree, blob, path, l->opts, e);  /* named: followed as given */
+        return mfs_load_path(tree, o, path, l->opts, e);  /* named: followed as given */
     int fd = mfs_collect_open_inside(root, path, e);
     struct stat st;
     if (fd < 0)
         return -1;
     if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
-        return mfs_load_fd(tree, blob, fd, path, l->opts, e);
+        return mfs_load_fd(tree, o, fd, path, l->opts, e);
     close(fd);
     /* A folder model (an unpacked carton) opens its files by path: the
      * folder must still be the one checked once they are open. */
-    if (mfs_load_path(tree, blob, path, l->opts, e) != 0)
+    if (mfs_load_path(tree, o, path, l->opts, e) != 0)
         return -1;
     fd = mfs_collect_open_inside(root, path, e);
     if (fd < 0)

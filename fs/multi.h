@@ -34,7 +34,7 @@ typedef struct mfs_collection_loader {
     const mfs_collection *coll;
     const mfs_load_opts *opts;
 } mfs_collection_loader;
-int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_blob *blob, mfs_err *e);
+int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o, mfs_err *e);
 
 /* Frees what mfs_forest_init_multi did not take over (open_paths). */
 void mfs_collection_free_paths(mfs_collection *c);

@@ -351,6 +351,17 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
     return idx;
 }
 
+uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uint64_t off,
+                             uint64_t size)
+{
+    uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
+    if (idx != MFS_NONE) {
+        t->nodes[idx].from_src = true;
+        t->nodes[idx].src_off = off;
+    }
+    return idx;
+}
+
 /* The id in t->heads of an interned head (equal bytes, equal pointer). */
 static uint32_t head_id(mfs_tree *t, const uint8_t *p, size_t len)
 {

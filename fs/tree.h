@@ -8,8 +8,9 @@
  * .npy twins have indexes of their own (MFS_TWIN_BASE + k): read any
  * index through mfs_tree_get, which makes a twin's node on the spot.
  *
- * File contents are borrowed (a slice of the mapped model file) or owned by
- * the tree (generated documents, handed over with mfs_tree_own). */
+ * File contents are the model's own bytes (a range of its source, read
+ * through mfs_node_get) or owned by the tree (generated documents, handed
+ * over with mfs_tree_own). */
 #ifndef MFS_TREE_H
 #define MFS_TREE_H
 
@@ -23,6 +24,7 @@
 #include "node_ref.h"
 #include "path.h"
 #include "produce.h"
+#include "source.h"
 #include "table.h"
 
 /* Four per tensor, so kept to 16 bytes: the name is a small id into the
@@ -57,10 +59,15 @@ typedef struct mfs_node {
     bool size_unknown : 1;      /* `size` is a placeholder: the produced bytes tell */
     bool sums : 1;              /* the SHA256SUMS file: lines made on demand (mfs_tree_sums) */
     bool summed : 1;            /* has a line in SHA256SUMS (and the sha256 xattr) */
+    bool from_src : 1;          /* its bytes are the model's, at src_off in its
+                                   source (mfs_node_get), not `data` */
     union {
         struct {            /* MFS_NODE_FILE */
-            const uint8_t *data;  /* file bytes (borrowed or owned by the tree); with a
-                                     body, only the head: size - body's size bytes */
+            union {
+                const uint8_t *data;  /* file bytes owned by the tree (generated); with
+                                         a body, only the head: size - body's size bytes */
+                uint64_t src_off;     /* from_src: where they start in the source */
+            };
             uint64_t size;
         };
         struct {            /* MFS_NODE_DIR, after finish */
@@ -201,6 +208,11 @@ static inline bool mfs_tree_valid_name(const char *name)
  * already taken, or the parent is not a directory. */
 uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind kind,
                       const uint8_t *data, uint64_t size);
+
+/* Adds a file whose bytes are the model's [off, off + size), read from
+ * its source when served; as mfs_tree_add otherwise. */
+uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uint64_t off,
+                             uint64_t size);
 
 /* Finds or creates the directory at "a/b/c" below `parent` (components must
  * be valid names). MFS_NONE when a file is in the way. */
@@ -355,6 +367,27 @@ static inline uint64_t mfs_tree_head_len(const mfs_tree *t, const mfs_node *n)
     if (n->sums)
         return 0;  /* made on demand: no bytes of its own */
     return n->body == MFS_NONE ? n->size : n->size - t->nodes[n->body].size;
+}
+
+/* Bytes [off, off + len) of file `n` (no producer's: see mfs_tree_ops),
+ * whose model reads from `src` (NULL for a model with none): its source's
+ * bytes, or its own. Valid until mfs_node_release. -1 with e. */
+static inline int mfs_node_get(const mfs_node *n, mfs_src *src, uint64_t off, uint64_t len,
+                               mfs_span *out, mfs_err *e)
+{
+    if (n->from_src) {
+        if (src == NULL)
+            return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "a stored file without a source");
+        return mfs_src_get(src, n->src_off + off, len, out, e);
+    }
+    *out = (mfs_span){ n->data ? n->data + off : NULL, len, off };
+    return 0;
+}
+
+static inline void mfs_node_release(const mfs_node *n, mfs_src *src, mfs_span got)
+{
+    if (n->from_src && src != NULL)
+        mfs_src_release(src, got);
 }
 
 #endif

@@ -141,7 +141,7 @@ def self_test(root):
         ("formats/layout/dtype.c", '#include "tree.h"\n', "up: layout into fs"),
         ("formats/base/err.c", '#include "doc.h"\n', "up: base into codecs"),
         ("formats/rten/rten.c", '#include "carton.h"\n', "sideways: one driver into another"),
-        ("formats/source/blob.c", '#include "model.h"\n', "up: source into layout"),
+        ("formats/source/local.c", '#include "model.h"\n', "up: source into layout"),
         ("fs/tree.c", '#include "ll.h"\n', "up: fs into fs/fuse"),
     ]
     failed = 0

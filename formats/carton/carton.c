@@ -438,9 +438,11 @@ static void place(carton_load *cl, carton_file *f)
         free(d);
     }
     const carton_src *s = f->src;
+    const char *name = slash ? slash + 1 : f->path;
     uint32_t node = dir == MFS_NONE ? MFS_NONE
-                    : mfs_model_add(t, dir, slash ? slash + 1 : f->path, MFS_NODE_FILE,
-                                   carton_src_inplace(s), s->size);
+                    : carton_src_inplace(s) ? mfs_model_add_stored(t, dir, name, s->en->data_offset,
+                                                                   s->size)
+                    : mfs_model_add(t, dir, name, MFS_NODE_FILE, NULL, s->size);
     if (node == MFS_NONE) {
         char *q = carton_quote(f->path, strlen(f->path));
         carton_warn(cl, "%s: a file or folder of that name is in the way: skipped", q);
@@ -646,7 +648,7 @@ static void load_free(carton_load *cl)
  * load then says what is wrong) a first local header of that name, since
  * Carton's packer writes it first. A local header is 30 bytes (name length
  * at +26) + name + extra. */
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     static const char name[] = "carton.toml";
     const size_t len = sizeof name - 1;
@@ -660,7 +662,7 @@ static int probe(mfs_span f)
     return 0;
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
     if (mfs_zip_open(z, file, e) != 0) {
@@ -704,6 +706,16 @@ static int load_dir(mfs_model *m, const char *path, mfs_err *e)
     int r = carton_build(&cl);
     load_free(&cl);
     return r;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_carton = {

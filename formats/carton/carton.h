@@ -93,9 +93,10 @@ carton_src *carton_src_new(mfs_model *t, carton_kind kind, const char *label, co
  * serves its target's bytes but is checked against its own MANIFEST line). */
 carton_src *carton_src_alias(mfs_model *t, const carton_src *s, const char *label,
                              const char *sha);
-/* The bytes in place (a stored member of the mapped zip), or NULL. */
-const uint8_t *carton_src_inplace(const carton_src *s);
-/* Gives `node` (added with carton_src_inplace's data and s->size) its
+/* Whether its bytes are the model file's own (a stored member of the
+ * zip, at s->en->data_offset). */
+bool carton_src_inplace(const carton_src *s);
+/* Gives `node` (stored when carton_src_inplace, with s->size bytes) its
  * produce / verify operations; nothing for a stored member with no sha256. */
 void carton_src_attach(mfs_model *t, uint32_t node, const carton_src *s);
 /* "stored", "deflate", "zstd", "other" (zip members), "file" (unpacked

@@ -66,9 +66,9 @@ carton_src *carton_src_alias(mfs_model *t, const carton_src *s, const char *labe
     return a;
 }
 
-const uint8_t *carton_src_inplace(const carton_src *s)
+bool carton_src_inplace(const carton_src *s)
 {
-    return s->kind == CARTON_ZIP ? mfs_zip_stored_data(s->zip, s->en) : NULL;
+    return s->kind == CARTON_ZIP && mfs_zip_stored_data(s->zip, s->en) != NULL;
 }
 
 const char *carton_src_storage(const carton_src *s)
@@ -207,7 +207,7 @@ void carton_src_attach(mfs_model *t, uint32_t node, const carton_src *s)
     const mfs_produce_ops *ops = NULL;
     switch (s->kind) {
     case CARTON_ZIP:
-        if (carton_src_inplace(s) != NULL)
+        if (carton_src_inplace(s))
             ops = s->has_sha ? &ops_verify : NULL;
         else
             ops = s->has_sha ? &ops_zip_verify : &ops_zip;

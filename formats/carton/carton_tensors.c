@@ -138,15 +138,17 @@ static uint64_t offset_of(const carton_file *f)
     return f && f->src && f->src->kind == CARTON_ZIP ? f->src->en->data_offset : 0;
 }
 
-/* Adds the file and its entry; `data`/`size` are the bytes served.
- * Returns the file's node. */
+/* Adds the file and its entry; `size` bytes are served: the model's own
+ * at `offset` when `src` is a stored member, else `data` (made here, owned
+ * by the tree) or what src's producer makes. Returns the file's node. */
 static uint32_t add(carton_load *cl, uint32_t dir, const ct *t, const char *dtype,
                     const uint64_t *shape, size_t ndim, const carton_src *src, const uint8_t *data,
                     uint64_t size, uint64_t offset, const char *storage, mfs_val *x)
 {
     mfs_tensor mt = {
         .name = t->name, .name_len = t->name_len, .dtype = dtype, .shape = shape, .ndim = ndim,
-        .data = data, .nbytes = size, .offset = offset, .storage = storage, .extra = x,
+        .stored = src != NULL && carton_src_inplace(src), .data = data, .nbytes = size,
+        .offset = offset, .storage = storage, .extra = x,
     };
     uint32_t node = mfs_model_add_tensor(cl->m, dir, &mt);
     if (src != NULL)
@@ -161,7 +163,7 @@ static void add_raw(carton_load *cl, uint32_t dir, const ct *t, const carton_fil
     flag(x, problem, t);
     const carton_src *src = f ? f->src : NULL;
     uint64_t size = src ? src->size : 0;
-    uint32_t node = add(cl, dir, t, "bytes", &size, 1, src, src ? carton_src_inplace(src) : NULL,
+    uint32_t node = add(cl, dir, t, "bytes", &size, 1, src, NULL,
                         size, offset_of(f), src ? carton_src_storage(src) : "missing", x);
     if (src != NULL && src->kind == CARTON_LINK) {
         /* Like its files/ node: the length is known once fetched. */
@@ -203,7 +205,7 @@ static void add_numeric(carton_load *cl, uint32_t dir, const ct *t, mfs_val *x)
     const carton_src *src = f->src;
     if (src->kind == CARTON_LINK)
         src = carton_src_alias(cl->m, src, src->label, src->has_sha ? src->sha : NULL);
-    add(cl, dir, t, t->dtype, dims, ndim, src, carton_src_inplace(src), want, offset_of(f),
+    add(cl, dir, t, t->dtype, dims, ndim, src, NULL, want, offset_of(f),
         carton_src_storage(src), x);
 }
 

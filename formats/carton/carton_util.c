@@ -134,7 +134,7 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
     }
     /* Decoded or read bytes are memory the carton makes us take (a file in
      * place in the mapping costs nothing). */
-    if (carton_src_inplace(s) == NULL && !carton_spend(cl, s->size, f->path)) {
+    if (!carton_src_inplace(s) && !carton_spend(cl, s->size, f->path)) {
         mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: reading it would pass the memory budget of the mount",
                  f->path);
         return -1;
@@ -142,7 +142,7 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
     cl->read_total += s->size;
     out->len = (size_t)s->size;
     if (s->kind == CARTON_ZIP) {
-        out->p = carton_src_inplace(s);
+        out->p = mfs_zip_stored_data(s->zip, s->en);
         if (out->p != NULL)
             return 0;
         mfs_err ze = { 0 };

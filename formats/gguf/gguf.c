@@ -188,7 +188,7 @@ static mfs_val *u64_list(const uint64_t *v, size_t n)
     return a;
 }
 
-static void add_tensor(mfs_model *m, mfs_span file, const gguf_info *t, uint64_t data_start)
+static void add_tensor(mfs_model *m, const gguf_info *t, uint64_t data_start)
 {
     uint64_t shape[MAX_DIMS];
     for (uint32_t i = 0; i < t->ndim; i++)
@@ -212,7 +212,7 @@ static void add_tensor(mfs_model *m, mfs_span file, const gguf_info *t, uint64_t
     mfs_tensor mt = {
         .name = t->name, .name_len = t->name_len, .dtype = t->type->dtype,
         .shape = shape, .ndim = t->ndim,
-        .data = t->nbytes ? file.p + abs : NULL, .nbytes = t->nbytes, .offset = abs,
+        .stored = true, .nbytes = t->nbytes, .offset = abs,
         .extra = x,
     };
     mfs_model_add_tensor(m, m->tensors_dir, &mt);
@@ -220,7 +220,7 @@ static void add_tensor(mfs_model *m, mfs_span file, const gguf_info *t, uint64_t
 
 /* ---- the file ---------------------------------------------------------- */
 
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     return mfs_span_has(f, 0, 4) && memcmp(f.p, MAGIC, 4) == 0 ? 32 : 0;
 }
@@ -238,7 +238,7 @@ static int check_version(mfs_err *e, uint32_t v)
     return MFS_CORRUPT(e, 4, "unknown GGUF version %u (modelfs reads versions 2 and 3)", v);
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     gguf_cur c = { .file = file, .pos = 0, .e = e };
     uint32_t version;
@@ -283,10 +283,20 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
         mfs_obj_set(m->extra, "alignment", mfs_uint(meta.alignment));
         mfs_obj_set(m->extra, "data_offset", mfs_uint(data_start));
         for (uint64_t i = 0; i < n_tensors; i++)
-            add_tensor(m, file, &ts[i], data_start);
+            add_tensor(m, &ts[i], data_start);
     }
     free(ts);
     return r;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_gguf = {

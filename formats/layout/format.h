@@ -7,21 +7,47 @@
 
 #include "err.h"
 #include "model.h"
+#include "source.h"
 #include "span.h"
 
 typedef struct mfs_format {
     const char *name;
-    int (*probe)(mfs_span file);
-    /* Fills `m` from `file` (the whole mapped model file, base 0). On error
-     * fills `e` (MFS_E_CORRUPT with the offset) and returns -1. */
-    int (*load)(mfs_model *m, mfs_span file, mfs_err *e);
+    /* Reads what it needs of `src` (source.h: the head, a zip's tail) and
+     * bids; never fails otherwise. */
+    int (*probe)(mfs_src *src);
+    /* Describes the model in `src` (also m->src) into `m`, reading the
+     * ranges it parses (source.h says how). On error fills `e`
+     * (MFS_E_CORRUPT with the offset) and returns -1. */
+    int (*load)(mfs_model *m, mfs_src *src, mfs_err *e);
     /* Optional, for models that are folders (an unpacked carton): how sure
      * the format is that `path` is one of its folders, and the loader. */
     int (*probe_dir)(const char *path);
     int (*load_dir)(mfs_model *m, const char *path, mfs_err *e);
     /* Optional: `load` for formats that read files beside the model (ONNX
      * external data): `path` is MODEL as given. Used instead of `load`. */
-    int (*load_at)(mfs_model *m, mfs_span file, const char *path, mfs_err *e);
+    int (*load_at)(mfs_model *m, mfs_src *src, const char *path, mfs_err *e);
 } mfs_format;
+
+/* For a driver that parses the whole file as one span (kept for the
+ * model's life): a step on the way to reading only the ranges it
+ * parses (source.h). */
+static inline int mfs_probe_whole(mfs_src *src, int (*probe)(mfs_span file))
+{
+    mfs_span f;
+    if (mfs_src_get(src, 0, src->size, &f, NULL) != 0)
+        return 0;
+    int bid = probe(f);
+    mfs_src_release(src, f);
+    return bid;
+}
+
+static inline int mfs_load_whole(mfs_model *m, mfs_src *src, mfs_err *e,
+                                 int (*load)(mfs_model *m, mfs_span file, mfs_err *e))
+{
+    mfs_span f;
+    if (mfs_model_keep(m, 0, src->size, &f, e) != 0)
+        return -1;
+    return load(m, f, e);
+}
 
 #endif

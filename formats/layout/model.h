@@ -11,14 +11,17 @@
 #ifndef MFS_MODEL_H
 #define MFS_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "doc.h"
 #include "err.h"
 #include "folder.h"
 #include "node_ref.h"
 #include "produce.h"
+#include "source.h"
 
 /* Bounds on fetching one Carton LINKS file, when the user sets none. */
 #define MFS_FETCH_MAX_DEFAULT (16ull << 30)     /* decoded bytes */
@@ -39,7 +42,11 @@ typedef struct mfs_tensor {
     const char *dtype;       /* numpy name, "bytes" for raw blobs */
     const uint64_t *shape;
     size_t ndim;
-    const uint8_t *data;     /* the bytes served (borrowed: must outlive the tree) */
+    bool stored;             /* its bytes are the model's [offset, offset + nbytes),
+                                served from the source */
+    const uint8_t *data;     /* else: bytes made at load (a string tensor's JSON),
+                                owned by the tree (mfs_model_own); NULL when a
+                                producer makes them (mfs_model_set_producer) */
     uint64_t nbytes;
     uint64_t offset;         /* absolute offset of the bytes in the model file */
     const char *storage;     /* e.g. "inline" / "external"; NULL to leave out */
@@ -55,6 +62,8 @@ typedef struct mfs_model mfs_model;
 typedef struct mfs_model_ops {
     uint32_t (*add)(mfs_model *m, uint32_t parent, const char *name, mfs_kind kind,
                     const uint8_t *data, uint64_t size);
+    uint32_t (*add_stored)(mfs_model *m, uint32_t parent, const char *name, uint64_t off,
+                           uint64_t size);
     uint32_t (*mkdirs)(mfs_model *m, uint32_t parent, const char *path);
     uint32_t (*lookup)(const mfs_model *m, uint32_t parent, const char *name);
     void (*set_size_unknown)(mfs_model *m, uint32_t node);
@@ -75,6 +84,8 @@ struct mfs_model {
     const mfs_model_ops *ops;
     struct mfs_model_impl *impl;  /* the builder's own state */
     const mfs_load_opts *opts;    /* never NULL */
+    mfs_src *src;            /* the model file's bytes (source.h); NULL for a
+                                folder model */
     char *file_name;         /* base name of the model file */
     uint64_t file_size;
     const char *format;      /* "rten" (a literal) */
@@ -101,6 +112,14 @@ static inline uint32_t mfs_model_add(mfs_model *m, uint32_t parent, const char *
                                      const uint8_t *data, uint64_t size)
 {
     return m->ops->add(m, parent, name, kind, data, size);
+}
+
+/* Adds a file whose bytes are the model's [off, off + size) (a stored zip
+ * member), read from the source when served; as mfs_model_add otherwise. */
+static inline uint32_t mfs_model_add_stored(mfs_model *m, uint32_t parent, const char *name,
+                                            uint64_t off, uint64_t size)
+{
+    return m->ops->add_stored(m, parent, name, off, size);
 }
 
 /* Finds or creates the folder at "a/b/c" below `parent` (components must
@@ -188,6 +207,37 @@ static inline void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *na
 static inline char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
 {
     return m->ops->unique_name(m, dir, name, len);
+}
+
+struct mfs_kept {
+    mfs_src *src;
+    mfs_span got;
+};
+
+static inline void mfs_kept_release(void *arg)
+{
+    struct mfs_kept *k = (struct mfs_kept *)arg;
+    mfs_src_release(k->src, k->got);
+}
+
+/* Bytes [off, off + len) of the model that must live as long as its tree
+ * (names and keys that entries point at): released when the tree goes.
+ * -1 with e. */
+static inline int mfs_model_keep(mfs_model *m, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    if (mfs_src_get(m->src, off, len, out, e) != 0)
+        return -1;
+    if (m->src->map == NULL) {
+        struct mfs_kept *k = (struct mfs_kept *)mfs_model_own(m, malloc(sizeof *k));
+        if (k == NULL) {
+            mfs_src_release(m->src, *out);
+            return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        }
+        k->src = m->src;
+        k->got = *out;
+        mfs_model_on_destroy(m, mfs_kept_release, k);
+    }
+    return 0;
 }
 
 /* Opens the folder `path` for the life of the tree (files of a folder

@@ -21,7 +21,7 @@ static int probe(mfs_span f)
     return 48;
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     if (probe(file) == 0)
         return mfs_npz_load(m, file, e);
@@ -43,10 +43,20 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
 
 /* One driver for both: the registry asks one probe, which bids on either
  * container. */
-static int probe_any(mfs_span f)
+static int probe_any_bytes(mfs_span f)
 {
     int b = probe(f);
     return b ? b : mfs_npz_probe(f);
+}
+
+static int probe_any(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_any_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_numpy = {

@@ -50,7 +50,7 @@ static int model_wire(uint32_t num)
 /* A file cut short (or with a bad field further on) is still an ONNX file
  * once its first fields are: the loader then says what is wrong (exit 5)
  * rather than "not a model file". */
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     mfs_err e = { 0 };
     mfs_pb r = mfs_pb_start(f);
@@ -145,7 +145,7 @@ static int graph_summary(onnx_ctx *c, mfs_span g)
     return k < 0 ? -1 : 0;
 }
 
-static int load_onnx(mfs_model *m, mfs_span file, const char *path, mfs_err *e)
+static int load_onnx_bytes(mfs_model *m, mfs_span file, const char *path, mfs_err *e)
 {
     onnx_ctx c = { .m = m, .e = e };
     c.budget_total = file.len > ONNX_BUDGET_MAX / ONNX_BUDGET_PER_BYTE ? ONNX_BUDGET_MAX
@@ -246,9 +246,22 @@ out:
     return rc;
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int probe(mfs_src *src)
 {
-    return load_onnx(m, file, NULL, e);
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load_onnx(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
+{
+    mfs_span file;
+    if (mfs_model_keep(m, 0, src->size, &file, e) != 0)
+        return -1;
+    return load_onnx_bytes(m, file, path, e);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return load_onnx(m, src, NULL, e);
 }
 
 const mfs_format mfs_format_onnx = {

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blob.h"
+#include "local.h"
 #include "onnx.h"
 #include "path.h"
 #include "xalloc.h"

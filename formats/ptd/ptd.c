@@ -107,7 +107,7 @@ typedef struct ptd_view {
 
 static bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     if (!mfs_span_has(f, 0, FH_POS + 4) || f.p[4] != 'F' || f.p[5] != 'T' || !is_digit(f.p[6]) ||
         !is_digit(f.p[7]) || memcmp(f.p + FH_POS, "FH01", 4) != 0)
@@ -423,7 +423,7 @@ static void add_entry(ptd_ctx *c, const ptd_entry *en)
         .dtype = as_tensor ? v.dtype : "bytes",
         .shape = as_tensor ? v.shape : blob_shape, .ndim = as_tensor ? v.ndim : 1,
         /* Segments were checked against the file (empty ones need not be). */
-        .data = b.nbytes ? c->file.p + b.off : NULL, .nbytes = b.nbytes, .offset = b.off,
+        .stored = true, .nbytes = b.nbytes, .offset = b.off,
         .storage = "external", .extra = x,
     };
     mfs_model_add_tensor(c->m, c->m->tensors_dir, &t);
@@ -524,9 +524,9 @@ static int load_entries(ptd_ctx *c, const mfs_fbt *root)
     return 0;
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
-    if (probe(file) == 0)
+    if (probe_bytes(file) == 0)
         return MFS_CORRUPT(e, 4, "not a .ptd file (no FT## identifier and FH01 header at bytes 4..12)");
     if (memcmp(file.p + 4, "FT01", 4) != 0)
         return MFS_CORRUPT(e, 4, "unsupported FlatTensor identifier '%.4s' (modelfs reads FT01)",
@@ -548,6 +548,16 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     int r = load_entries(&c, &root);
     free(c.segs);
     return r;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_ptd = {

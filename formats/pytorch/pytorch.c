@@ -56,7 +56,7 @@ static bool ends(const char *s, size_t len, size_t top, const char *rest)
     return len == top + 1 + r && memcmp(s + top + 1, rest, r) == 0;
 }
 
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     if (mfs_span_has(f, 0, sizeof legacy_magic) && memcmp(f.p, legacy_magic, sizeof legacy_magic) == 0)
         return 112;  /* 14 bytes: refused by the loader, saying what it is */
@@ -433,7 +433,7 @@ static int load_zip(load *l)
     return r;
 }
 
-static int load_file(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_file_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     if (mfs_span_has(file, 0, sizeof legacy_magic) &&
         memcmp(file.p, legacy_magic, sizeof legacy_magic) == 0)
@@ -451,6 +451,16 @@ static int load_file(mfs_model *m, mfs_span file, mfs_err *e)
     free(l.top);
     free(l.members);
     return r;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load_file(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_file_bytes);
 }
 
 const mfs_format mfs_format_pytorch = {

@@ -76,7 +76,7 @@ static const struct { unsigned attrs_type, field; const char *name; } graph_attr
     { MFS_RTEN_ATTRS_LOOP, 0, "body" },
 };
 
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     uint32_t version;
     if (mfs_span_has(f, 0, 8) && memcmp(f.p, "RTEN", 4) == 0)
@@ -252,7 +252,6 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
     if (!mfs_mul_u64(elems, esize, &nbytes))
         return MFS_CORRUPT(c->e, mfs_fbt_offset(cn), "constant '%.*s' size overflows", (int)name_len, name);
 
-    const uint8_t *data;
     uint64_t offset;
     const char *storage;
     if (has_offset) {
@@ -265,7 +264,6 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
                                "constant '%.*s': %llu bytes at tensor data offset %llu run past the end of the file",
                                (int)name_len, name, (unsigned long long)nbytes,
                                (unsigned long long)data_offset);
-        data = c->tensor_data.p + data_offset;
         offset = c->tensor_data.base + data_offset;
         storage = "external";
     } else if (has_data) {
@@ -287,7 +285,6 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
             return MFS_CORRUPT(c->e, mfs_fbv_offset(&v),
                                "constant '%.*s': shape has %llu elements of %zu bytes but the data holds %u of %zu",
                                (int)name_len, name, (unsigned long long)elems, esize, v.count, vsize);
-        data = mfs_fbv_data(&v);
         offset = mfs_fbv_offset(&v);
         storage = "inline";
     } else {
@@ -307,7 +304,7 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
     }
     mfs_tensor t = {
         .name = name, .name_len = name_len, .dtype = dtype, .shape = shape, .ndim = ndim,
-        .data = data, .nbytes = nbytes, .offset = offset, .storage = storage, .extra = extra,
+        .stored = true, .nbytes = nbytes, .offset = offset, .storage = storage, .extra = extra,
     };
     mfs_model_add_tensor(c->m, dir, &t);
 
@@ -536,7 +533,7 @@ static int add_graph_json(rten_ctx *c, const mfs_fbt *graph, const mfs_val *path
     return r;
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     rten_ctx c = { .m = m, .e = e };
     c.budget_total = file.len > BUDGET_MAX / BUDGET_PER_BYTE ? BUDGET_MAX : file.len * BUDGET_PER_BYTE;
@@ -587,6 +584,16 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     int r = add_graph_json(&c, &graph, path);
     mfs_val_free(path);
     return r;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_rten = {

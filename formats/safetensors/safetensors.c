@@ -10,7 +10,7 @@
 #include "format.h"
 #include "safetensors.h"
 
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     uint64_t n;
     /* A length below 2^40 (its top 24 bits zero) and a header opening
@@ -29,7 +29,7 @@ static mfs_val *uint_pair(uint64_t a, uint64_t b)
     return v;
 }
 
-void st_add_tensors(mfs_model *m, const st_header *h, const uint8_t *file, const char *shard,
+void st_add_tensors(mfs_model *m, const st_header *h, bool stored, const char *shard,
                     st_attach_fn *attach, void *arg)
 {
     for (size_t i = 0; i < h->count; i++) {
@@ -50,7 +50,7 @@ void st_add_tensors(mfs_model *m, const st_header *h, const uint8_t *file, const
         mfs_tensor t = {
             .name = en->name, .name_len = en->name_len, .dtype = en->dt->np,
             .shape = en->shape, .ndim = en->ndim,
-            .data = file != NULL && nbytes ? file + offset : NULL, .nbytes = nbytes,
+            .stored = stored, .nbytes = nbytes,
             .offset = offset, .extra = x,
         };
         uint32_t node = mfs_model_add_tensor(m, m->tensors_dir, &t);
@@ -66,7 +66,7 @@ void st_copy_metadata(const st_header *h, mfs_val *into)
                      mfs_val_clone(h->metadata->u.obj.vals[i]));
 }
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     uint64_t n;
     if (st_header_length(file, file.len, "", &n, e) != 0)
@@ -80,9 +80,19 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     st_copy_metadata(&h, m->metadata);
     mfs_obj_set(m->extra, "header_size", mfs_u64(h.header_size));
     mfs_obj_set(m->extra, "data_start", mfs_u64(h.data_start));
-    st_add_tensors(m, &h, file.p, NULL, NULL, NULL);
+    st_add_tensors(m, &h, true, NULL, NULL, NULL);
     st_header_free(&h);
     return 0;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_safetensors = {

@@ -4,6 +4,7 @@
 #ifndef MFS_SAFETENSORS_H
 #define MFS_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -13,10 +14,10 @@
  * caller gives it its bytes (a source). */
 typedef void st_attach_fn(mfs_model *m, uint32_t node, const st_entry *en, void *arg);
 
-/* Adds the tensors of `h`, in data order. `file` is the mapped file whose
- * header h is (its bytes are served in place), or NULL for a shard: then
+/* Adds the tensors of `h`, in data order. `stored`: h is the model file's
+ * own header (its bytes are served in place); false for a shard: then
  * `attach` gives each node its bytes, and the entries carry `shard`. */
-void st_add_tensors(mfs_model *m, const st_header *h, const uint8_t *file, const char *shard,
+void st_add_tensors(mfs_model *m, const st_header *h, bool stored, const char *shard,
                     st_attach_fn *attach, void *arg);
 
 /* The sharded folder (safetensors_index.c): a bid on a folder holding

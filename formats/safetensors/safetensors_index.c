@@ -312,7 +312,7 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
         mfs_val *md = mfs_obj_set(o, "metadata", mfs_obj());
         st_copy_metadata(&h, md);
         attach_arg a = { d, path, size, h.data_start };
-        st_add_tensors(d->m, &h, NULL, path, attach, &a);
+        st_add_tensors(d->m, &h, false, path, attach, &a);
     }
     st_header_free(&h);
     return r;

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blob.h"
+#include "local.h"
 #include "folder.h"
 #include "path.h"
 #include "xalloc.h"

@@ -56,7 +56,7 @@ typedef struct tb_ctx {
     mfs_err *e;
 } tb_ctx;
 
-static int probe(mfs_span f)
+static int probe_bytes(mfs_span f)
 {
     if (!mfs_span_has(f, 0, 4) || memcmp(f.p, MAGIC, 4) != 0)
         return 0;
@@ -256,7 +256,7 @@ static void add_tensor(tb_ctx *c, const tb_tensor *tt)
         .name = tt->name, .name_len = tt->name_len,
         .dtype = ok ? v.dtype : "bytes",
         .shape = ok ? v.shape : blob_shape, .ndim = ok ? v.ndim : 1,
-        .data = tt->size ? c->file.p + tt->off : NULL, .nbytes = tt->size, .offset = tt->off,
+        .stored = true, .nbytes = tt->size, .offset = tt->off,
         .storage = "external", .extra = x,
     };
     mfs_model_add_tensor(c->m, c->m->tensors_dir, &t);
@@ -288,7 +288,7 @@ static int read_tensors(tb_ctx *c, const mfs_fbt *root)
 
 /* ---- the file ---------------------------------------------------------- */
 
-static int load(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
 {
     if (!mfs_span_has(file, 0, 4) || memcmp(file.p, MAGIC, 4) != 0)
         return MFS_CORRUPT(e, 0, "not a TensorBuffers file (no TBS1 magic)");
@@ -322,6 +322,16 @@ static int load(mfs_model *m, mfs_span file, mfs_err *e)
     if (read_operations(&c, &root) != 0 || read_tensors(&c, &root) != 0)
         return -1;
     return 0;
+}
+
+static int probe(mfs_src *src)
+{
+    return mfs_probe_whole(src, probe_bytes);
+}
+
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
+{
+    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_tensorbuffers = {

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include "digest.h"
+#include "log.h"
 
 /* An open of a produced or checked file, waiting for its bytes. The FUSE
  * worker thread does not wait with it: the reply comes from whichever
@@ -218,11 +219,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_attr(req, &st, attr_timeout(n));
 }
 
-/* Whether the node's bytes are a slice of the mapped model file. */
-static bool borrowed(const mfs_volume *fs, const mfs_node *n)
+/* Whether the node's bytes are the model's own (read from its source),
+ * and the model has changed since it was loaded: they must not be served. */
+static bool stale(const mfs_volume *fs, const mfs_node *n)
 {
-    const uint8_t *lo = fs->blob->data;
-    return lo != NULL && n->data >= lo && n->data < lo + fs->blob->size;
+    return n->from_src && fs->src != NULL && !mfs_src_unchanged(fs->src);
 }
 
 /* The node whose bytes a file serves after its own: an .npy twin's
@@ -300,7 +301,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     const mfs_node *src = source_of(fs, n, &idx);
     /* Checking a slice (a stored zip member's sha256) reads the mapping:
      * a model file that changed is refused before that. */
-    if (borrowed(fs, src) && !mfs_blob_unchanged(fs->blob)) {
+    if (stale(fs, src)) {
         fuse_reply_err(req, EIO);
         return;
     }
@@ -351,6 +352,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* One reply of two buffers: the twin's head from the tree, then its
  * tensor's bytes where they are (mapping or held). Nothing is copied. */
+/* A twin's read of len bytes at off: its head's, then `body`, the body's
+ * bytes from where the read enters it. */
 static void reply_twin(fuse_req_t req, const uint8_t *head, uint64_t hlen, const uint8_t *body,
                        uint64_t off, size_t len)
 {
@@ -363,7 +366,7 @@ static void reply_twin(fuse_req_t req, const uint8_t *head, uint64_t hlen, const
         off = hlen;
     }
     if (len > 0)
-        iov[count++] = (struct iovec){ (void *)(uintptr_t)(body + (off - hlen)), len };
+        iov[count++] = (struct iovec){ (void *)(uintptr_t)body, len };
     fuse_reply_iov(req, iov, count);
 }
 
@@ -519,7 +522,7 @@ static void sums_go(sums_req *r)
                 continue;    /* done already: its digest is cached, or st says why not */
             }
             /* Plain: the mapping, unless the model file changed. */
-            if ((borrowed(fs, n) && !mfs_blob_unchanged(fs->blob)) ||
+            if (stale(fs, n) ||
                 mfs_content_sum_plain(fs->content, node, hex) != 0) {
                 sums_fail(r, EIO);
                 return;
@@ -543,7 +546,7 @@ static sums_req *sums_new(fuse_req_t req, const mfs_volume *fs)
 {
     /* Digests are kept for the mount: once the model file has changed,
      * none of them is served (its tensors' reads give EIO too). */
-    if (fs->blob->fd >= 0 && !mfs_blob_unchanged(fs->blob)) {
+    if (fs->src != NULL && !mfs_src_unchanged(fs->src)) {
         fuse_reply_err(req, EIO);
         return NULL;
     }
@@ -606,7 +609,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     uint64_t hlen = src == n ? 0 : mfs_tree_head_len(fs->tree, n);
     /* Produced or checked content was referenced at open (see op_open). */
     mfs_held *h = mfs_tree_ops(fs->tree, src) != NULL ? (mfs_held *)(uintptr_t)fi->fh : NULL;
-    const uint8_t *base = h ? h->data : src->data;
     uint64_t fsize = hlen + (h ? h->len : src->size);
     if (off < 0 || (uint64_t)off >= fsize) {
         fuse_reply_buf(req, NULL, 0);
@@ -616,21 +618,39 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     size_t len = left < size ? (size_t)left : size;
     /* A model file that shrank or changed under us: its pages may be gone,
      * and the kernel would fail the reply. Say EIO instead. */
-    if ((borrowed(fs, src) && !mfs_blob_unchanged(fs->blob)) || (h && !mfs_held_valid(h))) {
+    if (stale(fs, src) || (h && !mfs_held_valid(h))) {
         fuse_reply_err(req, EIO);
         return;
     }
-    /* Our own reference for the reply: the reader may close the file (and
-     * another thread drop the bytes) as soon as the kernel has copied
-     * them, before writev returns here. */
-    if (h)
+    /* The body's bytes this read covers: held ones, or what the source
+     * gives (for a mapping, a pointer into it: no call, no copy). */
+    uint64_t boff = (uint64_t)off > hlen ? (uint64_t)off - hlen : 0;
+    uint64_t blen = (uint64_t)off + len - hlen - boff;
+    if ((uint64_t)off + len <= hlen)
+        blen = 0;
+    mfs_span body = { NULL, 0, 0 };
+    if (h) {
+        /* Our own reference for the reply: the reader may close the file
+         * (and another thread drop the bytes) as soon as the kernel has
+         * copied them, before writev returns here. */
         mfs_held_ref(h);
+        body = (mfs_span){ h->data + boff, blen, boff };
+    } else if (blen > 0) {
+        mfs_err e = { 0 };
+        if (mfs_node_get(src, fs->src, boff, blen, &body, &e) != 0) {
+            mfs_log("modelfs: %s: cannot read: %s", fs->src ? fs->src->name : "", e.msg);
+            fuse_reply_err(req, e.code == MFS_E_NOMEM ? ENOMEM : EIO);
+            return;
+        }
+    }
     if (src != n)
-        reply_twin(req, n->data, hlen, base, (uint64_t)off, len);
+        reply_twin(req, n->data, hlen, body.p, (uint64_t)off, len);
     else
-        fuse_reply_buf(req, (const char *)base + off, len);
+        fuse_reply_buf(req, (const char *)body.p, len);
     if (h)
         mfs_held_unref(h);
+    else if (blen > 0)
+        mfs_node_release(src, fs->src, body);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)

@@ -21,7 +21,6 @@
 #include "load.h"
 #include "registry.h"
 #include "multi.h"
-#include "blob.h"
 #include "ll.h"
 #include "log.h"
 #include "opts.h"
@@ -324,7 +323,7 @@ int main(int argc, char **argv)
         goto out_opts;
     }
     mfs_err err = { 0 };
-    mfs_blob blob = { .fd = -1 };
+    mfs_origin origin = { 0 };
     mfs_tree tree;
     mfs_tree_init(&tree);
     mfs_forest forest;
@@ -332,14 +331,14 @@ int main(int argc, char **argv)
     mfs_collection_loader mctx = { &coll, &lopts };
     if (mfs_collect_is_single(cli.paths, nmodels)) {
         /* One model: loaded now, so a bad one fails the mount with its code. */
-        if (mfs_load_path(&tree, &blob, cli.model, &lopts, &err) != 0) {
+        if (mfs_load_path(&tree, &origin, cli.model, &lopts, &err) != 0) {
             mfs_err_print(prog, cli.model, &err);
             rc = mfs_exit_code(err.code);
             mfs_tree_destroy(&tree);
-            mfs_blob_close(&blob);
+            mfs_origin_close(&origin);
             goto out_opts;
         }
-        mfs_forest_init_single(&forest, &tree, &blob, cache_size);
+        mfs_forest_init_single(&forest, &tree, &origin, cache_size);
     } else {
         const char *bad = NULL;
         if (mfs_collect(cli.paths, nmodels, &coll, &bad, &err) != 0) {
@@ -402,7 +401,7 @@ out_tree:
     mfs_forest_destroy(&forest);
     mfs_collection_free_paths(&coll);
     mfs_tree_destroy(&tree);
-    mfs_blob_close(&blob);
+    mfs_origin_close(&origin);
 out_opts:
     free(o.mountpoint);
     free(cli.cache_size);

@@ -14,7 +14,6 @@
 #include "load.h"
 #include "registry.h"
 #include "multi.h"
-#include "blob.h"
 #include "content.h"
 #include "digest.h"
 #include "opts.h"
@@ -154,6 +153,9 @@ typedef struct file_bytes {
     uint64_t len;
     mfs_held *h;
     char *own;              /* SHA256SUMS's text, made here (freed after) */
+    const mfs_node *stored; /* whose source bytes `got` are (released after) */
+    mfs_src *src;
+    mfs_span got;
 } file_bytes;
 
 /* SHA256SUMS as the mount serves it: every line, every file hashed. */
@@ -180,14 +182,16 @@ static bool sums_text(const mfs_tree *t, mfs_content *content, file_bytes *b)
     return true;
 }
 
-/* False when the file cannot be made or checked (the reason was logged). */
-static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, file_bytes *b)
+/* False when the file cannot be made or checked (the reason was logged).
+ * put_bytes lets them go. */
+static bool get_bytes(const mfs_volume *v, uint32_t node, file_bytes *b)
 {
+    const mfs_tree *t = v->tree;
     mfs_node_buf buf;
     const mfs_node *n = mfs_tree_get(t, node, &buf);
-    *b = (file_bytes){ NULL, 0, n->data, n->size, NULL, NULL };
+    *b = (file_bytes){ .data = n->data, .len = n->size };
     if (n->sums)
-        return sums_text(t, content, b);
+        return sums_text(t, v->content, b);
     if (n->body != MFS_NONE) {
         /* A twin: the mount opens its tensor (mfs_tree_add_twin_with). */
         b->head = n->data;
@@ -197,9 +201,18 @@ static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, fi
         b->data = n->data;
         b->len = n->size;
     }
-    if (mfs_tree_ops(t, n) == NULL)
+    if (mfs_tree_ops(t, n) == NULL) {
+        mfs_err e = { 0 };
+        if (mfs_node_get(n, v->src, 0, n->size, &b->got, &e) != 0) {
+            fprintf(stderr, "%s: %s\n", prog, e.msg);
+            return false;
+        }
+        b->data = b->got.p;
+        b->stored = n;
+        b->src = v->src;
         return true;
-    b->h = mfs_content_get(content, node, NULL);
+    }
+    b->h = mfs_content_get(v->content, node, NULL);
     if (b->h == NULL)
         return false;
     b->data = b->h->data;
@@ -207,8 +220,18 @@ static bool get_bytes(const mfs_tree *t, mfs_content *content, uint32_t node, fi
     return true;
 }
 
-static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xattrs)
+static void put_bytes(file_bytes *b)
 {
+    if (b->stored != NULL)
+        mfs_node_release(b->stored, b->src, b->got);
+    mfs_held_unref(b->h);
+    free(b->own);
+}
+
+static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
+{
+    const mfs_tree *t = vol->tree;
+    mfs_content *content = vol->content;
     mfs_node_buf buf;
     const mfs_node *n = mfs_tree_get(t, node, &buf);
     if (xattrs) {
@@ -237,7 +260,7 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
         return mfs_exit_code(MFS_E_NO_PATH);
     }
     file_bytes b;
-    if (!get_bytes(t, content, node, &b))
+    if (!get_bytes(vol, node, &b))
         return mfs_exit_code(MFS_E_VERIFY);
     int rc = mfs_exit_code(MFS_OK);
     if ((b.head_len && fwrite(b.head, 1, b.head_len, stdout) != b.head_len) ||
@@ -245,8 +268,7 @@ static int dump(const mfs_tree *t, mfs_content *content, uint32_t node, int xatt
         perror(prog);
         rc = mfs_exit_code(MFS_E_INTERNAL);
     }
-    mfs_held_unref(b.h);
-    free(b.own);
+    put_bytes(&b);
     return rc;
 }
 
@@ -256,7 +278,6 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     const mfs_volume *v = &f->top;
     uint32_t node = resolve(f, &v, path);
     const mfs_tree *t = v->tree;
-    mfs_content *content = v->content;
     mfs_node_buf buf;
     if (node == MFS_NONE || mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE) {
         fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
@@ -264,13 +285,12 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
         return mfs_exit_code(MFS_E_NO_PATH);
     }
     file_bytes b;
-    if (!get_bytes(t, content, node, &b))
+    if (!get_bytes(v, node, &b))
         return mfs_exit_code(MFS_E_VERIFY);
     char hex[MFS_SHA256_HEX];
     /* Guarded: the model file may be cut short meanwhile. */
     int r = mfs_sha256_hex_mapped2(b.head, b.head_len, b.data, b.len, NULL, hex);
-    mfs_held_unref(b.h);
-    free(b.own);
+    put_bytes(&b);
     if (r != 0) {
         fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog, model, path);
         return mfs_exit_code(MFS_E_CHANGED);
@@ -285,18 +305,18 @@ static int check_all(char **models, int n, const mfs_load_opts *opts)
     int rc = mfs_exit_code(MFS_OK);
     for (int i = 0; i < n; i++) {
         mfs_err e = { 0 };
-        mfs_blob blob = { .fd = -1 };
+        mfs_origin origin = { 0 };
         mfs_tree tree;
         mfs_tree_init(&tree);
         int r = mfs_exit_code(MFS_OK);
-        if (mfs_load_path(&tree, &blob, models[i], opts, &e) != 0) {
+        if (mfs_load_path(&tree, &origin, models[i], opts, &e) != 0) {
             mfs_err_print(prog, models[i], &e);
             r = mfs_exit_code(e.code);
         }
         printf("%d  %s\n", r, models[i]);
         fflush(stdout);  /* a line per model, in order with stderr's */
         mfs_tree_destroy(&tree);
-        mfs_blob_close(&blob);
+        mfs_origin_close(&origin);
         if (rc == mfs_exit_code(MFS_OK))
             rc = r;
     }
@@ -410,7 +430,7 @@ int main(int argc, char **argv)
     const char *const *models = (const char *const *)(argv + argi);
     const char *model = models[0];
     mfs_err e = { 0 };
-    mfs_blob blob = { .fd = -1 };
+    mfs_origin origin = { 0 };
     mfs_tree tree;
     mfs_tree_init(&tree);
     mfs_forest forest;
@@ -419,11 +439,11 @@ int main(int argc, char **argv)
     int rc = mfs_exit_code(MFS_OK);
     bool loaded = false;
     if (mfs_collect_is_single(models, (size_t)nmodels)) {
-        if (mfs_load_path(&tree, &blob, model, &opts, &e) != 0) {
+        if (mfs_load_path(&tree, &origin, model, &opts, &e) != 0) {
             mfs_err_print(prog, model, &e);
             rc = mfs_exit_code(e.code);
         } else {
-            mfs_forest_init_single(&forest, &tree, &blob, mfs_content_default_cap());
+            mfs_forest_init_single(&forest, &tree, &origin, mfs_content_default_cap());
             loaded = true;
         }
     } else {
@@ -457,7 +477,7 @@ int main(int argc, char **argv)
                         argv[first_path]);
                 rc = mfs_exit_code(MFS_E_NO_PATH);
             } else {
-                rc = dump(v->tree, v->content, node, xattrs);
+                rc = dump(v, node, xattrs);
             }
         }
     }
@@ -467,6 +487,6 @@ int main(int argc, char **argv)
         mfs_forest_destroy(&forest);
     mfs_collection_free_paths(&coll);
     mfs_tree_destroy(&tree);
-    mfs_blob_close(&blob);
+    mfs_origin_close(&origin);
     return rc;
 }

@@ -21,7 +21,8 @@ static void open_once(const mfs_tree *t, const mfs_node *n)
 {
     mfs_err why = { 0 };
     mfs_bytes b = { 0 };
-    const uint8_t *d = n->data;
+    mfs_span own = { NULL, 0, 0 };
+    const uint8_t *d = NULL;
     const mfs_produce_ops *ops = mfs_tree_ops(t, n);
     void *ctx = mfs_tree_ctx(t, n);
     if (ops->produce != NULL) {
@@ -36,12 +37,16 @@ static void open_once(const mfs_tree *t, const mfs_node *n)
         if (b.len == n->size)
             mfs_fuzz_touch(d, b.len);
     } else {
+        own = mfs_fuzz_get(n, n->size);
+        d = own.p;
         mfs_fuzz_touch(d, n->size);
     }
     if (ops->verify != NULL && (b.len == n->size || ops->produce == NULL))
         (void)ops->verify(ctx, NULL, d, n->size, &why);
     if (b.release != NULL)
         b.release(&b);
+    if (ops->produce == NULL)
+        mfs_fuzz_put(n, own);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

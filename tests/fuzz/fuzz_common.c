@@ -2,9 +2,12 @@
 
 #include <stdlib.h>
 
+#include "mem.h"
 #include "tree.h"
 
 static volatile uint8_t sink;
+/* The source of the model being fuzzed (one at a time). */
+static mfs_src *cur_src;
 
 void mfs_fuzz_touch(const uint8_t *p, uint64_t n)
 {
@@ -14,13 +17,34 @@ void mfs_fuzz_touch(const uint8_t *p, uint64_t n)
     sink ^= acc;
 }
 
+mfs_span mfs_fuzz_get(const mfs_node *n, uint64_t len)
+{
+    mfs_span sp;
+    if (mfs_node_get(n, cur_src, 0, len, &sp, NULL) != 0)
+        abort();  /* a stored file must lie inside its source */
+    return sp;
+}
+
+void mfs_fuzz_put(const mfs_node *n, mfs_span got)
+{
+    mfs_node_release(n, cur_src, got);
+}
+
+/* A file's own bytes, read as the mount would. */
+static void touch_node(const mfs_node *n, uint64_t len)
+{
+    mfs_span sp = mfs_fuzz_get(n, len);
+    mfs_fuzz_touch(sp.p, sp.len);
+    mfs_fuzz_put(n, sp);
+}
+
 void mfs_fuzz_produce(const mfs_tree *t, const mfs_node *n, uint64_t max)
 {
     mfs_err why = { 0 };
     mfs_bytes b = { 0 };
     const mfs_produce_ops *ops = mfs_tree_ops(t, n);
     if (ops->produce == NULL) {
-        mfs_fuzz_touch(n->data, n->size);
+        touch_node(n, n->size);
         return;
     }
     if (n->size > max)
@@ -45,14 +69,16 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
 int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
                       void (*open_once)(const mfs_tree *t, const mfs_node *n))
 {
-    mfs_span file = { data, size, 0 };
-    (void)f->probe(file);
+    mfs_src *src = mfs_src_mem(data, size, name);
+    cur_src = src;
+    (void)f->probe(src);
     mfs_tree tree;
     mfs_tree_init(&tree);
     mfs_model m;
     mfs_model_init(&m, &tree, name, size);
+    m.src = src;
     mfs_err e = { 0 };
-    if (f->load(&m, file, &e) == 0) {
+    if (f->load(&m, src, &e) == 0) {
         mfs_model_finish(&m);
         mfs_tree_finish(&tree);
         for (uint32_t i = 0; i < tree.count; i++) {
@@ -62,7 +88,7 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
             if (mfs_tree_ops(&tree, n) != NULL && open_once != NULL)
                 open_once(&tree, n);
             else
-                mfs_fuzz_touch(n->data, mfs_tree_head_len(&tree, n));
+                touch_node(n, mfs_tree_head_len(&tree, n));
         }
         /* Twins are made on the spot: each must be found by its name
          * where the listing shows it. */
@@ -85,5 +111,7 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
     }
     mfs_model_destroy(&m);
     mfs_tree_destroy(&tree);
+    cur_src = NULL;
+    mfs_src_close(src);
     return 0;
 }

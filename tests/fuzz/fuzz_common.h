@@ -25,6 +25,12 @@ void mfs_fuzz_produce(const mfs_tree *t, const mfs_node *n, uint64_t max);
 int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
                       void (*open_once)(const mfs_tree *t, const mfs_node *n));
 
+/* The first `len` bytes of a file that has no producer, as the mount
+ * reads them (a stored file's from the model's source; abort when it
+ * does not lie inside); mfs_fuzz_put lets them go. */
+mfs_span mfs_fuzz_get(const mfs_node *n, uint64_t len);
+void mfs_fuzz_put(const mfs_node *n, mfs_span got);
+
 /* Reads every byte (so that ASan sees a slice that strays outside). */
 void mfs_fuzz_touch(const uint8_t *p, uint64_t n);
 

@@ -91,7 +91,7 @@ static void test_basic(void)
     srcs[5].fail_produce = true;
     srcs[6].fail_verify = true;
     srcs[7].len = 999;  /* produces the wrong size */
-    mfs_content *c = mfs_content_new(&t, 2500);  /* room for two files */
+    mfs_content *c = mfs_content_new(&t, NULL, 2500);  /* room for two files */
     mfs_err why = { 0 };
 
     mfs_held *h0 = mfs_content_get(c, nodes[0], &why);
@@ -149,7 +149,7 @@ static void test_nomem_not_sticky(void)
     mfs_tree t;
     build(&t);
     srcs[3].fail_nomem = true;
-    mfs_content *c = mfs_content_new(&t, 1u << 20);
+    mfs_content *c = mfs_content_new(&t, NULL, 1u << 20);
     mfs_err why = { 0 };
     CHECK(mfs_content_get(c, nodes[3], &why) == NULL && why.code == MFS_E_NOMEM &&
           strstr(why.msg, "out of memory") != NULL);
@@ -171,7 +171,7 @@ static void test_verify_only(void)
     uint32_t checked = mfs_tree_add(&t, MFS_ROOT, "checked", MFS_NODE_FILE, good, 4);
     mfs_tree_set_producer(&t, checked, &verify_only, &s);
     mfs_tree_finish(&t);
-    mfs_content *c = mfs_content_new(&t, 0);
+    mfs_content *c = mfs_content_new(&t, NULL, 0);
     mfs_err why = { 0 };
     mfs_held *h = mfs_content_get(c, checked, &why);
     CHECK(h != NULL && h->data == good && h->len == 4);
@@ -209,7 +209,7 @@ static void test_mixed(void)
         mfs_tree_set_producer(&t, nodes[i], &ops, &srcs[i]);
     }
     mfs_tree_finish(&t);
-    mfs_content *c = mfs_content_new(&t, 2500);
+    mfs_content *c = mfs_content_new(&t, NULL, 2500);
     mfs_err why = { 0 };
     bool ok = true;
     for (int k = 0; k < 200; k++) {
@@ -257,7 +257,7 @@ static void test_async(void)
     mfs_tree t;
     build(&t);
     atomic_store(&srcs[0].hold, true);  /* node 0: a download that hangs */
-    mfs_content *c = mfs_content_new(&t, 1 << 20);
+    mfs_content *c = mfs_content_new(&t, NULL, 1 << 20);
     probe a, a2, b;
     memset(&a, 0, sizeof a);
     memset(&a2, 0, sizeof a2);
@@ -326,7 +326,7 @@ static void test_threads(void)
 {
     mfs_tree t;
     build(&t);
-    shared = mfs_content_new(&t, 4500);  /* four open, one to evict */
+    shared = mfs_content_new(&t, NULL, 4500);  /* four open, one to evict */
     pthread_t th[4];
     for (uintptr_t i = 0; i < 4; i++)
         pthread_create(&th[i], NULL, hammer, (void *)(i + 1));
@@ -346,7 +346,7 @@ static void test_pool(void)
     build(&a);
     build(&b);
     mfs_content_pool *pool = mfs_content_pool_new(2500);
-    mfs_content *ca = mfs_content_new_in(&a, pool), *cb = mfs_content_new_in(&b, pool);
+    mfs_content *ca = mfs_content_new_in(&a, NULL, pool), *cb = mfs_content_new_in(&b, NULL, pool);
     mfs_err why = { 0 };
     mfs_held *ha0 = mfs_content_get(ca, nodes[0], &why);
     mfs_held_unref(mfs_content_get(ca, nodes[1], &why));  /* idle in a */

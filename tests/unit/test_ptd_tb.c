@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "load.h"
+#include "mem.h"
 #include "registry.h"
 #include "tree.h"
 #include "unit.h"
@@ -36,20 +37,21 @@ static mfs_code load(const uint8_t *p, size_t n, const char *want_format, mfs_er
 {
     uint8_t *copy = malloc(n ? n : 1);
     memcpy(copy, p, n);
-    mfs_span file = { copy, n, 0 };
-    const mfs_format *f = mfs_format_detect(file);
+    mfs_src *src = mfs_src_mem(copy, n, "test");
+    const mfs_format *f = mfs_format_detect(src);
     if (want_format != NULL)
         CHECK(f != NULL && strcmp(f->name, want_format) == 0);
     mfs_tree tree;
     mfs_tree_init(&tree);
     memset(e, 0, sizeof *e);
-    int r = mfs_load_model(&tree, "test", file, NULL, e);
+    int r = mfs_load_src(&tree, src, "test", NULL, e);
     *tensors = 0;
     if (r == 0) {
         uint32_t dir = mfs_tree_lookup(&tree, MFS_ROOT, "tensors");
         *tensors = dir == MFS_NONE ? 0 : mfs_tree_node(&tree, dir)->child_count;
     }
     mfs_tree_destroy(&tree);
+    mfs_src_close(src);
     free(copy);
     return r == 0 ? MFS_OK : e->code;
 }

@@ -1,0 +1,104 @@
+/* Where a model's bytes come from: the one door through which every
+ * driver, probe and produced file reads the model (docs/ARCHITECTURE.md).
+ *
+ * A source has a size, an identity (to notice the model changing), and
+ * gives bytes [off, off + len) as a span that stays valid until the caller
+ * releases it. Today's source is the local file, mapped (local.c): `map`
+ * is set, a get is `map + off` with no call, no copy and no syscall, and a
+ * release costs nothing. A source that fetches on demand (ranged HTTP into
+ * a block cache) leaves `map` NULL and pins what it hands out until it is
+ * released; drivers do not change for it.
+ *
+ * How a driver reads (so that a fetching source costs few round trips):
+ *  - ask for what you parse, never the whole file: a header's length
+ *    first, then the header (safetensors: 8 bytes, then the JSON); a zip's
+ *    end records from the tail, then its central directory;
+ *  - ask in as few ranges as the format allows: one get of a whole header
+ *    rather than a get per field;
+ *  - never fetch a tensor's bytes to describe it: a tensor is an offset
+ *    and a length (mfs_tensor.stored); the mount reads it when a reader
+ *    does;
+ *  - what must live as long as the model (names pointing into a header)
+ *    is kept with mfs_model_keep, released when the tree goes; anything
+ *    else is released as soon as it is parsed;
+ *  - a produced file (a decode) gets its input in its produce call and
+ *    releases it before returning. */
+#ifndef MFS_SOURCE_H
+#define MFS_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "err.h"
+#include "span.h"
+
+typedef struct mfs_src mfs_src;
+
+typedef struct mfs_src_ops {
+    /* Bytes [off, off + len) (in range: the caller checked) into *out,
+     * whose base is `off`; valid until release. -1 with e (MFS_E_IO: the
+     * bytes cannot be had, or the model changed). Any thread. */
+    int (*get)(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e);
+    void (*release)(mfs_src *s, mfs_span got);
+    /* False once the model is no longer what it was when opened (cut,
+     * edited, replaced): its bytes must not be served. Cheap (one fstat). */
+    bool (*unchanged)(const mfs_src *s);
+    /* Frees the source (every span released first). */
+    void (*close)(mfs_src *s);
+} mfs_src_ops;
+
+struct mfs_src {
+    const mfs_src_ops *ops;
+    char *name;              /* the path (or URL) as given: for messages */
+    uint64_t size;
+    struct timespec mtime;   /* what every file of the mount shows */
+    char identity[96];       /* what the bytes are: device, inode, size and
+                                times for a local file (an ETag for a remote
+                                one); equal identities, equal bytes */
+    const uint8_t *map;      /* the whole source in memory, or NULL */
+};
+
+/* Bytes [off, off + len) of `s`, or -1 with e (MFS_E_CORRUPT at `off`
+ * when the range passes the end: a file that says its data is there is
+ * corrupt). */
+static inline int mfs_src_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    if (off > s->size || len > s->size - off)
+        return mfs_fail(e, MFS_E_CORRUPT, off, "%llu bytes at %llu pass the end of the file (%llu bytes)",
+                        (unsigned long long)len, (unsigned long long)off,
+                        (unsigned long long)s->size);
+    if (s->map != NULL) {
+        *out = (mfs_span){ s->map + off, len, off };
+        return 0;
+    }
+    return s->ops->get(s, off, len, out, e);
+}
+
+/* Lets go of what mfs_src_get gave (nothing to do for a mapping). */
+static inline void mfs_src_release(mfs_src *s, mfs_span got)
+{
+    if (s->map == NULL && s->ops->release != NULL)
+        s->ops->release(s, got);
+}
+
+/* The last min(len, size) bytes: where a zip's end records are. */
+static inline int mfs_src_get_tail(mfs_src *s, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    if (len > s->size)
+        len = s->size;
+    return mfs_src_get(s, s->size - len, len, out, e);
+}
+
+static inline bool mfs_src_unchanged(const mfs_src *s)
+{
+    return s->ops->unchanged == NULL || s->ops->unchanged(s);
+}
+
+static inline void mfs_src_close(mfs_src *s)
+{
+    if (s != NULL)
+        s->ops->close(s);
+}
+
+#endif
