@@ -36,7 +36,7 @@ static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
     size_t len = strlen(m->file_name);
     if (len > 4 && memcmp(m->file_name + len - 4, ".npy", 4) == 0)
         len -= 4;
-    npy_add_tensor(m, &h, m->file_name, len, file.p + h.data_offset, h.data_offset, NULL, NULL);
+    npy_add_tensor(m, &h, m->file_name, len, true, h.data_offset, NULL, NULL);
     npy_header_free(&h);
     return 0;
 }

@@ -175,7 +175,7 @@ static mfs_val *uint_list(const uint64_t *v, size_t n, bool reverse)
 }
 
 uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, size_t len,
-                        const uint8_t *data, uint64_t offset, const char *storage, mfs_val *more)
+                        bool stored, uint64_t offset, const char *storage, mfs_val *more)
 {
     mfs_val *x = mfs_obj();
     mfs_obj_set(x, "descr", mfs_val_clone(h->descr));
@@ -211,7 +211,7 @@ uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, siz
     mfs_tensor t = {
         .name = name, .name_len = len, .dtype = raw ? "bytes" : h->dtype,
         .shape = raw ? blob : h->shape, .ndim = raw ? 1 : h->ndim,
-        .data = h->nbytes ? data : NULL, .nbytes = h->nbytes, .offset = offset,
+        .stored = stored, .nbytes = h->nbytes, .offset = offset,
         .storage = storage, .extra = x,
     };
     return mfs_model_add_tensor(m, m->tensors_dir, &t);

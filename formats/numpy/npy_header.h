@@ -56,12 +56,12 @@ int npy_header_parse(mfs_span s, uint64_t total, const char *where, mfs_budget *
 mfs_budget npy_budget(uint64_t size);
 void npy_header_free(npy_header *h);
 
-/* Adds the array as a tensor named name[0..len) (its bytes at `data`, or
- * NULL when a source gives them), with the table keys descr,
+/* Adds the array as a tensor named name[0..len) (its bytes the model's at
+ * `offset` when `stored`, else a producer's), with the table keys descr,
  * fortran_order, data_offset, npy_version, and byte_order, stored_shape
  * and dim_order where they apply, plus the keys in `more` (taken).
  * Returns the node. */
 uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, size_t len,
-                        const uint8_t *data, uint64_t offset, const char *storage, mfs_val *more);
+                        bool stored, uint64_t offset, const char *storage, mfs_val *more);
 
 #endif

@@ -161,9 +161,8 @@ static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
     mfs_obj_set(more, "member", mfs_str(en->name));
     mfs_obj_set(more, "compression", mfs_str(mfs_zip_method_name(en->method)));
     size_t nlen = strlen(en->name) - 4;
-    const uint8_t *data = stored ? head.p + h.data_offset : NULL;
     uint64_t offset = stored ? en->data_offset + h.data_offset : en->data_offset;
-    uint32_t node = npy_add_tensor(l->m, &h, en->name, nlen, data, offset,
+    uint32_t node = npy_add_tensor(l->m, &h, en->name, nlen, stored, offset,
                                    mfs_zip_method_name(en->method), more);
     if (node != MFS_NONE && !stored && h.nbytes > 0) {
         npz_src *s = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *s));

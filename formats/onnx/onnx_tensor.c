@@ -253,16 +253,34 @@ static uint64_t name_cost(mfs_span name, const onnx_place *pl)
     return n;
 }
 
+/* Adds the tensor file: its bytes the model's at `offset` when `stored`,
+ * else `data` (made here, owned by the tree) or a producer's. */
+static uint32_t add_file(onnx_ctx *c, const onnx_place *pl, mfs_span name, const char *dtype,
+                         const uint64_t *shape, size_t ndim, bool stored, const uint8_t *data,
+                         uint64_t nbytes, uint64_t offset, const char *storage, mfs_val *x)
+{
+    mfs_tensor mt = {
+        .name = (const char *)name.p, .name_len = (size_t)name.len, .dtype = dtype,
+        .shape = shape, .ndim = ndim, .stored = stored, .data = data, .nbytes = nbytes,
+        .offset = offset, .storage = storage, .extra = x,
+    };
+    return mfs_model_add_tensor(c->m, pl->dir, &mt);
+}
+
+/* Bytes made here (a string tensor's JSON) or by a producer (data NULL). */
 static uint32_t add(onnx_ctx *c, const onnx_place *pl, mfs_span name, const char *dtype,
                     const uint64_t *shape, size_t ndim, const uint8_t *data, uint64_t nbytes,
                     uint64_t offset, const char *storage, mfs_val *x)
 {
-    mfs_tensor mt = {
-        .name = (const char *)name.p, .name_len = (size_t)name.len, .dtype = dtype,
-        .shape = shape, .ndim = ndim, .data = data, .nbytes = nbytes, .offset = offset,
-        .storage = storage, .extra = x,
-    };
-    return mfs_model_add_tensor(c->m, pl->dir, &mt);
+    return add_file(c, pl, name, dtype, shape, ndim, false, data, nbytes, offset, storage, x);
+}
+
+/* The model's own bytes at `offset` (raw_data, a packed run). */
+static uint32_t add_stored(onnx_ctx *c, const onnx_place *pl, mfs_span name, const char *dtype,
+                           const uint64_t *shape, size_t ndim, uint64_t nbytes, uint64_t offset,
+                           const char *storage, mfs_val *x)
+{
+    return add_file(c, pl, name, dtype, shape, ndim, true, NULL, nbytes, offset, storage, x);
 }
 
 static mfs_val *shape_val(const uint64_t *dims, size_t ndim)
@@ -277,13 +295,13 @@ static mfs_val *shape_val(const uint64_t *dims, size_t ndim)
  * as "bytes". */
 static void add_problem(onnx_ctx *c, const onnx_place *pl, mfs_span name, const tinfo *ti,
                         const char *declared, const char *field, const char *storage,
-                        const uint8_t *data, uint64_t len, uint64_t offset, const char *problem)
+                        uint64_t len, uint64_t offset, const char *problem)
 {
     mfs_val *x = extras(pl, field, ti);
     mfs_obj_set(x, "problem", mfs_str(problem));
     mfs_obj_set(x, "declared_dtype", declared ? mfs_str(declared) : mfs_null());
     mfs_obj_set(x, "declared_shape", shape_val(ti->dims, ti->ndim));
-    add(c, pl, name, "bytes", &len, 1, len ? data : NULL, len, offset, storage, x);
+    add_stored(c, pl, name, "bytes", &len, 1, len, offset, storage, x);
 }
 
 /* The elements of the shape and the bytes they take; false on overflow. */
@@ -373,16 +391,16 @@ static int add_typed(onnx_ctx *c, const onnx_place *pl, mfs_span name, const tin
                  fname, (unsigned long long)count, ty->name, (unsigned long long)want);
     if (problem[0]) {
         /* The one packed run there is, as it is stored. */
-        add_problem(c, pl, name, ti, ty->name, fname, "typed_field", runs == 1 ? run.p : NULL,
-                    runs == 1 ? run.len : 0, runs == 1 ? run.base : ti->msg.base, problem);
+        add_problem(c, pl, name, ti, ty->name, fname, "typed_field", runs == 1 ? run.len : 0,
+                    runs == 1 ? run.base : ti->msg.base, problem);
         return 0;
     }
     mfs_val *x = extras(pl, fname, ti);
     add_packed_key(x, ty);
     bool fixed = ty->wire != ONNX_VARINT;
     if (count == 0 || (fixed && runs == 1 && run.len == nbytes)) {
-        add(c, pl, name, ty->name, ti->dims, ti->ndim, count ? run.p : NULL, nbytes,
-            count ? run.base : ti->msg.base, "typed_field", x);
+        add_stored(c, pl, name, ty->name, ti->dims, ti->ndim, nbytes,
+                   count ? run.base : ti->msg.base, "typed_field", x);
         return 0;
     }
     /* Varints, or fixed-width values not in one packed run: made on open.
@@ -470,18 +488,17 @@ static int add_from(onnx_ctx *c, const onnx_place *pl, mfs_span name, tinfo *ti)
             snprintf(problem, sizeof problem, "raw_data has %llu bytes, %s of this shape is %llu",
                      (unsigned long long)ti->raw.len, ty->name, (unsigned long long)nbytes);
         if (problem[0]) {
-            add_problem(c, pl, name, ti, ty ? ty->name : NULL, fname, storage, ti->raw.p,
-                        ti->raw.len, ti->raw.base, problem);
+            add_problem(c, pl, name, ti, ty ? ty->name : NULL, fname, storage, ti->raw.len,
+                        ti->raw.base, problem);
             return 0;
         }
         mfs_val *x = extras(pl, fname, ti);
         add_packed_key(x, ty);
-        add(c, pl, name, ty->name, ti->dims, ti->ndim, nbytes ? ti->raw.p : NULL, nbytes,
-            ti->raw.base, storage, x);
+        add_stored(c, pl, name, ty->name, ti->dims, ti->ndim, nbytes, ti->raw.base, storage, x);
         return 0;
     }
     if (problem[0]) {
-        add_problem(c, pl, name, ti, ty ? ty->name : NULL, fname, storage, NULL, 0, ti->msg.base,
+        add_problem(c, pl, name, ti, ty ? ty->name : NULL, fname, storage, 0, ti->msg.base,
                     problem);
         return 0;
     }
@@ -583,8 +600,7 @@ int onnx_add_attr_tensor(onnx_ctx *c, mfs_span attr, const char *attr_name, mfs_
     uint64_t shape = count;
     mfs_val *x = extras(pl, attr_name, &ti0);
     if (wire == ONNX_FIXED32 && runs == 1 && run.len == nbytes) {
-        add(c, pl, name, ty->name, &shape, list ? 1 : 0, count ? run.p : NULL, nbytes,
-            run.base, "attribute", x);
+        add_stored(c, pl, name, ty->name, &shape, list ? 1 : 0, nbytes, run.base, "attribute", x);
         return 0;
     }
     mfs_obj_set(x, "decoded", mfs_bool(true));

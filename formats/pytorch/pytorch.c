@@ -288,7 +288,7 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
         .ndim = t->ndim, .nbytes = nbytes, .offset = ze->data_offset + first_byte, .extra = x,
     };
     if (contig && inplace != NULL) {
-        mt.data = inplace + first_byte;
+        mt.stored = true;
         mt.storage = "stored";
         mfs_model_add_tensor(l->m, l->m->tensors_dir, &mt);
         return 0;

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Do two builds of modelfs-ls show the same models identically?
+
+    compare-builds.py OLD_LS NEW_LS PATH...
+
+Each PATH is a model or a folder searched for models (every regular file
+and every folder some build loads). For each model, both builds must give
+the same listing (`modelfs-ls MODEL`), the same exit code, the same
+"SHA256 SIZE PATH" line for every file (`--sha256`), and the same
+extended attributes of every file (`-x`). Prints each difference and a
+closing "N passed, N failed" line; exits 1 when any model differs.
+
+With MODELFS_SOURCE=read in the environment of NEW only (--new-env), the
+same compares the mapped source against the read one."""
+
+import os
+import subprocess
+import sys
+
+
+def run(ls, args, env=None):
+    p = subprocess.run([ls] + args, capture_output=True, env=env, timeout=600)
+    return p.returncode, p.stdout
+
+
+def files_of(listing):
+    """Paths of the files in a listing ("PATH SIZE" lines; folders end in /)."""
+    out = []
+    for line in listing.decode("utf-8", "surrogateescape").splitlines():
+        path = line.rsplit(" ", 1)[0] if " " in line else line
+        if path and not path.endswith("/"):
+            out.append(path)
+    return out
+
+
+def models(paths):
+    for p in paths:
+        if os.path.isfile(p):
+            yield p
+        elif os.path.isdir(p):
+            for dirpath, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    if not f.endswith((".expect.json", ".md", ".py", ".txt", ".sh")):
+                        yield os.path.join(dirpath, f)
+                for d in dirs:
+                    yield os.path.join(dirpath, d)
+
+
+def compare(old, new, model, new_env):
+    problems = []
+    rc_a, list_a = run(old, [model])
+    rc_b, list_b = run(new, [model], new_env)
+    if rc_a != rc_b:
+        return ["exit %d, now %d" % (rc_a, rc_b)]
+    if rc_a != 0:
+        return []  # not a model for either: the same refusal code
+    if list_a != list_b:
+        problems.append("listings differ")
+    paths = files_of(list_a)
+    if paths:
+        for i in range(0, len(paths), 200):
+            chunk = paths[i:i + 200]
+            ra, sa = run(old, ["--sha256", model] + chunk)
+            rb, sb = run(new, ["--sha256", model] + chunk, new_env)
+            if (ra, sa) != (rb, sb):
+                problems.append("sha256 of files %d..%d differ" % (i, i + len(chunk) - 1))
+        for p in paths[:60]:
+            xa = run(old, ["-x", model, p])
+            xb = run(new, ["-x", model, p], new_env)
+            if xa != xb:
+                problems.append("xattrs of %s differ" % p)
+                break
+    return problems
+
+
+def main():
+    args = sys.argv[1:]
+    new_env = None
+    if args and args[0] == "--new-env":
+        new_env = dict(os.environ, MODELFS_SOURCE="read")
+        args = args[1:]
+    if len(args) < 3:
+        print(__doc__)
+        return 2
+    old, new, paths = args[0], args[1], args[2:]
+    passed = failed = 0
+    for m in models(paths):
+        problems = compare(old, new, m, new_env)
+        if problems:
+            failed += 1
+            print("DIFF %s: %s" % (m, "; ".join(problems)))
+        else:
+            passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
