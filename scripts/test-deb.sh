@@ -36,9 +36,11 @@ fail() {
     exit 1
 }
 
-# Mounts under ROOT, deepest first (a model's mount before the /dev it uses).
+# Mounts under a folder in the order to undo them: FUSE mounts first (their
+# daemons hold /dev/fuse open through the bound /dev), then deepest first.
 mounts_under() {
-    awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r
+    awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print ($3 ~ /^fuse/ ? 0 : 1) " " $2 }' \
+        /proc/self/mounts | sort -k1,1 -k2,2r | cut -d' ' -f2-
 }
 
 WORK=$B/deb-check
