@@ -125,7 +125,9 @@ mount -t fuse.modelfs "$W/model.rten" "$M" || no "mount -t fuse.modelfs failed"
 ls -l "$M" "$M/tensors" >/dev/null || no "ls of the mount failed"
 cmp "$M/$TENSOR" "$W/tensor.bin" || no "$TENSOR differs from modelfs-ls's bytes"
 grep -q " $M fuse.modelfs " /proc/self/mounts || no "not mounted as fuse.modelfs"
-# Without -o ro, mount(8) hands "rw" on: the daemon must refuse writes itself.
+# Without -o ro, mount(8) hands "rw" on: modelfs puts ro last, and refuses
+# writes itself too.
+grep -q " $M fuse.modelfs ro," /proc/self/mounts || no "mount -t without -o ro is not read-only"
 touch "$M/new" 2>/dev/null && no "a file could be made in the mount"
 fusermount3 -u "$M" || no "fusermount3 -u failed"
 

@@ -300,8 +300,12 @@ int main(int argc, char **argv)
         goto out_args;
     }
     char *fsname = fsname_opt(cli.model);
+    /* ro once more at the end: the last of ro/rw wins, and mount.fuse3
+     * passes the mount's own "-o rw" when `mount -t fuse.modelfs` is run
+     * without ro, which would flag a read-only file system rw. */
     int added = fuse_opt_insert_arg(&args, 1, "-oro,default_permissions,subtype=modelfs,max_read=1048576") |
-                fuse_opt_insert_arg(&args, 1, fsname) | fuse_opt_add_arg(&args, cli.mountpoint);
+                fuse_opt_insert_arg(&args, 1, fsname) | fuse_opt_add_arg(&args, cli.mountpoint) |
+                fuse_opt_add_arg(&args, "-oro");
     free(fsname);
     if (added != 0 || fuse_parse_cmdline(&args, &o) != 0 || o.mountpoint == NULL) {
         fprintf(stderr, "%s: invalid arguments (try --help)\n", prog);
