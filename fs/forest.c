@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "doc.h"
+#include "guard.h"
 #include "json_write.h"
 #include "log.h"
 #include "strbuf.h"
@@ -100,6 +101,33 @@ static int error_tree(mfs_forest_model *m, mfs_tree *tree)
     return 0;
 }
 
+struct lazy_load {
+    mfs_forest *f;
+    uint32_t k;
+    mfs_tree *tree;
+    mfs_origin *o;
+    mfs_err *e;
+};
+
+static int lazy_load(void *arg)
+{
+    struct lazy_load *l = arg;
+    return l->f->load(l->f->load_ctx, l->k, l->tree, l->o, l->e);
+}
+
+/* Model k's load, inside the daemon: running out of memory anywhere in it
+ * (opening the file too, not only parsing it) fails this model alone. */
+static int load_guarded(mfs_forest *f, uint32_t k, mfs_tree *tree, mfs_origin *o, mfs_err *e)
+{
+    struct lazy_load l = { f, k, tree, o, e };
+    int r = mfs_guard_run(lazy_load, &l);
+    if (r == MFS_GUARD_NOMEM)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory while loading the model");
+    if (r == MFS_GUARD_FAULT)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the file shrank while it was read");
+    return r;
+}
+
 const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
 {
     const mfs_volume *v = mfs_forest_peek(f, k);
@@ -117,7 +145,7 @@ const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
             return NULL;
         }
         mfs_tree_init(tree);
-        if (f->load(f->load_ctx, k, tree, &o, &e) != 0) {
+        if (load_guarded(f, k, tree, &o, &e) != 0) {
             mfs_tree_destroy(tree);
             mfs_origin_close(&o);
             o.mtime = m->mtime;

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -9,6 +10,7 @@
 #include "local.h"
 #include "model_build.h"
 #include "registry.h"
+#include "xalloc.h"
 
 void mfs_origin_close(mfs_origin *o)
 {
@@ -16,59 +18,89 @@ void mfs_origin_close(mfs_origin *o)
     memset(o, 0, sizeof *o);
 }
 
-/* Runs `load` (a file or a folder loader) and finishes the tree. */
-static int load_with(const mfs_format *f, mfs_tree *tree, const char *path, mfs_src *src,
-                     const mfs_load_opts *opts, mfs_err *e)
-{
+/* One load, kept in the caller's frame: a load abandoned mid-way (a
+ * mapping that faulted, memory that ran out) still frees its model. */
+struct loading {
+    mfs_tree *tree;
+    const char *path;
+    mfs_src *src;            /* NULL: the folder `path` */
+    const mfs_format *format;  /* a folder's; a file's is probed */
+    const mfs_load_opts *opts;
+    mfs_err *e;
     mfs_model m;
-    mfs_model_init(&m, tree, path, src ? src->size : 0);
-    m.src = src;
-    if (opts != NULL)
-        m.opts = opts;
-    int r = src == NULL ? f->load_dir(&m, path, e)
-            : f->load_at ? f->load_at(&m, src, path, e) : f->load(&m, src, e);
+    bool started;
+};
+
+/* Probes (a file), describes the model, builds and finishes the tree. */
+static int load_guarded(void *arg)
+{
+    struct loading *l = arg;
+    const mfs_format *f = l->src ? mfs_format_detect(l->src) : l->format;
+    if (f == NULL)
+        return mfs_fail(l->e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
+                        mfs_format_names());
+    mfs_model *m = &l->m;
+    mfs_model_init(m, l->tree, l->path, l->src ? l->src->size : 0);
+    l->started = true;
+    m->src = l->src;
+    if (l->opts != NULL)
+        m->opts = l->opts;
+    int r = l->src == NULL ? f->load_dir(m, l->path, l->e)
+            : f->load_at ? f->load_at(m, l->src, l->path, l->e) : f->load(m, l->src, l->e);
     if (r == 0)
-        mfs_model_finish(&m);
-    if (r == 0 && m.err.code != MFS_OK)
-        r = mfs_fail(e, m.err.code, m.err.offset, "%s", m.err.msg);
+        mfs_model_finish(m);
+    if (r == 0 && m->err.code != MFS_OK)
+        r = mfs_fail(l->e, m->err.code, m->err.offset, "%s", m->err.msg);
     if (r == 0)
-        mfs_tree_finish(tree);
-    mfs_model_destroy(&m);
+        mfs_tree_finish(l->tree);
+    return r;
+}
+
+/* MODELFS_TEST_ALLOC_FAIL=NAME:N (tests only): the N-th checked
+ * allocation of loading a model whose path holds NAME fails, as if memory
+ * ran out there. */
+static void inject_alloc_failure(const char *path)
+{
+    const char *v = getenv("MODELFS_TEST_ALLOC_FAIL");
+    const char *colon = v ? strrchr(v, ':') : NULL;
+    if (colon == NULL || colon == v)
+        return;
+    char name[256];
+    size_t n = (size_t)(colon - v) < sizeof name - 1 ? (size_t)(colon - v) : sizeof name - 1;
+    memcpy(name, v, n);
+    name[n] = '\0';
+    if (strstr(path, name) != NULL)
+        mfs_xalloc_fail_at(strtoul(colon + 1, NULL, 10));
+}
+
+static int load(mfs_tree *tree, const char *path, mfs_src *src, const mfs_format *format,
+                const mfs_load_opts *opts, mfs_err *e)
+{
+    struct loading l = { .tree = tree, .path = path, .src = src, .format = format, .opts = opts,
+                         .e = e };
+    inject_alloc_failure(path);
+    /* The parsers read the mapping: a file cut short meanwhile faults.
+     * What the abandoned load allocated outside its model and tree is
+     * left behind; the caller only reports the error (and destroys the
+     * tree). */
+    int r = mfs_guard_run(load_guarded, &l);
+    mfs_xalloc_fail_at(0);
+    if (r == MFS_GUARD_FAULT)
+        r = mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the file shrank while it was read");
+    else if (r == MFS_GUARD_NOMEM)
+        r = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory while loading the model");
+    if (l.started)
+        mfs_model_destroy(&l.m);
     /* Building the documents churned through far more heap than the tree
      * keeps; a long-lived daemon should not hold on to it. */
     malloc_trim(0);
     return r;
 }
 
-struct loading {
-    mfs_tree *tree;
-    const char *path;
-    mfs_src *src;
-    const mfs_load_opts *opts;
-    mfs_err *e;
-};
-
-static int load_guarded(void *arg)
-{
-    struct loading *l = arg;
-    const mfs_format *f = mfs_format_detect(l->src);
-    if (f == NULL)
-        return mfs_fail(l->e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
-                        mfs_format_names());
-    return load_with(f, l->tree, l->path, l->src, l->opts, l->e);
-}
-
 int mfs_load_src(mfs_tree *tree, mfs_src *src, const char *path, const mfs_load_opts *opts,
                  mfs_err *e)
 {
-    /* The parsers read the mapping: a file cut short meanwhile faults.
-     * What the abandoned load allocated is left behind; the caller only
-     * reports the error. */
-    struct loading l = { tree, path, src, opts, e };
-    int r = mfs_guard_run(load_guarded, &l);
-    if (r == MFS_GUARD_FAULT)
-        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the file shrank while it was read");
-    return r;
+    return load(tree, path, src, NULL, opts, e);
 }
 
 int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_load_opts *opts,
@@ -82,7 +114,7 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
         if (best == NULL)
             return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET,
                             "a folder that is not a model of a known format (%s)", mfs_format_names());
-        return load_with(best, tree, path, NULL, opts, e);
+        return load(tree, path, NULL, best, opts, e);
     }
     o->src = mfs_src_local_open(path, e);
     if (o->src == NULL)

@@ -24,12 +24,12 @@ def run(ls, args, env=None):
 
 
 def files_of(listing):
-    """Paths of the files in a listing ("PATH SIZE" lines; folders end in /)."""
+    """Paths of the files in a listing ("f SIZE PATH" and "d - PATH/" lines)."""
     out = []
     for line in listing.decode("utf-8", "surrogateescape").splitlines():
-        path = line.rsplit(" ", 1)[0] if " " in line else line
-        if path and not path.endswith("/"):
-            out.append(path)
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0] == "f":
+            out.append(parts[2])
     return out
 
 

@@ -31,6 +31,16 @@ static void install(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
+bool mfs_guard_active(void)
+{
+    return current != NULL;
+}
+
+_Noreturn void mfs_guard_out_of_memory(void)
+{
+    siglongjmp(*current, 2);
+}
+
 int mfs_guard_run(int (*fn)(void *arg), void *arg)
 {
     pthread_once(&installed, install);
@@ -38,9 +48,10 @@ int mfs_guard_run(int (*fn)(void *arg), void *arg)
     sigjmp_buf *volatile outer = current;
     /* The signal mask is saved (1): the handler runs with SIGBUS blocked
      * on some systems, and the jump must not leave it so. */
-    if (sigsetjmp(env, 1) != 0) {
+    int why = sigsetjmp(env, 1);
+    if (why != 0) {
         current = outer;
-        return MFS_GUARD_FAULT;
+        return why == 2 ? MFS_GUARD_NOMEM : MFS_GUARD_FAULT;
     }
     current = &env;
     int r = fn(arg);

@@ -10,10 +10,22 @@
 #ifndef MFS_GUARD_H
 #define MFS_GUARD_H
 
-#define MFS_GUARD_FAULT (-2)
+#include <stdbool.h>
 
-/* fn(arg)'s result, or MFS_GUARD_FAULT when it faulted on a mapping.
- * Nests; safe from any thread. */
+#define MFS_GUARD_FAULT (-2)
+#define MFS_GUARD_NOMEM (-3)
+
+/* fn(arg)'s result, MFS_GUARD_FAULT when it faulted on a mapping, or
+ * MFS_GUARD_NOMEM when the aborting allocator (xalloc.h) ran out of
+ * memory inside it: a model loaded while mounted then fails alone instead
+ * of taking the daemon down. Nests; safe from any thread. */
 int mfs_guard_run(int (*fn)(void *arg), void *arg);
+
+/* Whether this thread runs inside mfs_guard_run. */
+bool mfs_guard_active(void);
+
+/* Ends the innermost guard of this thread with MFS_GUARD_NOMEM; only
+ * when mfs_guard_active. */
+_Noreturn void mfs_guard_out_of_memory(void);
 
 #endif

@@ -23,7 +23,14 @@ void *mfs_xreallocarray(void *p, size_t n, size_t size);
 char *mfs_xstrndup(const char *s, size_t n);
 char *mfs_xstrdup(const char *s);
 /* The exit the functions above take (for a loader's own checked allocation
- * that has no way to fail politely). */
+ * that has no way to fail politely). Inside mfs_guard_run (a model
+ * loading, guard.h) it ends that guard with MFS_GUARD_NOMEM instead: what
+ * the abandoned load allocated outside the tree it builds is lost, but
+ * the daemon and its other models go on. */
 _Noreturn void mfs_oom(void);
+
+/* For tests: the n-th checked allocation from now on this thread fails
+ * (0: none), as if memory ran out there. */
+void mfs_xalloc_fail_at(unsigned long n);
 
 #endif
