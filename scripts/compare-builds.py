@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """Do two builds of modelfs-ls show the same models identically?
 
-    compare-builds.py OLD_LS NEW_LS PATH...
+    compare-builds.py [--new-env] [--xattrs N] [--jobs N] OLD_LS NEW_LS PATH...
 
 Each PATH is a model or a folder searched for models (every regular file
 and every folder some build loads). For each model, both builds must give
 the same listing (`modelfs-ls MODEL`), the same exit code, the same
 "SHA256 SIZE PATH" line for every file (`--sha256`), and the same
-extended attributes of every file (`-x`). Prints each difference and a
+extended attributes (`-x`) of its first N files (--xattrs, default 60). Prints each difference and a
 closing "N passed, N failed" line; exits 1 when any model differs.
 
 With MODELFS_SOURCE=read in the environment of NEW only (--new-env), the
@@ -47,7 +47,7 @@ def models(paths):
                     yield os.path.join(dirpath, d)
 
 
-def compare(old, new, model, new_env):
+def compare(old, new, model, new_env, nx):
     problems = []
     rc_a, list_a = run(old, [model])
     rc_b, list_b = run(new, [model], new_env)
@@ -65,7 +65,7 @@ def compare(old, new, model, new_env):
             rb, sb = run(new, ["--sha256", model] + chunk, new_env)
             if (ra, sa) != (rb, sb):
                 problems.append("sha256 of files %d..%d differ" % (i, i + len(chunk) - 1))
-        for p in paths[:60]:
+        for p in paths[:nx]:
             xa = run(old, ["-x", model, p])
             xb = run(new, ["-x", model, p], new_env)
             if xa != xb:
@@ -77,16 +77,29 @@ def compare(old, new, model, new_env):
 def main():
     args = sys.argv[1:]
     new_env = None
-    if args and args[0] == "--new-env":
-        new_env = dict(os.environ, MODELFS_SOURCE="read")
-        args = args[1:]
+    nx, jobs = 60, os.cpu_count() or 1
+    while args and args[0].startswith("--"):
+        if args[0] == "--new-env":
+            new_env = dict(os.environ, MODELFS_SOURCE="read")
+            args = args[1:]
+        elif args[0] in ("--xattrs", "--jobs") and len(args) > 1:
+            if args[0] == "--xattrs":
+                nx = int(args[1])
+            else:
+                jobs = max(1, int(args[1]))
+            args = args[2:]
+        else:
+            break
     if len(args) < 3:
         print(__doc__)
         return 2
     old, new, paths = args[0], args[1], args[2:]
+    from concurrent.futures import ThreadPoolExecutor
+    ms = list(models(paths))
+    with ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(lambda m: compare(old, new, m, new_env, nx), ms))
     passed = failed = 0
-    for m in models(paths):
-        problems = compare(old, new, m, new_env)
+    for m, problems in zip(ms, results):
         if problems:
             failed += 1
             print("DIFF %s: %s" % (m, "; ".join(problems)))
