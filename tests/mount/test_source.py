@@ -58,9 +58,10 @@ def mount_read_mode(c, build, model):
         for p in files:
             try:
                 got[p] = mfstest.sha256_file(os.path.join(mnt, p))
-            except OSError as e:
-                got[p] = "error %d" % e.errno
-        c.equal(got, {p: s[0] for p, s in sums.items()}, "%s: bytes through FUSE (read mode)" % model)
+            except OSError:
+                got[p] = None  # modelfs-ls cannot make it either (a LINKS file not fetched)
+        want_sums = {p: sums[p][0] if p in sums else None for p in files}
+        c.equal(got, want_sums, "%s: bytes through FUSE (read mode)" % model)
 
 
 def main():
