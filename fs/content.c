@@ -855,15 +855,45 @@ void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
     pthread_mutex_unlock(&c->sum_lock);
 }
 
+/* Pieces a fetching source hands out at once while a stored file is
+ * hashed: a tensor of gigabytes never needs its size in memory. */
+#define SUM_PIECE (8u << 20)
+
+/* The sha256 of a file with no producer: in one go from a mapping or
+ * the tree's own bytes, else a piece at a time from the source. */
+static int sum_stored(mfs_content *c, const mfs_node *n, char hex[65])
+{
+    mfs_span sp;
+    if (!n->from_src || c->src == NULL || c->src->map != NULL) {
+        if (mfs_node_get(n, c->src, 0, n->size, &sp, NULL) != 0)
+            return -1;
+        int r = mfs_sha256_hex_mapped(sp.p, n->size, NULL, hex);
+        mfs_node_release(n, c->src, sp);
+        return r;
+    }
+    mfs_sha256_stream *s = mfs_sha256_begin();
+    if (s == NULL)
+        return -1;
+    for (uint64_t at = 0; at < n->size; at += sp.len) {
+        uint64_t len = n->size - at < SUM_PIECE ? n->size - at : SUM_PIECE;
+        if (mfs_node_get(n, c->src, at, len, &sp, NULL) != 0) {
+            mfs_sha256_abandon(s);
+            return -1;
+        }
+        int r = mfs_sha256_add(s, sp.p, sp.len, NULL);
+        mfs_node_release(n, c->src, sp);
+        if (r != 0) {
+            mfs_sha256_abandon(s);
+            return -1;
+        }
+    }
+    return mfs_sha256_end(s, hex);
+}
+
 int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65])
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
-    mfs_span sp;
-    if (n == NULL || n->kind != MFS_NODE_FILE || mfs_node_get(n, c->src, 0, n->size, &sp, NULL) != 0)
-        return -1;
-    int r = mfs_sha256_hex_mapped(sp.p, n->size, NULL, hex);
-    mfs_node_release(n, c->src, sp);
-    if (r != 0)
+    if (n == NULL || n->kind != MFS_NODE_FILE || sum_stored(c, n, hex) != 0)
         return -1;
     mfs_content_sum_store(c, node, hex);
     return 0;

@@ -74,6 +74,39 @@ int mfs_sha256_hex_mapped2(const void *head, size_t head_len, const void *p, uin
     return 0;
 }
 
+mfs_sha256_stream *mfs_sha256_begin(void)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return NULL;
+    }
+    return (mfs_sha256_stream *)md;
+}
+
+int mfs_sha256_add(mfs_sha256_stream *s, const void *p, uint64_t n, const mfs_job *job)
+{
+    struct hashing h = { (EVP_MD_CTX *)s, NULL, 0, p, n, job };
+    return mfs_guard_run(hash_guarded, &h);
+}
+
+int mfs_sha256_end(mfs_sha256_stream *s, char hex[MFS_SHA256_HEX])
+{
+    unsigned char dig[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    int r = EVP_DigestFinal_ex((EVP_MD_CTX *)s, dig, &len) == 1 && len == 32 ? 0 : -1;
+    EVP_MD_CTX_free((EVP_MD_CTX *)s);
+    hex[0] = '\0';
+    for (unsigned i = 0; r == 0 && i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+    return r;
+}
+
+void mfs_sha256_abandon(mfs_sha256_stream *s)
+{
+    EVP_MD_CTX_free((EVP_MD_CTX *)s);
+}
+
 bool mfs_is_sha256_hex(const char *s, size_t len)
 {
     if (len != 64)

@@ -21,6 +21,16 @@ int mfs_sha256_hex_mapped(const void *p, uint64_t n, const mfs_job *job, char he
 int mfs_sha256_hex_mapped2(const void *head, size_t head_len, const void *p, uint64_t n,
                            const mfs_job *job, char hex[MFS_SHA256_HEX]);
 
+/* The same made piece by piece (bytes a source hands out a range at a
+ * time): begin, add every piece in order (guarded as above: 0,
+ * MFS_GUARD_FAULT or -1), end gives the digest and frees; abandon frees
+ * without one. NULL from begin when libcrypto cannot. */
+typedef struct mfs_sha256_stream mfs_sha256_stream;
+mfs_sha256_stream *mfs_sha256_begin(void);
+int mfs_sha256_add(mfs_sha256_stream *s, const void *p, uint64_t n, const mfs_job *job);
+int mfs_sha256_end(mfs_sha256_stream *s, char hex[MFS_SHA256_HEX]);
+void mfs_sha256_abandon(mfs_sha256_stream *s);
+
 /* True when `s` (len bytes) is 64 hex digits (either case). */
 bool mfs_is_sha256_hex(const char *s, size_t len);
 
