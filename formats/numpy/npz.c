@@ -113,35 +113,37 @@ typedef struct npz_load {
     mfs_err *e;
 } npz_load;
 
-/* Inflates the first `want` bytes of a Deflate member into buf. Its
- * compressed bytes are got as a piece enough for that many bytes as
- * encoders write them (a literal takes at most 15 bits: 2 * want + 1 KiB
- * for the block headers), and more only when that was not enough; never
- * the member's whole data unless it is that small. */
+/* Inflates the first `want` bytes of a Deflate member into buf from the
+ * start of its compressed bytes held in *c (len 0: none yet; the caller
+ * releases it). A piece is got enough for that many bytes as encoders
+ * write them (a literal takes at most 15 bits: 2 * want, plus room for
+ * block headers and a typical .npy header, so that the prelude's piece
+ * serves the header too), and a larger one only when that was not
+ * enough; never the member's whole data unless it is that small. */
 static int deflated_prefix(npz_load *l, const mfs_zip_entry *en, size_t want, uint8_t *buf,
-                           size_t *got)
+                           size_t *got, mfs_span *c)
 {
     mfs_src *src = l->m->src;
-    uint64_t take = 2 * (uint64_t)want + 1024;
+    uint64_t take = 2 * (uint64_t)want + 4096;
     for (;;) {
-        bool all = take >= en->comp_size;
-        uint64_t n = all ? en->comp_size : take;
-        mfs_span c;
-        if (mfs_src_get(src, en->data_offset, n, &c, l->e) != 0)
+        if (c->len == 0 &&
+            mfs_src_get(src, en->data_offset, take < en->comp_size ? take : en->comp_size, c, l->e) != 0)
             return -1;
-        int r = mfs_inflate_prefix(c.p, n, en->data_offset, buf, want, got, l->e);
-        mfs_src_release(src, c);
+        int r = mfs_inflate_prefix(c->p, c->len, en->data_offset, buf, want, got, l->e);
         /* Out of input short of `want`: the stream goes on past the piece. */
-        if (all || r != MFS_INFLATE_SHORT)
+        if (c->len >= en->comp_size || r != MFS_INFLATE_SHORT)
             return r == 0 ? 0 : -1;
         *l->e = (mfs_err){ 0 };
-        take = take > en->comp_size / 4 ? en->comp_size : take * 4;
+        take = c->len > en->comp_size / 4 ? en->comp_size : c->len * 4;
+        mfs_src_release(src, *c);
+        *c = (mfs_span){ NULL, 0, 0 };
     }
 }
 
 /* The member's header bytes: when Stored, its first bytes got from the
- * source (*got, which the caller releases); else inflated into buf
- * (NPY_PRELUDE_MAX + NPY_HEADER_MAX bytes) as far as the header goes. */
+ * source; else inflated into buf (NPY_PRELUDE_MAX + NPY_HEADER_MAX
+ * bytes) as far as the header goes from a piece of its compressed
+ * bytes. Either way *got is what the caller releases. */
 static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, uint8_t *buf,
                        mfs_span *head, mfs_span *got)
 {
@@ -172,7 +174,7 @@ static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, 
         return MFS_CORRUPT(l->e, en->header_offset, "%scompression %s (numpy writes Stored and "
                            "Deflate members)", where, mfs_zip_method_name(en->method));
     size_t got_n, want = en->size < NPY_PRELUDE_MAX ? (size_t)en->size : NPY_PRELUDE_MAX;
-    if (deflated_prefix(l, en, want, buf, &got_n) != 0)
+    if (deflated_prefix(l, en, want, buf, &got_n, got) != 0)
         return -1;
     uint64_t hlen;
     if (npy_header_len((mfs_span){ buf, got_n, 0 }, &hlen, l->e) != 0) {
@@ -187,7 +189,7 @@ static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, 
         return MFS_CORRUPT(l->e, en->data_offset, "%sthe members' .npy headers inflate to more than "
                            "modelfs reads at mount for a file of this size", where);
     l->inflate_left -= want;
-    if (deflated_prefix(l, en, want, buf, &got_n) != 0)
+    if (deflated_prefix(l, en, want, buf, &got_n, got) != 0)
         return -1;
     /* Offsets in the inflated bytes mean nothing in the file: messages
      * point at the member's data. */
