@@ -644,28 +644,56 @@ static void load_free(carton_load *cl)
 
 #define SIG_LOCAL 0x04034b50u
 
+static int src_get(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    return mfs_src_get(ctx, off, len, out, e);
+}
+
+static void src_release(void *ctx, mfs_span got)
+{
+    mfs_src_release(ctx, got);
+}
+
+/* The zip layer reads the model through its source (it lives as long as
+ * the tree). */
+static mfs_zip_reader reader_of(mfs_src *src)
+{
+    return (mfs_zip_reader){ src, src->size, src_get, src_release };
+}
+
 /* A central directory holding carton.toml, or else (a truncated carton:
  * load then says what is wrong) a first local header of that name, since
  * Carton's packer writes it first. A local header is 30 bytes (name length
- * at +26) + name + extra. */
-static int probe_bytes(mfs_span f)
+ * at +26) + name + extra. Reads the tail and the directory, then the
+ * head's 41 bytes. */
+static int probe(mfs_src *src)
 {
     static const char name[] = "carton.toml";
     const size_t len = sizeof name - 1;
-    if (mfs_zip_has_name(f, name, len))
+    mfs_zip_reader rd = reader_of(src);
+    if (mfs_zip_has_name(&rd, name, len))
         return 120;  /* end record, directory signature, an 11-byte name */
+    mfs_span f;
+    if (mfs_src_get(src, 0, src->size < 30 + len ? src->size : 30 + len, &f, NULL) != 0)
+        return 0;
     uint32_t sig;
     uint16_t nlen;
+    int bid = 0;
     if (mfs_rd_u32(f, 0, &sig) && sig == SIG_LOCAL && mfs_rd_u16(f, 26, &nlen) && nlen == len &&
         mfs_span_has(f, 30, nlen) && memcmp(f.p + 30, name, len) == 0)
-        return 100;
-    return 0;
+        bid = 100;
+    mfs_src_release(src, f);
+    return bid;
 }
 
-static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
+/* Reads the end records and the central directory, then every member's
+ * local header (model.json gives each file's offset): small ranges, no
+ * member's data. */
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
-    if (mfs_zip_open(z, file, e) != 0) {
+    mfs_zip_reader rd = reader_of(src);
+    if (mfs_zip_open(z, &rd, e) != 0) {
         free(z);
         return -1;
     }
@@ -675,6 +703,8 @@ static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
     mfs_model_own(m, z);
     mfs_model_own(m, z->entries);
     mfs_model_own(m, z->names);
+    if (mfs_zip_locate_all(z, e) != 0)
+        return -1;
     carton_load cl;
     load_init(&cl, m, e);
     cl.zip = z;
@@ -706,16 +736,6 @@ static int load_dir(mfs_model *m, const char *path, mfs_err *e)
     int r = carton_build(&cl);
     load_free(&cl);
     return r;
-}
-
-static int probe(mfs_src *src)
-{
-    return mfs_probe_whole(src, probe_bytes);
-}
-
-static int load(mfs_model *m, mfs_src *src, mfs_err *e)
-{
-    return mfs_load_whole(m, src, e, load_bytes);
 }
 
 const mfs_format mfs_format_carton = {

@@ -94,7 +94,7 @@ carton_src *carton_src_new(mfs_model *t, carton_kind kind, const char *label, co
 carton_src *carton_src_alias(mfs_model *t, const carton_src *s, const char *label,
                              const char *sha);
 /* Whether its bytes are the model file's own (a stored member of the
- * zip, at s->en->data_offset). */
+ * zip, at s->en->data_offset: served as a range of the source). */
 bool carton_src_inplace(const carton_src *s);
 /* Gives `node` (stored when carton_src_inplace, with s->size bytes) its
  * produce / verify operations; nothing for a stored member with no sha256. */
@@ -168,11 +168,14 @@ typedef struct carton_load {
     uint32_t files_dir;
 } carton_load;
 
-/* Bytes of a file read at mount: `p` points into the mapping or at `owned`. */
+/* Bytes of a file read at mount: `p` points into a range got from the
+ * model's source (`got`, released by carton_bytes_free) or at `owned`. */
 typedef struct carton_bytes {
     const uint8_t *p;
     size_t len;
     uint8_t *owned;
+    mfs_src *src;               /* when `got` is to be released */
+    mfs_span got;
 } carton_bytes;
 
 /* ---- carton_util.c: what the files below share ------------------------- */

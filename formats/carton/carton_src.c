@@ -1,11 +1,12 @@
 /* Where a carton file's bytes come from, and the produce / verify
  * operations fs/content.c calls on first open (see carton.h).
  *
- *  - stored zip member: served in place from the mapped zip (zero copy);
+ *  - stored zip member: served as its range of the model's source;
  *    with a MANIFEST line, checked (sha256) before it is first served;
- *  - deflate / zstd member: decoded on open into a buffer of exactly its
- *    declared size (formats/zip_decode.c stops at that size and checks the
- *    CRC), then checked. A decoded member must fit in memory: one larger
+ *  - deflate / zstd member: decoded on open from its compressed range of
+ *    the source (got for the decode, then released) into a buffer of
+ *    exactly its declared size (formats/codecs/zip_decode.c stops at that
+ *    size and checks the CRC), then checked. A decoded member must fit in memory: one larger
  *    than half the machine's RAM (at least 1 GiB) fails to open, rather
  *    than have the daemon killed;
  *  - a file on disk (unpacked folder, links_dir/<sha256>): mapped on open
@@ -68,7 +69,7 @@ carton_src *carton_src_alias(mfs_model *t, const carton_src *s, const char *labe
 
 bool carton_src_inplace(const carton_src *s)
 {
-    return s->kind == CARTON_ZIP && mfs_zip_stored_data(s->zip, s->en) != NULL;
+    return s->kind == CARTON_ZIP && mfs_zip_inplace(s->en);
 }
 
 const char *carton_src_storage(const carton_src *s)

@@ -142,9 +142,14 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
     cl->read_total += s->size;
     out->len = (size_t)s->size;
     if (s->kind == CARTON_ZIP) {
-        out->p = mfs_zip_stored_data(s->zip, s->en);
-        if (out->p != NULL)
+        if (carton_src_inplace(s)) {
+            mfs_err ge = { 0 };
+            if (mfs_src_get(cl->m->src, s->en->data_offset, s->en->size, &out->got, &ge) != 0)
+                return mfs_fail(e, ge.code, MFS_NO_OFFSET, "%s: %s", f->path, ge.msg);
+            out->src = cl->m->src;
+            out->p = out->got.p;
             return 0;
+        }
         mfs_err ze = { 0 };
         if (mfs_zip_decode(s->zip, s->en, cap, &out->owned, &ze) != 0)
             return mfs_fail(e, ze.code, MFS_NO_OFFSET, "%s: %s", f->path, ze.msg);
@@ -161,6 +166,8 @@ int carton_read(carton_load *cl, const carton_file *f, uint64_t cap, carton_byte
 
 void carton_bytes_free(carton_bytes *b)
 {
+    if (b->src != NULL)
+        mfs_src_release(b->src, b->got);
     free(b->owned);
     memset(b, 0, sizeof *b);
 }

@@ -31,11 +31,12 @@ int mfs_inflate_prefix(const uint8_t *src, uint64_t src_len, uint64_t at, uint8_
             break;
         if (r == Z_OK)
             continue;
-        if (r == Z_BUF_ERROR && zs.avail_in == 0 && left == 0)
-            rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET,
-                          "deflate data at byte %llu ends before its stream does",
-                          (unsigned long long)at);
-        else
+        if (r == Z_BUF_ERROR && zs.avail_in == 0 && left == 0) {
+            mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET,
+                     "deflate data at byte %llu ends before its stream does",
+                     (unsigned long long)at);
+            rc = MFS_INFLATE_SHORT;
+        } else
             rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "deflate data at byte %llu is invalid: %s",
                           (unsigned long long)at, zs.msg != NULL ? zs.msg : zError(r));
         break;

@@ -1,11 +1,13 @@
 /* Decoding one zip member into a buffer of exactly its declared size.
  * Every call owns its decoder state (a z_stream or a ZSTD_DCtx), so calls
- * from several threads never share anything but the read-only mapping.
+ * from several threads share nothing but the read-only directory.
  *
- * The compressed bytes are read from the mapping of the archive, which
- * may shrink while we read it: the decoding runs under fs/guard.h, and
- * all decoder state lives in mfs_zip_decode's frame so that it can be
- * freed when a fault abandons the decode half-way.
+ * The compressed bytes are got from the archive's reader for the call
+ * and released before it returns. They may be a mapping of the archive,
+ * which may shrink while we read it: the decoding runs under
+ * formats/base/guard.h, and all decoder state lives in mfs_zip_decode's
+ * frame so that it can be freed when a fault abandons the decode
+ * half-way.
  *
  * The output is written front to back in pieces; the CRC-32 (and the
  * sha256 when asked for) follow the writer (trail_hash.h), so the checks
@@ -198,6 +200,7 @@ static uint8_t *out_buffer(uint64_t size)
 /* What one decode owns; see mfs_guard_run. */
 struct decode {
     const mfs_zip_entry *en;
+    uint64_t at;        /* where its data starts, for messages */
     const uint8_t *src;
     uint8_t *buf;
     z_stream zs;
@@ -224,19 +227,25 @@ static int decode_guarded(void *arg)
         mfs_trail_advance(d->trail, en->size);
         return 0;
     case MFS_ZIP_DEFLATE:
-        return inflate_into(&d->zs, d->src, en->comp_size, d->buf, en->size, en->data_offset,
+        return inflate_into(&d->zs, d->src, en->comp_size, d->buf, en->size, d->at,
                             d->trail, d->job, d->e);
     case MFS_ZIP_ZSTD:
         if (d->stream)
             return zstd_stream_into(d->dc, d->src, en->comp_size, d->buf, en->size,
-                                    en->data_offset, d->trail, d->job, d->e);
-        r = zstd_into(d->dc, d->src, en->comp_size, d->buf, en->size, en->data_offset, d->e);
+                                    d->at, d->trail, d->job, d->e);
+        r = zstd_into(d->dc, d->src, en->comp_size, d->buf, en->size, d->at, d->e);
         if (r == 0)
             mfs_trail_advance(d->trail, en->size);
         return r;
     default:
         return BAD(d->e, "unsupported compression method %u", en->raw_method);
     }
+}
+
+static void release(const mfs_zip *z, mfs_span got)
+{
+    if (got.len > 0 && z->rd.release != NULL)
+        z->rd.release(z->rd.ctx, got);
 }
 
 /* Whether dc can decode into a stable buffer with any window (an
@@ -266,41 +275,50 @@ int mfs_zip_decode_sha(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap,
     if (en->size > cap)
         return BAD(e, "declared size %llu exceeds the cap of %llu bytes", (ull)en->size,
                    (ull)cap);
-    /* open checked the range; re-checked so a stray entry cannot read outside. */
-    uint64_t rel = en->data_offset - z->file.base;
-    if (en->data_offset < z->file.base || !mfs_span_has(z->file, rel, en->comp_size) ||
-        en->size > SIZE_MAX - 1 || en->comp_size > SIZE_MAX)
+    if (en->size > SIZE_MAX - 1 || en->comp_size > SIZE_MAX)
         return BAD(e, "member data out of range");
-    const uint8_t *src = z->file.p + rel;
+    /* The reader checks the range against the archive (a stray entry
+     * cannot read outside it). */
+    uint64_t at;
+    mfs_span src;
+    if (mfs_zip_data_offset(z, en, &at, e) != 0)
+        return -1;
+    if (at > z->rd.size || en->comp_size > z->rd.size - at)
+        return BAD(e, "member data out of range");
+    if (en->comp_size == 0)
+        src = (mfs_span){ NULL, 0, at };
+    else if (z->rd.get(z->rd.ctx, at, en->comp_size, &src, e) != 0)
+        return -1;
     uint8_t *buf = out_buffer(en->size);
-    if (buf == NULL)
-        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for %llu bytes", (ull)en->size);
     /* Decoder state is ours, not the guarded function's (see the top). */
-    struct decode d = { .en = en, .src = src, .buf = buf, .job = job, .e = e };
-    int zr;
-    if (en->method == MFS_ZIP_DEFLATE && (zr = inflateInit2(&d.zs, -15)) != Z_OK) {
+    struct decode d = { .en = en, .at = at, .src = src.p, .buf = buf, .job = job, .e = e };
+    int zr, rc = 0;
+    if (buf == NULL)
+        rc = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for %llu bytes", (ull)en->size);
+    else if (en->method == MFS_ZIP_DEFLATE && (zr = inflateInit2(&d.zs, -15)) != Z_OK)
+        rc = mfs_fail(e, zr == Z_MEM_ERROR ? MFS_E_NOMEM : MFS_E_INTERNAL, MFS_NO_OFFSET,
+                      "zlib cannot start a raw inflate");
+    else if (en->method == MFS_ZIP_ZSTD && (d.dc = ZSTD_createDCtx()) == NULL)
+        rc = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a zstd decoder");
+    if (rc != 0) {
         free(buf);
-        return mfs_fail(e, zr == Z_MEM_ERROR ? MFS_E_NOMEM : MFS_E_INTERNAL, MFS_NO_OFFSET,
-                        "zlib cannot start a raw inflate");
+        release(z, src);
+        return -1;
     }
-    if (en->method == MFS_ZIP_ZSTD) {
-        if ((d.dc = ZSTD_createDCtx()) == NULL) {
-            free(buf);
-            return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a zstd decoder");
-        }
+    if (d.dc != NULL)
         d.stream = zstd_stream_setup(d.dc);
-    }
     /* The CRC-32 (and the sha256) follow the decoder, on a helper thread
      * for a large member. */
     d.trail = mfs_trail_start(buf, en->size, sha != NULL, en->size >= MFS_TRAIL_THREAD_MIN);
-    int rc = d.trail == NULL ? mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a hash")
-                             : mfs_guard_run(decode_guarded, &d);
+    rc = d.trail == NULL ? mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a hash")
+                         : mfs_guard_run(decode_guarded, &d);
     if (en->method == MFS_ZIP_DEFLATE)
         inflateEnd(&d.zs);
     ZSTD_freeDCtx(d.dc);
+    release(z, src);
     if (rc == MFS_GUARD_FAULT)
         rc = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the archive shrank while the member at byte %llu was decoded",
-                 (ull)en->data_offset);
+                 (ull)at);
     if (rc == 0) {
         uint32_t crc;
         rc = mfs_trail_finish(d.trail, &crc, sha);

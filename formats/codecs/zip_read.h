@@ -1,19 +1,24 @@
-/* A bounds-checked zip reader over the mapped file (the layer under the
- * Carton driver). No FUSE, no knowledge of Carton.
+/* A bounds-checked zip reader (the layer under the Carton, NumPy .npz and
+ * PyTorch drivers). No FUSE, no knowledge of those formats, and no
+ * knowledge of where the bytes come from: it reads through a
+ * mfs_zip_reader (a get / release pair the driver fills from its source),
+ * asking for ranges, never the whole archive.
  *
- * mfs_zip_open reads the end-of-central-directory record (ZIP64 aware), every
- * central directory entry and every member's local header, and checks each
- * offset and size against the file with overflow checks, and refuses
- * members whose bytes (local header through compressed data) overlap, so
- * a small archive cannot multiply decode work. It keeps no
- * mutable state afterwards: mfs_zip_stored_data and mfs_zip_decode only read
- * the archive, so any number of threads may call them at once, on the same
- * entry or on different ones.
+ * mfs_zip_open reads the end records from the tail (ZIP64 aware) and the
+ * central directory as one range, copies what the entries need and lets
+ * go of both. A member's local header (where its data starts) is read
+ * only when asked for (mfs_zip_locate, or mfs_zip_locate_all for a
+ * driver that describes every member). Every offset and size is checked
+ * against the file with overflow checks, and members' bytes (local
+ * header through compressed data) may not overlap, so a small archive
+ * cannot multiply decode work. After loading nothing is mutated:
+ * mfs_zip_decode only reads, so any number of threads may call it at
+ * once, on the same entry or on different ones.
  *
- * Methods: Stored (served in place, zero copy), Deflate (zlib raw inflate
- * over the mapped bytes) and zstd (zip method 93, libzstd). Anything else is
- * MFS_ZIP_OTHER, which decode refuses. Error offsets are absolute (the
- * span's base is added). */
+ * Methods: Stored (served in place by the driver, as a range of the
+ * file), Deflate (zlib raw inflate) and zstd (zip method 93, libzstd).
+ * Anything else is MFS_ZIP_OTHER, which decode refuses. Error offsets are
+ * absolute. */
 #ifndef MFS_ZIP_READ_H
 #define MFS_ZIP_READ_H
 
@@ -41,9 +46,15 @@ typedef struct mfs_zip_entry {
     uint16_t raw_method;        /* the method number in the central directory */
     uint64_t comp_size, size;   /* from the central directory (ZIP64 aware) */
     uint64_t header_offset;     /* absolute offset of the local header */
+    bool located;               /* data_offset is known (mfs_zip_locate) */
     uint64_t data_offset;       /* absolute offset of the member's data, found
-                                   through the local header; data_offset +
-                                   comp_size lies inside the file */
+                                   through the local header once located;
+                                   data_offset + comp_size then lies inside
+                                   the file */
+    uint64_t limit;             /* where the next member (by local header
+                                   offset) or the central directory starts:
+                                   this member's bytes must end there */
+    size_t next;                /* that next member's index, or SIZE_MAX */
     uint32_t crc32;
     uint16_t made_by;           /* "version made by": its high byte is the host
                                    system (3 = Unix) */
@@ -51,27 +62,64 @@ typedef struct mfs_zip_entry {
                                    (S_IFLNK: a symbolic link) */
 } mfs_zip_entry;
 
+/* Where the archive's bytes come from. get gives [off, off + len) (the
+ * caller checked it lies within `size`) as a span whose base is `off`,
+ * valid until release; -1 with e when the bytes cannot be had. Any
+ * thread (decode calls it while mounted). */
+typedef struct mfs_zip_reader {
+    void *ctx;
+    uint64_t size;              /* of the archive */
+    int (*get)(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e);
+    void (*release)(void *ctx, mfs_span got);
+} mfs_zip_reader;
+
 typedef struct mfs_zip {
     mfs_zip_entry *entries;     /* in central-directory order; duplicate names kept */
     size_t count;
     size_t skipped;             /* central directory entries dropped (NUL in the name) */
-    mfs_span file;              /* the archive, as given to mfs_zip_open */
     char *names;                /* one block holding every entry's name */
+    mfs_zip_reader rd;          /* as given to mfs_zip_open: must stay usable
+                                   until mfs_zip_close */
+    uint64_t cd_offset;         /* members lie before it */
 } mfs_zip;
 
-/* Reads the archive's directory. The bytes of `file` must stay mapped until
- * mfs_zip_close. On failure fills `e` (MFS_E_CORRUPT with the absolute
- * offset of the bad record) and returns -1 with *z empty. */
-int mfs_zip_open(mfs_zip *z, mfs_span file, mfs_err *e);
+/* A reader over bytes in memory (`file`, which must outlive the reader's
+ * use): for tests and tools. */
+void mfs_zip_reader_span(mfs_zip_reader *rd, const mfs_span *file);
+
+/* Reads the archive's directory (two or three ranges: the tail, the ZIP64
+ * end record when it is not in the tail, the central directory). On
+ * failure fills `e` (MFS_E_CORRUPT with the absolute offset of the bad
+ * record; MFS_E_IO when the reader fails) and returns -1 with *z empty. */
+int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e);
 void mfs_zip_close(mfs_zip *z);
 
-/* A Stored member's bytes in place (en->size bytes, zero copy), or NULL when
- * the member is not stored, is encrypted or its compressed size differs from
- * its size. The CRC is not checked here (mfs_zip_decode does). */
-const uint8_t *mfs_zip_stored_data(const mfs_zip *z, const mfs_zip_entry *en);
+/* Reads en's local header (one small range) and fills en->data_offset,
+ * checking that its data ends before the next member starts. At load,
+ * before any decode may run (it writes the entry). 0, or -1 with e. */
+int mfs_zip_locate(const mfs_zip *z, mfs_zip_entry *en, mfs_err *e);
+
+/* Locates every entry, then checks that no two members overlap (the
+ * messages name both): for a driver that describes every member. */
+int mfs_zip_locate_all(mfs_zip *z, mfs_err *e);
+
+/* en's data offset: en->data_offset when located, else read from its
+ * local header (a small range) without writing the entry. */
+int mfs_zip_data_offset(const mfs_zip *z, const mfs_zip_entry *en, uint64_t *data, mfs_err *e);
+
+/* Whether a member's bytes are its data as they are (stored, not
+ * encrypted, compressed size = size): served as the range
+ * [data_offset, data_offset + size) of the file. The CRC is not checked
+ * then (mfs_zip_decode does). */
+static inline bool mfs_zip_inplace(const mfs_zip_entry *en)
+{
+    return en->method == MFS_ZIP_STORED && !en->encrypted && en->comp_size == en->size;
+}
 
 /* Decodes a member (stored, deflate or zstd) into a new malloc'd buffer of
- * exactly en->size bytes (*out; free it). Returns -1 with a one-line reason
+ * exactly en->size bytes (*out; free it), getting its compressed bytes
+ * (and its local header, when not located) from the reader and
+ * releasing them before it returns. Returns -1 with a one-line reason
  * in `e` (*out = NULL): MFS_E_CORRUPT when en->size exceeds `cap`, when the
  * data decodes to more or fewer bytes than en->size (decoding stops as soon
  * as output would pass en->size), on any decoder error, on a CRC-32
@@ -92,7 +140,7 @@ int mfs_zip_decode_sha(const mfs_zip *z, const mfs_zip_entry *en, uint64_t cap,
 /* Whether the central directory (the one mfs_zip_open would read) lists a
  * member named name[0..len), looking no further than the first malformed
  * entry and at no local header: a cheap test for a format's probe. */
-bool mfs_zip_has_name(mfs_span file, const char *name, size_t len);
+bool mfs_zip_has_name(const mfs_zip_reader *rd, const char *name, size_t len);
 
 /* A Unix symbolic link: made by Unix (host 3) with S_IFLNK in the mode. */
 static inline bool mfs_zip_is_symlink(const mfs_zip_entry *en)

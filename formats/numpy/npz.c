@@ -1,10 +1,12 @@
 /* A NumPy .npz file: a zip of .npy members (np.savez: Stored;
  * np.savez_compressed: Deflate). Each member is one tensor named by its
- * key (the member name without ".npy"). A Stored member is served in
- * place from the mapped zip; a Deflate member's header is read at mount
- * from the first inflated bytes, and its array is decoded on first open
- * through the content layer (like a Carton member), then served from
- * that copy. Entries add `member` and `compression`; members that are
+ * key (the member name without ".npy"). The load reads the zip's end
+ * records and central directory, then per member its local header and
+ * its .npy header (a Stored member's first bytes; a Deflate member's
+ * first inflated bytes, from as little of its data as they need). A
+ * Stored member's array is served as its range of the file; a Deflate
+ * member's is decoded on first open through the content layer (like a
+ * Carton member), then served from that copy. Entries add `member` and `compression`; members that are
  * not .npy files are skipped and named in metadata `warnings`. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,11 @@
 
 typedef unsigned long long ull;
 
+/* For npy.c (no header of their own). The _src pair reads ranges; the
+ * span pair is the form npy.c called before sources, kept until it
+ * calls the _src pair. */
+int mfs_npz_probe_src(mfs_src *src);
+int mfs_npz_load_src(mfs_model *m, mfs_src *src, mfs_err *e);
 int mfs_npz_probe(mfs_span f);
 int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e);
 
@@ -42,10 +49,28 @@ int mfs_npz_probe(mfs_span f)
     return 64;
 }
 
+/* The same from the source: its first local header (30 bytes and a name
+ * of at most 64 KiB). */
+int mfs_npz_probe_src(mfs_src *src)
+{
+    mfs_span f;
+    uint16_t nlen;
+    if (mfs_src_get(src, 0, src->size < 30 ? src->size : 30, &f, NULL) != 0)
+        return 0;
+    bool has_len = mfs_rd_u16(f, 26, &nlen);
+    mfs_src_release(src, f);
+    uint64_t want = 30 + (has_len ? (uint64_t)nlen : 0);
+    if (!has_len || mfs_src_get(src, 0, src->size < want ? src->size : want, &f, NULL) != 0)
+        return 0;
+    int bid = mfs_npz_probe(f);
+    mfs_src_release(src, f);
+    return bid;
+}
+
 /* A Deflate member's array: decoded whole on open, the slice after its
  * header served. */
 typedef struct npz_src {
-    const mfs_zip *zip;
+    const mfs_zip *zip;         /* reads the model's source */
     const mfs_zip_entry *en;
     uint64_t off, len;       /* the array inside the decoded member */
 } npz_src;
@@ -88,30 +113,71 @@ typedef struct npz_load {
     mfs_err *e;
 } npz_load;
 
-/* The member's header bytes: in place when Stored, else inflated into
- * buf (NPY_PRELUDE_MAX + NPY_HEADER_MAX bytes) as far as the header goes. */
-static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, uint8_t *buf,
-                       mfs_span *head)
+/* Inflates the first `want` bytes of a Deflate member into buf from the
+ * start of its compressed bytes held in *c (len 0: none yet; the caller
+ * releases it). A piece is got enough for that many bytes as encoders
+ * write them (a literal takes at most 15 bits: 2 * want, plus room for
+ * block headers and a typical .npy header, so that the prelude's piece
+ * serves the header too), and a larger one only when that was not
+ * enough; never the member's whole data unless it is that small. */
+static int deflated_prefix(npz_load *l, const mfs_zip_entry *en, size_t want, uint8_t *buf,
+                           size_t *got, mfs_span *c)
 {
+    mfs_src *src = l->m->src;
+    uint64_t take = 2 * (uint64_t)want + 4096;
+    for (;;) {
+        if (c->len == 0 &&
+            mfs_src_get(src, en->data_offset, take < en->comp_size ? take : en->comp_size, c, l->e) != 0)
+            return -1;
+        int r = mfs_inflate_prefix(c->p, c->len, en->data_offset, buf, want, got, l->e);
+        /* Out of input short of `want`: the stream goes on past the piece. */
+        if (c->len >= en->comp_size || r != MFS_INFLATE_SHORT)
+            return r == 0 ? 0 : -1;
+        *l->e = (mfs_err){ 0 };
+        take = c->len > en->comp_size / 4 ? en->comp_size : c->len * 4;
+        mfs_src_release(src, *c);
+        *c = (mfs_span){ NULL, 0, 0 };
+    }
+}
+
+/* The member's header bytes: when Stored, its first bytes got from the
+ * source; else inflated into buf (NPY_PRELUDE_MAX + NPY_HEADER_MAX
+ * bytes) as far as the header goes from a piece of its compressed
+ * bytes. Either way *got is what the caller releases. */
+static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, uint8_t *buf,
+                       mfs_span *head, mfs_span *got)
+{
+    mfs_src *src = l->m->src;
+    *got = (mfs_span){ NULL, 0, 0 };
     if (en->encrypted)
         return MFS_CORRUPT(l->e, en->header_offset, "%sencrypted", where);
     if (en->method == MFS_ZIP_STORED) {
-        const uint8_t *p = mfs_zip_stored_data(l->z, en);
-        if (p == NULL)
+        if (!mfs_zip_inplace(en))
             return MFS_CORRUPT(l->e, en->header_offset, "%sa Stored member whose compressed size "
                                "(%llu) is not its size (%llu)", where, (ull)en->comp_size, (ull)en->size);
-        *head = (mfs_span){ p, en->size, en->data_offset };
+        /* The prelude says how long the header is; then the header (a bad
+         * prelude is left to npy_header_parse to describe). */
+        uint64_t n = en->size < NPY_PRELUDE_MAX ? en->size : NPY_PRELUDE_MAX, hlen;
+        if (mfs_src_get(src, en->data_offset, n, got, l->e) != 0)
+            return -1;
+        mfs_err ignore = { 0 };
+        if (npy_header_len(*got, &hlen, &ignore) == 0 && hlen > n) {
+            mfs_src_release(src, *got);
+            *got = (mfs_span){ NULL, 0, 0 };
+            if (mfs_src_get(src, en->data_offset, hlen < en->size ? hlen : en->size, got, l->e) != 0)
+                return -1;
+        }
+        *head = *got;
         return 0;
     }
     if (en->method != MFS_ZIP_DEFLATE)
         return MFS_CORRUPT(l->e, en->header_offset, "%scompression %s (numpy writes Stored and "
                            "Deflate members)", where, mfs_zip_method_name(en->method));
-    const uint8_t *src = l->z->file.p + (en->data_offset - l->z->file.base);
-    size_t got, want = en->size < NPY_PRELUDE_MAX ? (size_t)en->size : NPY_PRELUDE_MAX;
-    if (mfs_inflate_prefix(src, en->comp_size, en->data_offset, buf, want, &got, l->e) != 0)
+    size_t got_n, want = en->size < NPY_PRELUDE_MAX ? (size_t)en->size : NPY_PRELUDE_MAX;
+    if (deflated_prefix(l, en, want, buf, &got_n, got) != 0)
         return -1;
     uint64_t hlen;
-    if (npy_header_len((mfs_span){ buf, got, 0 }, &hlen, l->e) != 0) {
+    if (npy_header_len((mfs_span){ buf, got_n, 0 }, &hlen, l->e) != 0) {
         l->e->code = MFS_OK;
         return MFS_CORRUPT(l->e, en->data_offset, "%snot an .npy array (its first inflated bytes "
                            "are no \\x93NUMPY header)", where);
@@ -123,21 +189,17 @@ static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, 
         return MFS_CORRUPT(l->e, en->data_offset, "%sthe members' .npy headers inflate to more than "
                            "modelfs reads at mount for a file of this size", where);
     l->inflate_left -= want;
-    if (mfs_inflate_prefix(src, en->comp_size, en->data_offset, buf, want, &got, l->e) != 0)
+    if (deflated_prefix(l, en, want, buf, &got_n, got) != 0)
         return -1;
     /* Offsets in the inflated bytes mean nothing in the file: messages
      * point at the member's data. */
-    *head = (mfs_span){ buf, got, en->data_offset };
+    *head = (mfs_span){ buf, got_n, en->data_offset };
     return 0;
 }
 
-static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
+/* The tensor of a member whose header bytes are `head`. */
+static int describe(npz_load *l, const mfs_zip_entry *en, const char *where, mfs_span head)
 {
-    char where[300];
-    snprintf(where, sizeof where, "member %.200s: ", en->name);
-    mfs_span head;
-    if (member_head(l, en, where, buf, &head) != 0)
-        return -1;
     npy_header h;
     bool stored = en->method == MFS_ZIP_STORED;
     if (!stored)
@@ -173,10 +235,33 @@ static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
     return 0;
 }
 
-int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
+static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
+{
+    char where[300];
+    snprintf(where, sizeof where, "member %.200s: ", en->name);
+    mfs_span head, got;
+    int r = member_head(l, en, where, buf, &head, &got);
+    if (r == 0)
+        r = describe(l, en, where, head);
+    mfs_src_release(l->m->src, got);
+    return r;
+}
+
+static int src_get(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    return mfs_src_get(ctx, off, len, out, e);
+}
+
+static void src_release(void *ctx, mfs_span got)
+{
+    mfs_src_release(ctx, got);
+}
+
+int mfs_npz_load_src(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
-    if (mfs_zip_open(z, file, e) != 0) {
+    mfs_zip_reader rd = { src, src->size, src_get, src_release };
+    if (mfs_zip_open(z, &rd, e) != 0) {
         free(z);
         return -1;
     }
@@ -184,10 +269,12 @@ int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
     mfs_model_own(m, z);
     mfs_model_own(m, z->entries);
     mfs_model_own(m, z->names);
+    if (mfs_zip_locate_all(z, e) != 0)
+        return -1;
     mfs_model_set_format(m, "numpy", 0);
     mfs_obj_set(m->metadata, "container", mfs_str("npz"));
     /* Inflated header bytes: 16 MiB plus 16 per byte of the file. */
-    npz_load l = { m, z, mfs_arr(), npy_budget(file.len), (16ull << 20) + 16 * file.len, e };
+    npz_load l = { m, z, mfs_arr(), npy_budget(src->size), (16ull << 20) + 16 * src->size, e };
     uint8_t *buf = mfs_xmalloc(NPY_PRELUDE_MAX + NPY_HEADER_MAX);
     int r = 0;
     size_t members = 0;
@@ -206,4 +293,12 @@ int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
     mfs_obj_set(m->metadata, "members", mfs_u64(members));
     mfs_obj_set(m->metadata, "warnings", l.warnings);
     return r;
+}
+
+/* The whole file as a span, as npy.c gives it: the members are read from
+ * the model's source all the same. */
+int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
+{
+    (void)file;
+    return mfs_npz_load_src(m, m->src, e);
 }

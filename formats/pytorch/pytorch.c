@@ -7,8 +7,14 @@
  * a tensor is a _rebuild_tensor call on a persistent id
  * ('storage', StorageType, KEY, location, numel) with storage_offset, size
  * and stride in elements. A C-contiguous view of a stored member is
- * served in place (zero copy); any other view (strides, a compressed
+ * served as its range of the file; any other view (strides, a compressed
  * member) is made on open in C order (torch_strided.c).
+ *
+ * What a load reads: the file's first local header (the legacy magic, the
+ * top folder), the zip's end records and central directory, the local
+ * headers of data.pkl, byteorder, version and of each storage a tensor
+ * uses (not of the other members), and the bytes of data.pkl, byteorder
+ * and version; never a storage's bytes.
  *
  * Refused (exit 5, with what they are): the legacy format (before torch
  * 1.6: pickles back to back, no zip), TorchScript archives
@@ -56,9 +62,47 @@ static bool ends(const char *s, size_t len, size_t top, const char *rest)
     return len == top + 1 + r && memcmp(s + top + 1, rest, r) == 0;
 }
 
-static int probe_bytes(mfs_span f)
+static int src_get(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
 {
-    if (mfs_span_has(f, 0, sizeof legacy_magic) && memcmp(f.p, legacy_magic, sizeof legacy_magic) == 0)
+    return mfs_src_get(ctx, off, len, out, e);
+}
+
+static void src_release(void *ctx, mfs_span got)
+{
+    mfs_src_release(ctx, got);
+}
+
+static mfs_zip_reader reader_of(mfs_src *src)
+{
+    return (mfs_zip_reader){ src, src->size, src_get, src_release };
+}
+
+/* The file's head: the first local header with its name (or as much of
+ * the file as there is, at least the legacy magic's 14 bytes). */
+static int get_head(mfs_src *src, mfs_span *f)
+{
+    uint16_t nlen = 0;
+    uint64_t want = 30;
+    if (mfs_src_get(src, 0, src->size < want ? src->size : want, f, NULL) != 0)
+        return -1;
+    if (mfs_rd_u16(*f, 26, &nlen) && nlen > 0) {
+        mfs_src_release(src, *f);
+        want += nlen;
+        if (mfs_src_get(src, 0, src->size < want ? src->size : want, f, NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static bool is_legacy(mfs_span f)
+{
+    return mfs_span_has(f, 0, sizeof legacy_magic) &&
+           memcmp(f.p, legacy_magic, sizeof legacy_magic) == 0;
+}
+
+static int probe_head(mfs_src *src, mfs_span f)
+{
+    if (is_legacy(f))
         return 112;  /* 14 bytes: refused by the loader, saying what it is */
     const char *name;
     size_t len;
@@ -74,18 +118,29 @@ static int probe_bytes(mfs_span f)
     char want[300];
     if (top > 200)
         return 0;
+    mfs_zip_reader rd = reader_of(src);
     snprintf(want, sizeof want, "%.*s/data.pkl", (int)top, name);
-    if (mfs_zip_has_name(f, want, strlen(want)))
+    if (mfs_zip_has_name(&rd, want, strlen(want)))
         return 72;
     snprintf(want, sizeof want, "%.*s/constants.pkl", (int)top, name);
-    if (mfs_zip_has_name(f, want, strlen(want)))
+    if (mfs_zip_has_name(&rd, want, strlen(want)))
         return 64;   /* TorchScript: refused by the loader, saying what it is */
     return 0;
 }
 
+static int probe(mfs_src *src)
+{
+    mfs_span f;
+    if (get_head(src, &f) != 0)
+        return 0;
+    int bid = probe_head(src, f);
+    mfs_src_release(src, f);
+    return bid;
+}
+
 typedef struct member {
     const char *name;
-    const mfs_zip_entry *en;
+    mfs_zip_entry *en;
 } member;
 
 static int cmp_member(const void *a, const void *b)
@@ -98,7 +153,7 @@ static int cmp_member(const void *a, const void *b)
 
 typedef struct load {
     mfs_model *m;
-    mfs_span file;
+    mfs_src *src;
     mfs_zip *zip;
     mfs_err *e;
     char *top;                  /* "T" */
@@ -108,7 +163,12 @@ typedef struct load {
     mfs_budget *budget;         /* shared with the walk */
 } load;
 
-static const mfs_zip_entry *find(const load *l, const char *rest)
+/* The member T/rest, located (its local header read: one small range),
+ * or NULL with nothing read. -1 in *bad with l->e when its local header
+ * is bad. */
+static mfs_zip_entry *find_at(const load *l, const char *rest, int *bad);
+
+static mfs_zip_entry *find(const load *l, const char *rest)
 {
     size_t tl = strlen(l->top);
     char *want = mfs_xmalloc(tl + strlen(rest) + 2);
@@ -121,10 +181,17 @@ static const mfs_zip_entry *find(const load *l, const char *rest)
         else
             hi = mid;
     }
-    const mfs_zip_entry *en = lo < l->nmembers && strcmp(l->members[lo].name, want) == 0
-                                  ? l->members[lo].en : NULL;
+    mfs_zip_entry *en = lo < l->nmembers && strcmp(l->members[lo].name, want) == 0
+                            ? l->members[lo].en : NULL;
     free(want);
     return en;
+}
+
+static mfs_zip_entry *find_at(const load *l, const char *rest, int *bad)
+{
+    mfs_zip_entry *en = find(l, rest);
+    *bad = en != NULL && mfs_zip_locate(l->zip, en, l->e) != 0 ? -1 : 0;
+    return *bad ? NULL : en;
 }
 
 /* A small member's bytes (version, byteorder): in place or decoded. */
@@ -155,7 +222,7 @@ static int check_members(load *l)
     size_t tl = strlen(l->top);
     l->members = mfs_xcalloc(z->count, sizeof *l->members);
     for (size_t i = 0; i < z->count; i++) {
-        const mfs_zip_entry *en = &z->entries[i];
+        mfs_zip_entry *en = &z->entries[i];
         if (strncmp(en->name, l->top, tl) != 0 || en->name[tl] != '/')
             return MFS_CORRUPT(l->e, en->header_offset,
                                "member %.200s is not under %.200s/, where every member of a "
@@ -226,7 +293,10 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
                            "(64 MiB plus 64 bytes per byte of the file)");
     char rest[300];
     snprintf(rest, sizeof rest, "data/%s", t->key);
-    const mfs_zip_entry *ze = find(l, rest);
+    int bad;
+    const mfs_zip_entry *ze = find_at(l, rest, &bad);
+    if (bad)
+        return -1;
     if (ze == NULL)
         return MFS_CORRUPT(l->e, t->at, "tensor %.200s: its storage '%.100s' has no member %.200s/%s",
                            en->name, t->key, l->top, rest);
@@ -255,7 +325,7 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
                            "past its storage %.200s/%s of %llu bytes", en->name,
                            (unsigned long long)t->offset, l->top, rest, (unsigned long long)ze->size);
     bool contig = contiguous(t);
-    const uint8_t *inplace = mfs_zip_stored_data(l->zip, ze);
+    bool inplace = mfs_zip_inplace(ze);
     uint64_t first_byte = empty ? 0 : t->offset * esize;   /* < size: checked above */
     mfs_val *x = mfs_obj();
     mfs_obj_set(x, "storage_type", mfs_str(t->storage_type));
@@ -287,13 +357,13 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
         .name = en->name, .name_len = en->name_len, .dtype = t->dtype, .shape = t->shape,
         .ndim = t->ndim, .nbytes = nbytes, .offset = ze->data_offset + first_byte, .extra = x,
     };
-    if (contig && inplace != NULL) {
+    if (contig && inplace) {
         mt.stored = true;
         mt.storage = "stored";
         mfs_model_add_tensor(l->m, l->m->tensors_dir, &mt);
         return 0;
     }
-    uint64_t cap = l->file.len * 4 > GATHER_MIN ? l->file.len * 4 : GATHER_MIN;
+    uint64_t cap = l->src->size * 4 > GATHER_MIN ? l->src->size * 4 : GATHER_MIN;
     if (nbytes > cap) {
         mfs_val_free(x);
         return MFS_CORRUPT(l->e, t->at, "tensor %.200s: a view of %llu bytes (of a storage of %llu) "
@@ -301,14 +371,20 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
                            (unsigned long long)nbytes, (unsigned long long)ze->size,
                            (unsigned long long)cap);
     }
-    if (inplace == NULL && ze->size > cap) {
+    if (!inplace && ze->size > cap) {
         mfs_val_free(x);
         return MFS_CORRUPT(l->e, ze->header_offset, "%.200s: a compressed storage of %llu bytes is "
                            "more than modelfs decodes for one file (%llu)", member_name,
                            (unsigned long long)ze->size, (unsigned long long)cap);
     }
     pt_view *v = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *v));
+    /* A stored storage: the elements the view reaches, [offset, last], a
+     * range of the file got on open; a compressed one is decoded whole. */
     v->inplace = inplace;
+    v->src = l->src;
+    v->first = empty ? 0 : t->offset;
+    v->in_off = ze->data_offset + first_byte;
+    v->in_len = empty ? 0 : (last + 1 - t->offset) * esize;  /* <= size: checked above */
     v->zip = l->zip;
     v->entry = ze;
     v->storage_len = ze->size;
@@ -367,10 +443,15 @@ static int load_zip(load *l)
     mfs_err *e = l->e;
     if (check_members(l) != 0)
         return -1;
-    const mfs_zip_entry *pkl = find(l, "data.pkl");
+    int bad;
+    const mfs_zip_entry *pkl = find_at(l, "data.pkl", &bad);
+    if (bad)
+        return -1;
     if (pkl == NULL)
         return MFS_CORRUPT(e, 0, "no %.200s/data.pkl: not a torch.save checkpoint", l->top);
-    const mfs_zip_entry *bo = find(l, "byteorder");
+    const mfs_zip_entry *bo = find_at(l, "byteorder", &bad);
+    if (bad)
+        return -1;
     if (bo != NULL) {
         char *s = small_text(l, bo);
         bool little = s && strcmp(s, "little") == 0;
@@ -381,7 +462,9 @@ static int load_zip(load *l)
                                l->top);
     }
     int64_t version = 0;
-    const mfs_zip_entry *ve = find(l, "version");
+    const mfs_zip_entry *ve = find_at(l, "version", &bad);
+    if (bad)
+        return -1;
     if (ve != NULL) {
         char *s = small_text(l, ve);
         version = s ? strtoll(s, NULL, 10) : 0;
@@ -389,11 +472,13 @@ static int load_zip(load *l)
     }
     mfs_model_set_format(l->m, "pytorch", version);
 
-    mfs_span s;
+    mfs_span s, got = { NULL, 0, 0 };
     uint8_t *decoded = NULL;
-    const uint8_t *p = mfs_zip_stored_data(l->zip, pkl);
-    if (p != NULL) {
-        s = (mfs_span){ p, pkl->size, pkl->data_offset };
+    if (mfs_zip_inplace(pkl)) {
+        /* Released at the end: nothing the load keeps points into it. */
+        if (pkl->size > 0 && mfs_src_get(l->src, pkl->data_offset, pkl->size, &got, e) != 0)
+            return -1;
+        s = (mfs_span){ got.p, pkl->size, pkl->data_offset };
     } else {
         if (mfs_zip_decode(l->zip, pkl, PKL_MAX, &decoded, e) != 0)
             return -1;
@@ -407,7 +492,7 @@ static int load_zip(load *l)
     pt_walk w = { 0 };
     mfs_budget budget = { BUDGET_MIN, false };
     uint64_t more;
-    if (mfs_mul_u64(l->file.len, 64, &more) && mfs_add_u64(budget.left, more, &budget.left))
+    if (mfs_mul_u64(l->src->size, 64, &more) && mfs_add_u64(budget.left, more, &budget.left))
         budget.left = budget.left > BUDGET_MAX ? BUDGET_MAX : budget.left;
     else
         budget.left = BUDGET_MAX;
@@ -430,37 +515,34 @@ static int load_zip(load *l)
     pk_free(&pm);
     pt_rebuild_free(&rb);
     free(decoded);
+    if (got.len > 0)
+        mfs_src_release(l->src, got);
     return r;
 }
 
-static int load_file_bytes(mfs_model *m, mfs_span file, mfs_err *e)
+static int load_file(mfs_model *m, mfs_src *src, mfs_err *e)
 {
-    if (mfs_span_has(file, 0, sizeof legacy_magic) &&
-        memcmp(file.p, legacy_magic, sizeof legacy_magic) == 0)
+    mfs_span head;
+    if (get_head(src, &head) != 0)
+        return mfs_fail(e, MFS_E_IO, 0, "cannot read the file's first bytes");
+    bool legacy = is_legacy(head);
+    mfs_src_release(src, head);
+    if (legacy)
         return MFS_CORRUPT(e, 0, "a legacy torch.save file (before torch 1.6: pickles back to back, "
                                  "not a zip): not supported; torch.save it again with a newer torch");
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
-    if (mfs_zip_open(z, file, e) != 0) {
+    mfs_zip_reader rd = reader_of(src);
+    if (mfs_zip_open(z, &rd, e) != 0) {
         free(z);
         return -1;
     }
     /* Views made on open decode from the zip: it lives as long as the tree. */
     mfs_model_on_destroy(m, close_zip, z);
-    load l = { .m = m, .file = file, .zip = z, .e = e };
+    load l = { .m = m, .src = src, .zip = z, .e = e };
     int r = load_zip(&l);
     free(l.top);
     free(l.members);
     return r;
-}
-
-static int probe(mfs_src *src)
-{
-    return mfs_probe_whole(src, probe_bytes);
-}
-
-static int load_file(mfs_model *m, mfs_src *src, mfs_err *e)
-{
-    return mfs_load_whole(m, src, e, load_file_bytes);
 }
 
 const mfs_format mfs_format_pytorch = {

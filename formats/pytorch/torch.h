@@ -65,7 +65,11 @@ void pt_walk_free(pt_walk *w);
 /* A view whose bytes are made on open (torch_strided.c): gathered in C
  * order from a storage that is in place (stored member) or decoded. */
 typedef struct pt_view {
-    const uint8_t *inplace;     /* the storage's bytes in the mapping, or NULL */
+    bool inplace;               /* a stored storage: read from the source */
+    mfs_src *src;               /* then: its elements from `first` (the view's
+                                   lowest) on are bytes [in_off, in_off +
+                                   in_len) of the source, got on open */
+    uint64_t first, in_off, in_len;
     const void *zip;            /* else: the mfs_zip and entry to decode */
     const void *entry;
     uint64_t storage_len;       /* bytes of the storage */
@@ -77,9 +81,11 @@ typedef struct pt_view {
 
 extern const mfs_produce_ops pt_view_ops;
 
-/* Writes the view into out (v->nbytes bytes) from `storage`; false when
- * `job` was cancelled. Every element read lies in storage_len (checked at
- * mount); the work is one pass over the output. */
-bool pt_gather(const pt_view *v, const uint8_t *storage, uint8_t *out, const mfs_job *job);
+/* Writes the view into out (v->nbytes bytes) from `storage`, which holds
+ * the storage's elements from element `first` on; false when `job` was
+ * cancelled. Every element read lies in storage_len (checked at mount)
+ * and none before `first`; the work is one pass over the output. */
+bool pt_gather(const pt_view *v, const uint8_t *storage, uint64_t first, uint8_t *out,
+               const mfs_job *job);
 
 #endif

@@ -15,19 +15,20 @@
 
 #define CANCEL_EVERY (1u << 16)     /* rows between looks at the job */
 
-bool pt_gather(const pt_view *v, const uint8_t *storage, uint8_t *out, const mfs_job *job)
+bool pt_gather(const pt_view *v, const uint8_t *storage, uint64_t first, uint8_t *out,
+               const mfs_job *job)
 {
     if (v->nbytes == 0)
         return true;
     if (v->ndim == 0) {
-        memcpy(out, storage + v->offset * v->esize, v->esize);
+        memcpy(out, storage + (v->offset - first) * v->esize, v->esize);
         return true;
     }
     size_t last = v->ndim - 1;
     uint64_t idx[PT_MAX_DIMS] = { 0 };
     uint64_t row_elems = v->shape[last], row_stride = v->stride[last];
     uint64_t row_bytes = row_elems * v->esize;
-    uint64_t base = v->offset;     /* element index of the row's first element */
+    uint64_t base = v->offset - first;  /* index of the row's first element in `storage` */
     uint64_t rows = 0;
     for (;;) {
         if (row_stride == 1) {
@@ -64,6 +65,7 @@ static void release_free(mfs_bytes *b)
 struct gather {
     const pt_view *v;
     const uint8_t *storage;
+    uint64_t first;
     uint8_t *out;
     const mfs_job *job;
     bool done;
@@ -72,7 +74,7 @@ struct gather {
 static int gather_guarded(void *arg)
 {
     struct gather *g = arg;
-    g->done = pt_gather(g->v, g->storage, g->out, g->job);
+    g->done = pt_gather(g->v, g->storage, g->first, g->out, g->job);
     return 0;
 }
 
@@ -83,9 +85,19 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     if (buf == NULL)
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a view of %llu bytes",
                         (unsigned long long)v->nbytes);
-    const uint8_t *storage = v->inplace;
+    const uint8_t *storage = NULL;
     uint8_t *decoded = NULL;
-    if (storage == NULL) {
+    mfs_span got = { NULL, 0, 0 };
+    uint64_t first = 0;
+    if (v->inplace) {
+        /* Only the bytes the view reaches, for this call. */
+        if (v->in_len > 0 && mfs_src_get(v->src, v->in_off, v->in_len, &got, e) != 0) {
+            free(buf);
+            return -1;
+        }
+        storage = got.p;
+        first = v->first;
+    } else {
         const mfs_zip_entry *en = v->entry;
         if (mfs_zip_decode(v->zip, en, v->storage_len, &decoded, e) != 0) {
             free(buf);
@@ -93,11 +105,13 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
         }
         storage = decoded;
     }
-    /* A stored storage is read from the mapping: a model file cut short
+    /* A stored storage may be read from a mapping: a model file cut short
      * meanwhile faults, which the guard turns into an error. */
-    struct gather g = { v, storage, buf, job, false };
+    struct gather g = { v, storage, first, buf, job, false };
     int r = mfs_guard_run(gather_guarded, &g);
     free(decoded);
+    if (got.len > 0)
+        mfs_src_release(v->src, got);
     if (r == MFS_GUARD_FAULT) {
         free(buf);
         return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,

@@ -92,7 +92,9 @@ static int decode(const uint8_t *zipb, size_t len, const mfs_job *job, uint8_t *
 {
     mfs_zip z;
     mfs_span file = { zipb, len, 0 };
-    if (mfs_zip_open(&z, file, e) != 0)
+    mfs_zip_reader rd;
+    mfs_zip_reader_span(&rd, &file);
+    if (mfs_zip_open(&z, &rd, e) != 0)
         return -2;
     int r = mfs_zip_decode_sha(&z, &z.entries[0], CAP, job, out, sha, e);
     mfs_zip_close(&z);
