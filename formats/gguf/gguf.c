@@ -8,9 +8,11 @@
  * of the alignment. Version 1 had 32-bit counts and lengths and is
  * refused.
  *
- * Every tensor becomes tensors/NAME holding its bytes as stored, straight
- * from the mapping: plain types as numpy dtypes (shape reversed to numpy's
- * order), block types (Q4_0, Q6_K, IQ2_XXS, ...) as their stored blocks
+ * Only the header, metadata and tensor infos are read (gguf.h: a window
+ * that grows while they need more). Every tensor becomes tensors/NAME
+ * holding its bytes as stored, a range of the file read when served:
+ * plain types as numpy dtypes (shape reversed to numpy's order), block
+ * types (Q4_0, Q6_K, IQ2_XXS, ...) as their stored blocks
  * with the ggml name in lower case as dtype. Anything that does not add up
  * (offsets unaligned, overlapping or past the end, an unknown or removed
  * type, a first dimension that is not whole blocks, sizes that overflow)
@@ -35,14 +37,54 @@
 static bool short_read(gguf_cur *c, uint64_t n, const char *what)
 {
     mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)c->pos, "%s (%llu bytes) runs past the end of the file (%llu bytes)",
-             what, (unsigned long long)n, (unsigned long long)c->file.len);
+             what, (unsigned long long)n, (unsigned long long)c->size);
     return false;
+}
+
+bool gguf_want(gguf_cur *c, uint64_t n)
+{
+    uint64_t end;
+    if (mfs_span_has(c->win, c->pos, n) || !mfs_add_u64(c->pos, n, &end) || end > c->size)
+        return true;
+    if (end > GGUF_HEADER_MAX) {
+        mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)c->pos, "the metadata and tensor infos run past "
+                 "byte %llu (modelfs reads GGUF headers of at most %llu MiB)",
+                 (unsigned long long)GGUF_HEADER_MAX, (unsigned long long)(GGUF_HEADER_MAX >> 20));
+        return false;
+    }
+    /* Doubling keeps the gets few; never past the limit or the file. */
+    uint64_t len = c->win.len < GGUF_FIRST_GET / 2 ? GGUF_FIRST_GET : 2 * c->win.len;
+    if (len > GGUF_HEADER_MAX)
+        len = GGUF_HEADER_MAX;
+    if (len < end)
+        len = end;
+    if (len > c->size)
+        len = c->size;
+    if (c->n_held == GGUF_WINDOWS) {
+        mfs_fail(c->e, MFS_E_INTERNAL, (int64_t)c->pos, "internal error: too many header windows");
+        return false;
+    }
+    mfs_span w;
+    if (mfs_src_get(c->src, 0, len, &w, c->e) != 0)
+        return false;
+    c->held[c->n_held++] = w;
+    c->win = w;
+    return true;
+}
+
+void gguf_cur_done(gguf_cur *c)
+{
+    while (c->n_held > 0)
+        mfs_src_release(c->src, c->held[--c->n_held]);
+    c->win = (mfs_span){ 0 };
 }
 
 #define CUR_READER(NAME, TYPE)                                                  \
     bool gguf_##NAME(gguf_cur *c, TYPE *out, const char *what)                  \
     {                                                                           \
-        if (!mfs_rd_##NAME(c->file, c->pos, out))                               \
+        if (!gguf_want(c, sizeof(TYPE)))                                        \
+            return false;                                                       \
+        if (!mfs_rd_##NAME(c->win, c->pos, out))                                \
             return short_read(c, sizeof(TYPE), what);                           \
         c->pos += sizeof(TYPE);                                                 \
         return true;                                                            \
@@ -58,14 +100,18 @@ bool gguf_str(gguf_cur *c, const char **s, uint64_t *len, const char *what)
     uint64_t at = c->pos;
     if (!gguf_u64(c, len, what))
         return false;
-    if (!mfs_span_has(c->file, c->pos, *len)) {
+    if (!gguf_want(c, *len)) {
+        c->pos = at;
+        return false;
+    }
+    if (!mfs_span_has(c->win, c->pos, *len)) {
         c->pos = at;
         mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)at,
                  "%s of %llu bytes runs past the end of the file (%llu bytes)", what,
-                 (unsigned long long)*len, (unsigned long long)c->file.len);
+                 (unsigned long long)*len, (unsigned long long)c->size);
         return false;
     }
-    *s = (const char *)c->file.p + c->pos;
+    *s = (const char *)c->win.p + c->pos;
     c->pos += *len;
     return true;
 }
@@ -141,12 +187,12 @@ static int check_layout(gguf_cur *c, gguf_info *ts, uint64_t n, uint64_t data_st
         /* An empty tensor has no bytes to find (a file with nothing but
          * empty tensors may end before its data section). */
         if (!mfs_add_u64(data_start, t->offset, &abs) || abs > INT64_MAX ||
-            !mfs_add_u64(abs, t->nbytes, &end) || (t->nbytes > 0 && end > c->file.len))
+            !mfs_add_u64(abs, t->nbytes, &end) || (t->nbytes > 0 && end > c->size))
             return MFS_CORRUPT(c->e, t->at,
                                "tensor '%.*s': its %llu bytes at data offset %llu run past the end "
                                "of the file (%llu bytes, data section at %llu)",
                                SHOW(t), (unsigned long long)t->nbytes, (unsigned long long)t->offset,
-                               (unsigned long long)c->file.len, (unsigned long long)data_start);
+                               (unsigned long long)c->size, (unsigned long long)data_start);
     }
     return 0;
 }
@@ -220,9 +266,14 @@ static void add_tensor(mfs_model *m, const gguf_info *t, uint64_t data_start)
 
 /* ---- the file ---------------------------------------------------------- */
 
-static int probe_bytes(mfs_span f)
+static int probe(mfs_src *src)
 {
-    return mfs_span_has(f, 0, 4) && memcmp(f.p, MAGIC, 4) == 0 ? 32 : 0;
+    mfs_span f;
+    if (mfs_src_get(src, 0, src->size < 4 ? src->size : 4, &f, NULL) != 0)
+        return 0;
+    int bid = mfs_span_has(f, 0, 4) && memcmp(f.p, MAGIC, 4) == 0 ? 32 : 0;
+    mfs_src_release(src, f);
+    return bid;
 }
 
 static int check_version(mfs_err *e, uint32_t v)
@@ -238,20 +289,24 @@ static int check_version(mfs_err *e, uint32_t v)
     return MFS_CORRUPT(e, 4, "unknown GGUF version %u (modelfs reads versions 2 and 3)", v);
 }
 
-static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
+/* Reads the header, the metadata and the tensor infos through the
+ * cursor's growing window; the tensors' bytes are never read. */
+static int load_header(mfs_model *m, gguf_cur *c)
 {
-    gguf_cur c = { .file = file, .pos = 0, .e = e };
+    mfs_err *e = c->e;
     uint32_t version;
     uint64_t n_tensors, n_kv;
-    if (!mfs_span_has(file, 0, 4) || memcmp(file.p, MAGIC, 4) != 0)
+    if (!gguf_want(c, 4))
+        return -1;
+    if (!mfs_span_has(c->win, 0, 4) || memcmp(c->win.p, MAGIC, 4) != 0)
         return MFS_CORRUPT(e, 0, "not a GGUF file (no GGUF magic)");
-    c.pos = 4;
-    if (!gguf_u32(&c, &version, "the version") || check_version(e, version) != 0 ||
-        !gguf_u64(&c, &n_tensors, "the tensor count") || !gguf_u64(&c, &n_kv, "the metadata count"))
+    c->pos = 4;
+    if (!gguf_u32(c, &version, "the version") || check_version(e, version) != 0 ||
+        !gguf_u64(c, &n_tensors, "the tensor count") || !gguf_u64(c, &n_kv, "the metadata count"))
         return -1;
     /* Counts against the bytes that must hold them, before anything is
      * allocated for them. */
-    uint64_t left = file.len - HEADER_LEN;
+    uint64_t left = c->size - HEADER_LEN;
     /* The metadata reader indexes its keys with 32 bits. */
     if (n_kv > left / KV_MIN || n_kv >= UINT32_MAX)
         return MFS_CORRUPT(e, 16, "%llu metadata pairs cannot fit in the %llu bytes after the header",
@@ -262,22 +317,22 @@ static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
     mfs_model_set_format(m, "gguf", version);
 
     gguf_meta meta;
-    if (gguf_read_kv(m, &c, n_kv, &meta) != 0)
+    if (gguf_read_kv(m, c, n_kv, &meta) != 0)
         return -1;
     gguf_info *ts = mfs_xcalloc(n_tensors ? n_tensors : 1, sizeof *ts);
     int r = 0;
     for (uint64_t i = 0; i < n_tensors && r == 0; i++)
-        r = read_info(&c, &ts[i]);
+        r = read_info(c, &ts[i]);
     uint64_t data_start = 0;
     if (r == 0) {
         /* The data section starts at the next multiple of the alignment
          * (the file may end before it when there is no tensor data). */
-        uint64_t a = meta.alignment, pad = (a - c.pos % a) % a;
-        data_start = c.pos + pad;
-        r = check_layout(&c, ts, n_tensors, data_start, a);
+        uint64_t a = meta.alignment, pad = (a - c->pos % a) % a;
+        data_start = c->pos + pad;
+        r = check_layout(c, ts, n_tensors, data_start, a);
     }
     if (r == 0)
-        r = check_overlaps(&c, ts, n_tensors);
+        r = check_overlaps(c, ts, n_tensors);
     if (r == 0) {
         mfs_obj_set(m->extra, "kv_count", mfs_uint(n_kv));
         mfs_obj_set(m->extra, "alignment", mfs_uint(meta.alignment));
@@ -289,14 +344,13 @@ static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
     return r;
 }
 
-static int probe(mfs_src *src)
-{
-    return mfs_probe_whole(src, probe_bytes);
-}
-
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
-    return mfs_load_whole(m, src, e, load_bytes);
+    gguf_cur c = { .src = src, .size = src->size, .e = e };
+    int r = load_header(m, &c);
+    /* The tree copied every name and value it keeps. */
+    gguf_cur_done(&c);
+    return r;
 }
 
 const mfs_format mfs_format_gguf = {

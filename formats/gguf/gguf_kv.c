@@ -44,7 +44,7 @@ typedef struct kv_ctx {
     mfs_budget budget;
     uint64_t elements;          /* values read under the current top-level key */
     uint32_t side_dir;          /* metadata/, made on first use */
-    const char **keys;          /* every key so far (borrowed from the map) */
+    const char **keys;          /* every key so far (borrowed from the cursor's windows) */
     uint64_t *key_lens, *key_at;
     mfs_table index;            /* key -> its index in keys */
 } kv_ctx;
@@ -54,7 +54,7 @@ static int over_budget(kv_ctx *k, uint64_t at)
     return MFS_CORRUPT(k->c->e, at,
                        "the metadata would take more memory than a file of %llu bytes may use "
                        "(modelfs allows 64 MiB plus 32 bytes per byte of the file)",
-                       (unsigned long long)k->c->file.len);
+                       (unsigned long long)k->c->size);
 }
 
 static int charge(kv_ctx *k, uint64_t bytes, uint64_t at)
@@ -79,7 +79,7 @@ static double f64_of(uint64_t bits)
 }
 
 /* Decodes one value of scalar type `t` (not ARRAY) into *v, allocating
- * nothing: a string points into the mapping. */
+ * nothing: a string points into the cursor's window. */
 static int decode_scalar(gguf_cur *c, uint32_t t, mfs_val *v)
 {
     uint64_t at = c->pos, u64 = 0;
@@ -185,7 +185,7 @@ static int array_head(kv_ctx *k, uint32_t depth, uint32_t *et, uint64_t *count)
         return -1;
     if (*et >= T_COUNT)
         return MFS_CORRUPT(c->e, at, "an array's element type %u is not a GGUF value type", *et);
-    uint64_t left = c->file.len - c->pos;
+    uint64_t left = c->size - c->pos;
     if (*count > left / min_size[*et])
         return MFS_CORRUPT(c->e, at + 4,
                            "an array of %llu %s values cannot fit in the %llu bytes left in the file",
@@ -400,7 +400,7 @@ int gguf_read_kv(mfs_model *m, gguf_cur *c, uint64_t kv_count, gguf_meta *meta)
     /* The caller checked kv_count against the file's size. */
     kv_ctx k = {
         .m = m, .c = c, .side_dir = MFS_NONE,
-        .budget = { .left = (64ull << 20) + 32 * c->file.len },
+        .budget = { .left = (64ull << 20) + 32 * c->size },
         .keys = mfs_xcalloc(kv_count ? kv_count : 1, sizeof *k.keys),
         .key_lens = mfs_xcalloc(kv_count ? kv_count : 1, sizeof *k.key_lens),
         .key_at = mfs_xcalloc(kv_count ? kv_count : 1, sizeof *k.key_at),

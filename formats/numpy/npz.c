@@ -23,13 +23,9 @@
 
 typedef unsigned long long ull;
 
-/* For npy.c (no header of their own). The _src pair reads ranges; the
- * span pair is the form npy.c called before sources, kept until it
- * calls the _src pair. */
-int mfs_npz_probe_src(mfs_src *src);
-int mfs_npz_load_src(mfs_model *m, mfs_src *src, mfs_err *e);
-int mfs_npz_probe(mfs_span f);
-int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e);
+/* For npy.c (no header of their own). */
+int mfs_npz_probe(mfs_src *src);
+int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e);
 
 static bool ends_npy(const char *s, size_t n)
 {
@@ -39,7 +35,7 @@ static bool ends_npy(const char *s, size_t n)
 /* A zip whose first local header names a ".npy" member (numpy writes
  * every member so): 32 bits of signature and 32 of suffix. Carton's
  * carton.toml zips bid 100 and more, so they stay Carton's. */
-int mfs_npz_probe(mfs_span f)
+static int probe_head(mfs_span f)
 {
     uint32_t sig;
     uint16_t nlen;
@@ -51,7 +47,7 @@ int mfs_npz_probe(mfs_span f)
 
 /* The same from the source: its first local header (30 bytes and a name
  * of at most 64 KiB). */
-int mfs_npz_probe_src(mfs_src *src)
+int mfs_npz_probe(mfs_src *src)
 {
     mfs_span f;
     uint16_t nlen;
@@ -62,7 +58,7 @@ int mfs_npz_probe_src(mfs_src *src)
     uint64_t want = 30 + (has_len ? (uint64_t)nlen : 0);
     if (!has_len || mfs_src_get(src, 0, src->size < want ? src->size : want, &f, NULL) != 0)
         return 0;
-    int bid = mfs_npz_probe(f);
+    int bid = probe_head(f);
     mfs_src_release(src, f);
     return bid;
 }
@@ -257,7 +253,7 @@ static void src_release(void *ctx, mfs_span got)
     mfs_src_release(ctx, got);
 }
 
-int mfs_npz_load_src(mfs_model *m, mfs_src *src, mfs_err *e)
+int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
     mfs_zip_reader rd = { src, src->size, src_get, src_release };
@@ -293,12 +289,4 @@ int mfs_npz_load_src(mfs_model *m, mfs_src *src, mfs_err *e)
     mfs_obj_set(m->metadata, "members", mfs_u64(members));
     mfs_obj_set(m->metadata, "warnings", l.warnings);
     return r;
-}
-
-/* The whole file as a span, as npy.c gives it: the members are read from
- * the model's source all the same. */
-int mfs_npz_load(mfs_model *m, mfs_span file, mfs_err *e)
-{
-    (void)file;
-    return mfs_npz_load_src(m, m->src, e);
 }

@@ -1,5 +1,7 @@
 /* A single .safetensors file (see st_header.h for the layout and what is
- * checked). Every tensor is served in place from the mapping (zero copy).
+ * checked). The load reads the header only: the first ST_FIRST_GET bytes
+ * (most headers end there), and the header again when it is longer; every
+ * tensor is a stored range of the file, read when served.
  * Table keys: st_dtype (the spec's name), data_offsets (relative to
  * data_start) and header_index (the entry's position in the header JSON);
  * model-level: header_size and data_start; metadata is __metadata__. */
@@ -10,15 +12,26 @@
 #include "format.h"
 #include "safetensors.h"
 
-static int probe_bytes(mfs_span f)
+/* One get that holds the whole header of most files (a remote source
+ * pays a round trip per get): a longer header costs one get more. */
+#define ST_FIRST_GET 100000u
+/* What the probe checks: the length and the header's first byte. */
+#define ST_PROBE_HEAD 16u
+
+static int probe(mfs_src *src)
 {
+    mfs_span f;
+    if (mfs_src_get(src, 0, src->size < ST_PROBE_HEAD ? src->size : ST_PROBE_HEAD, &f, NULL) != 0)
+        return 0;
     uint64_t n;
+    int bid = 32;
     /* A length below 2^40 (its top 24 bits zero) and a header opening
      * with '{': 32 bits. A length over the spec's limit is still ours, so
      * that it is refused as such. */
     if (!mfs_rd_u64(f, 0, &n) || n < 2 || n >> 40 != 0 || !mfs_span_has(f, 8, 1) || f.p[8] != '{')
-        return 0;
-    return 32;
+        bid = 0;
+    mfs_src_release(src, f);
+    return bid;
 }
 
 static mfs_val *uint_pair(uint64_t a, uint64_t b)
@@ -66,33 +79,40 @@ void st_copy_metadata(const st_header *h, mfs_val *into)
                      mfs_val_clone(h->metadata->u.obj.vals[i]));
 }
 
-static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
-{
-    uint64_t n;
-    if (st_header_length(file, file.len, "", &n, e) != 0)
-        return -1;
-    st_header h;
-    if (st_header_parse(&h, (const char *)file.p + 8, n, file.len, "", e) != 0) {
-        st_header_free(&h);
-        return -1;
-    }
-    mfs_model_set_format(m, "safetensors", 0);
-    st_copy_metadata(&h, m->metadata);
-    mfs_obj_set(m->extra, "header_size", mfs_u64(h.header_size));
-    mfs_obj_set(m->extra, "data_start", mfs_u64(h.data_start));
-    st_add_tensors(m, &h, true, NULL, NULL, NULL);
-    st_header_free(&h);
-    return 0;
-}
-
-static int probe(mfs_src *src)
-{
-    return mfs_probe_whole(src, probe_bytes);
-}
-
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
-    return mfs_load_whole(m, src, e, load_bytes);
+    mfs_span head, json;
+    if (mfs_src_get(src, 0, src->size < ST_FIRST_GET ? src->size : ST_FIRST_GET, &head, e) != 0)
+        return -1;
+    uint64_t n;
+    if (st_header_length(head, src->size, "", &n, e) != 0) {
+        mfs_src_release(src, head);
+        return -1;
+    }
+    /* n is at most the file less 8 (checked): the header's bytes are in
+     * the first get, or are got alone. */
+    mfs_span got = head;     /* what to release */
+    if (n <= head.len - 8) {
+        json = mfs_span_sub(head, 8, n);
+    } else {
+        mfs_src_release(src, head);
+        if (mfs_src_get(src, 8, n, &json, e) != 0)
+            return -1;
+        got = json;
+    }
+    st_header h;
+    /* The document copies the names: the header's bytes go after this. */
+    int r = st_header_parse(&h, (const char *)json.p, n, src->size, "", e);
+    if (r == 0) {
+        mfs_model_set_format(m, "safetensors", 0);
+        st_copy_metadata(&h, m->metadata);
+        mfs_obj_set(m->extra, "header_size", mfs_u64(h.header_size));
+        mfs_obj_set(m->extra, "data_start", mfs_u64(h.data_start));
+        st_add_tensors(m, &h, true, NULL, NULL, NULL);
+    }
+    st_header_free(&h);
+    mfs_src_release(src, got);
+    return r;
 }
 
 const mfs_format mfs_format_safetensors = {
