@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "folder.h"
+#include "local.h"
 #include "path.h"
 #include "hash.h"
 #include "table.h"
@@ -96,40 +97,46 @@ static const mfs_produce_ops ops_slice = { .produce = produce_slice, .unchanged 
 
 /* ---- reading files below the folder ----------------------------------- */
 
-/* Reads `len` bytes at `off` of fd into buf; -1 with e on a short read. */
-static int read_at(int fd, void *buf, size_t len, uint64_t off, const char *label, mfs_err *e)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot read %s: %s", label,
-                            r < 0 ? strerror(errno) : "it shrank while it was read");
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-/* Opens `rel` below the folder: a regular file, its size in *size. */
-static int open_below(const mfs_folder *root, const char *rel, uint64_t *size, mfs_err *e)
+/* A file below the folder as a source (formats/source/local.h), so its
+ * headers are read as any model's are; NULL with e. */
+static mfs_src *open_below(const mfs_folder *root, const char *rel, mfs_err *e)
 {
     int fd = mfs_folder_open_at(root, rel, false);
     /* Missing, a symlink, or a path that is no file of the folder: the
      * model is malformed. Anything else (permissions, I/O) is an I/O error. */
     bool bad = errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EINVAL;
-    if (fd < 0)
-        return mfs_fail(e, bad ? MFS_E_CORRUPT : MFS_E_IO, MFS_NO_OFFSET,
-                        "cannot open %s in the folder: %s%s", rel, strerror(errno),
-                        errno == ELOOP ? " (a symlink: shards must be files of the folder)" : ""), -1;
+    if (fd < 0) {
+        mfs_fail(e, bad ? MFS_E_CORRUPT : MFS_E_IO, MFS_NO_OFFSET, "cannot open %s in the folder: %s%s",
+                 rel, strerror(errno),
+                 errno == ELOOP ? " (a symlink: shards must be files of the folder)" : "");
+        return NULL;
+    }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is not a regular file", rel), -1;
+        mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is not a regular file", rel);
+        return NULL;
     }
-    *size = (uint64_t)st.st_size;
-    return fd;
+    mfs_err oe = { 0 };
+    mfs_src *src = mfs_src_local_open_fd(fd, rel, &oe);
+    if (src == NULL)
+        mfs_fail(e, oe.code, MFS_NO_OFFSET, "cannot read %s: %s", rel, oe.msg);
+    return src;
+}
+
+/* A copy of bytes [off, off + len) of `src` (the parsers keep none of it). */
+static char *read_copy(mfs_src *src, uint64_t off, uint64_t len, const char *label, mfs_err *e)
+{
+    mfs_span got;
+    mfs_err ge = { 0 };
+    if (mfs_src_get(src, off, len, &got, &ge) != 0) {
+        mfs_fail(e, ge.code, MFS_NO_OFFSET, "cannot read %s: %s", label, ge.msg);
+        return NULL;
+    }
+    char *copy = mfs_xmalloc(len ? (size_t)len : 1);
+    memcpy(copy, got.p, (size_t)len);
+    mfs_src_release(src, got);
+    return copy;
 }
 
 /* ---- the index --------------------------------------------------------- */
@@ -186,22 +193,20 @@ static uint32_t wm_find(const st_dir *d, const char *name, size_t len)
 
 static int read_index(st_dir *d)
 {
-    uint64_t size;
-    int fd = open_below(d->root, INDEX_NAME, &size, d->e);
-    if (fd < 0)
+    mfs_src *src = open_below(d->root, INDEX_NAME, d->e);
+    if (src == NULL)
         return -1;
+    uint64_t size = src->size;
     if (size > INDEX_MAX) {
-        close(fd);
+        mfs_src_close(src);
         return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is %llu bytes (modelfs reads at most %u)",
                         INDEX_NAME, (ull)size, INDEX_MAX);
     }
-    char *text = mfs_xmalloc(size ? (size_t)size : 1);
-    int r = read_at(fd, text, (size_t)size, 0, INDEX_NAME, d->e);
-    close(fd);
-    if (r != 0) {
-        free(text);
+    char *text = read_copy(src, 0, size, INDEX_NAME, d->e);
+    mfs_src_close(src);
+    if (text == NULL)
         return -1;
-    }
+    int r = 0;
     mfs_budget budget = { (64ull << 20) + 16 * size, false };
     mfs_json_err je;
     d->index = mfs_json_parse(text, (size_t)size, INDEX_DEPTH, &budget, &je);
@@ -270,21 +275,27 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
     char *path = mfs_model_own(d->m, mfs_xstrdup(sh->name));
     char label[300];
     snprintf(label, sizeof label, "shard %.200s: ", path);
-    uint64_t size, n;
-    int fd = open_below(d->root, path, &size, d->e);
-    if (fd < 0)
+    uint64_t n = 0;
+    mfs_src *src = open_below(d->root, path, d->e);
+    if (src == NULL)
         return -1;
-    uint8_t first[8];
-    mfs_span f8 = { first, size < 8 ? size : 8, 0 };
-    int r = read_at(fd, first, (size_t)f8.len, 0, path, d->e);
-    if (r == 0)
+    uint64_t size = src->size;
+    /* The header's length, then the header: two ranges. */
+    mfs_span f8;
+    mfs_err ge = { 0 };
+    int r = mfs_src_get(src, 0, size < 8 ? size : 8, &f8, &ge);
+    if (r != 0)
+        mfs_fail(d->e, ge.code, MFS_NO_OFFSET, "cannot read %s: %s", path, ge.msg);
+    else {
         r = st_header_length(f8, size, label, &n, d->e);
+        mfs_src_release(src, f8);
+    }
     char *json = NULL;
     if (r == 0) {
-        json = mfs_xmalloc(n ? (size_t)n : 1);
-        r = read_at(fd, json, (size_t)n, 8, path, d->e);
+        json = read_copy(src, 8, n, path, d->e);
+        r = json == NULL ? -1 : 0;
     }
-    close(fd);
+    mfs_src_close(src);
     st_header h;
     memset(&h, 0, sizeof h);
     if (r == 0)
