@@ -556,24 +556,21 @@ static int load_model(rten_ctx *c, mfs_span model)
     return r;
 }
 
-/* V2: the 32-byte header, then the model flatbuffer's range alone; the
- * tensor data segment is never read (constants are described by offset).
- * Everything the tree keeps is copied out of the flatbuffer (names,
- * graph.json), so its range is released once parsed. */
-static int load_v2(rten_ctx *c, mfs_src *src)
+/* V2: the 32-byte header (`head`: as much of it as the file has), then
+ * the model flatbuffer's range alone; the tensor data segment is never
+ * read (constants are described by offset). Everything the tree keeps is
+ * copied out of the flatbuffer (names, graph.json), so its range is
+ * released once parsed. */
+static int load_v2(rten_ctx *c, mfs_src *src, mfs_span head)
 {
     mfs_model *m = c->m;
     mfs_err *e = c->e;
     uint64_t size = src->size;
-    mfs_span head;
-    if (mfs_src_get(src, 0, size < HEADER_LEN ? size : HEADER_LEN, &head, e) != 0)
-        return -1;
     uint32_t v = 0;
     uint64_t moff = 0, mlen = 0, toff = 0;
     bool has_v = mfs_rd_u32(head, 4, &v);
     bool has_rest = mfs_rd_u64(head, 8, &moff) && mfs_rd_u64(head, 16, &mlen) &&
                     mfs_rd_u64(head, 24, &toff);
-    mfs_src_release(src, head);
     if (!has_v)
         return MFS_CORRUPT(e, 4, "truncated RTen header (file is %llu bytes, header is %d)",
                            (unsigned long long)size, HEADER_LEN);
@@ -626,13 +623,14 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
         c.budget_total = BUDGET_MIN;
     c.budget.left = c.budget_total;
 
-    mfs_span magic;
-    if (mfs_src_get(src, 0, size < 4 ? size : 4, &magic, e) != 0)
+    mfs_span head;
+    if (mfs_src_get(src, 0, size < HEADER_LEN ? size : HEADER_LEN, &head, e) != 0)
         return -1;
-    bool v2 = magic.len == 4 && memcmp(magic.p, "RTEN", 4) == 0;
-    mfs_src_release(src, magic);
+    bool v2 = head.len >= 4 && memcmp(head.p, "RTEN", 4) == 0;
+    int r = v2 ? load_v2(&c, src, head) : 0;
+    mfs_src_release(src, head);
     if (v2)
-        return load_v2(&c, src);
+        return r;
 
     /* V1: the flatbuffer is the whole file, so reading all of it is
      * reading what is parsed (its constants are inline: still ranges). */
@@ -640,7 +638,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
     mfs_span file;
     if (mfs_src_get(src, 0, size, &file, e) != 0)
         return -1;
-    int r = load_model(&c, file);
+    r = load_model(&c, file);
     mfs_src_release(src, file);
     return r;
 }
