@@ -251,12 +251,21 @@ static int probe(mfs_src *src)
     return mfs_probe_whole(src, probe_bytes);
 }
 
+/* What a load reads: the file as one range for the walk of its structure
+ * (protobuf interleaves the messages with the tensors' raw_data, so the
+ * structure is not one range of its own), released when the walk is done.
+ * Nothing the tree keeps points into it: names and values are copied,
+ * every tensor is a stored range (raw_data, a packed run) or external,
+ * and a decoded field keeps its message's offset and length and gets it
+ * again on open (onnx_decode.c). */
 static int load_onnx(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
 {
     mfs_span file;
-    if (mfs_model_keep(m, 0, src->size, &file, e) != 0)
+    if (mfs_src_get(src, 0, src->size, &file, e) != 0)
         return -1;
-    return load_onnx_bytes(m, file, path, e);
+    int r = load_onnx_bytes(m, file, path, e);
+    mfs_src_release(src, file);
+    return r;
 }
 
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
