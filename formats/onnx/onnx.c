@@ -46,29 +46,91 @@ static int model_wire(uint32_t num)
 }
 
 #define PROBE_FIELDS 4096
+/* The probe reads the top-level fields' heads (tag, length), not their
+ * payloads: a window of PROBE_WINDOW bytes at a time, a new one where a
+ * field starts past it, at most PROBE_WINDOWS of them (then what was seen
+ * decides). A head is at most 20 bytes (two varints, or a tag and a fixed
+ * value): a window holds a whole one or the rest of the file. */
+#define PROBE_WINDOW 4096u
+#define PROBE_WINDOWS 8u
+#define FIELD_HEAD_MAX 20u
+
+/* The field whose head starts `h` (h.base is its offset), in a message
+ * that has `left` bytes from there: as mfs_pb_next, which needs the whole
+ * payload in hand, judges it. 1 with *f (num, wire, v) and *len (the
+ * whole field's bytes), or -1. */
+static int field_head(mfs_span h, uint64_t left, mfs_pb_field *f, uint64_t *len)
+{
+    uint64_t at = 0, tag, n;
+    if (!mfs_pb_varint(h, &at, &tag) || (tag >> 3) == 0 || (tag >> 3) > MFS_PB_FIELD_MAX)
+        return -1;
+    f->num = (uint32_t)(tag >> 3);
+    f->wire = (uint8_t)(tag & 7);
+    f->v = 0;
+    switch (f->wire) {
+    case MFS_PB_VARINT:
+        if (!mfs_pb_varint(h, &at, &f->v))
+            return -1;
+        break;
+    case MFS_PB_I64:
+    case MFS_PB_I32:
+        n = f->wire == MFS_PB_I64 ? 8 : 4;
+        if (!mfs_span_has(h, at, n))
+            return -1;
+        at += n;
+        break;
+    case MFS_PB_LEN:
+        if (!mfs_pb_varint(h, &at, &n) || n > left - at)
+            return -1;
+        at += n;
+        break;
+    default:
+        return -1;
+    }
+    *len = at;
+    return 1;
+}
 
 /* A file cut short (or with a bad field further on) is still an ONNX file
  * once its first fields are: the loader then says what is wrong (exit 5)
  * rather than "not a model file". */
-static int probe_bytes(mfs_span f)
+static int probe(mfs_src *src)
 {
-    mfs_err e = { 0 };
-    mfs_pb r = mfs_pb_start(f);
-    mfs_pb_field fl;
-    bool key = false;
-    unsigned good = 0;
-    while (good < PROBE_FIELDS && mfs_pb_next(&r, &fl, &e) == 1) {
-        int w = model_wire(fl.num);
-        if (good == 0 && w < 0)
-            return 0;  /* ONNX writers put a known field first (ir_version) */
-        if (w >= 0 && fl.wire != w)
-            return 0;
-        if (fl.num == M_IR && (fl.v == 0 || fl.v > 1000))
-            return 0;
+    uint64_t size = src->size, pos = 0;
+    mfs_span w = { NULL, 0, 0 };
+    bool have = false, key = false, bad = false;
+    unsigned good = 0, windows = 0;
+    while (good < PROBE_FIELDS && pos < size) {
+        uint64_t left = size - pos;
+        uint64_t need = left < FIELD_HEAD_MAX ? left : FIELD_HEAD_MAX;
+        if (!have || pos < w.base || pos - w.base > w.len || need > w.len - (pos - w.base)) {
+            if (have)
+                mfs_src_release(src, w);
+            have = false;
+            if (windows++ == PROBE_WINDOWS ||
+                mfs_src_get(src, pos, left < PROBE_WINDOW ? left : PROBE_WINDOW, &w, NULL) != 0)
+                break;
+            have = true;
+        }
+        mfs_pb_field fl;
+        uint64_t len;
+        if (field_head(mfs_span_sub(w, pos - w.base, w.len - (pos - w.base)), left, &fl, &len) != 1) {
+            bad = true;
+            break;
+        }
+        int wt = model_wire(fl.num);
+        if ((good == 0 && wt < 0) ||  /* ONNX writers put a known field first (ir_version) */
+            (wt >= 0 && fl.wire != wt) || (fl.num == M_IR && (fl.v == 0 || fl.v > 1000))) {
+            key = false;
+            break;
+        }
         key |= fl.num == M_IR || fl.num == M_GRAPH || fl.num == M_OPSET;
         good++;
+        pos += len;
     }
-    if (!key || (e.code != MFS_OK && good < 2))
+    if (have)
+        mfs_src_release(src, w);
+    if (!key || (bad && good < 2))
         return 0;
     return 4;
 }
@@ -246,17 +308,21 @@ out:
     return rc;
 }
 
-static int probe(mfs_src *src)
-{
-    return mfs_probe_whole(src, probe_bytes);
-}
-
+/* What a load reads: the file as one range for the walk of its structure
+ * (protobuf interleaves the messages with the tensors' raw_data, so the
+ * structure is not one range of its own), released when the walk is done.
+ * Nothing the tree keeps points into it: names and values are copied,
+ * every tensor is a stored range (raw_data, a packed run) or external,
+ * and a decoded field keeps its message's offset and length and gets it
+ * again on open (onnx_decode.c). */
 static int load_onnx(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
 {
     mfs_span file;
-    if (mfs_model_keep(m, 0, src->size, &file, e) != 0)
+    if (mfs_src_get(src, 0, src->size, &file, e) != 0)
         return -1;
-    return load_onnx_bytes(m, file, path, e);
+    int r = load_onnx_bytes(m, file, path, e);
+    mfs_src_release(src, file);
+    return r;
 }
 
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)

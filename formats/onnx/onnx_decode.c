@@ -1,9 +1,10 @@
 /* Typed fields whose bytes are not stored as they are served: varints
  * (int32_data, int64_data, uint64_data, an attribute's ints) and
  * fixed-width values not in one packed run. Their count is checked at
- * mount; the bytes are made on first open (fs/content.c), from the mapped
- * model under the SIGBUS guard, into memory the content layer counts
- * against its cap. A value takes at least one byte of the file and becomes
+ * mount; the bytes are made on first open (fs/content.c): the message is
+ * got from the source then (its offset and length are all the file node
+ * keeps), decoded under the SIGBUS guard (a mapped model cut short) into
+ * memory the content layer counts against its cap, and released. A value takes at least one byte of the file and becomes
  * at most 8, so a file cannot make more than 8 times its own size. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 #include "xalloc.h"
 
 typedef struct onnx_dec {
-    mfs_span msg;
+    mfs_src *src;
+    uint64_t off, len;          /* the message holding the field */
     uint32_t field;
     onnx_wire wire;
     unsigned esize;
@@ -75,6 +77,7 @@ int onnx_count_values(mfs_span msg, uint32_t field, onnx_wire wire, uint64_t *co
 
 typedef struct decoding {
     const onnx_dec *d;
+    mfs_span msg;
     uint8_t *out;
     uint64_t made;
     const mfs_job *job;
@@ -98,7 +101,7 @@ static int decode_run(void *arg)
     decoding *g = arg;
     const onnx_dec *d = g->d;
     mfs_err e = { 0 };
-    mfs_pb r = mfs_pb_start(d->msg);
+    mfs_pb r = mfs_pb_start(g->msg);
     mfs_pb_field f;
     int k;
     unsigned w = width(d->wire);
@@ -152,13 +155,18 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
     if (buf == NULL)
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for %llu decoded bytes",
                         (unsigned long long)n);
-    decoding g = { d, buf, 0, job };
+    decoding g = { d, { NULL, 0, d->off }, buf, 0, job };
+    if (mfs_src_get(d->src, d->off, d->len, &g.msg, e) != 0) {
+        free(buf);
+        return -1;
+    }
     int r = mfs_guard_run(decode_run, &g);
+    mfs_src_release(d->src, g.msg);
     if (r != 0) {
         free(buf);
         if (r == 2)
             return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "decoding was cancelled");
-        return mfs_fail(e, MFS_E_CHANGED, d->msg.base,
+        return mfs_fail(e, MFS_E_CHANGED, d->off,
                         "the typed field no longer holds what it held at mount (the model file "
                         "changed?)");
     }
@@ -174,7 +182,8 @@ static const mfs_produce_ops ops_decode = { .produce = produce, .in_memory = tru
 void onnx_decode_attach(onnx_ctx *c, uint32_t node, mfs_span msg, uint32_t field, onnx_wire wire,
                         unsigned esize, bool is_bool, uint64_t count)
 {
+    /* Mount time: the aborting allocator is fine here. */
     onnx_dec *d = mfs_model_own(c->m, mfs_xmalloc(sizeof *d));
-    *d = (onnx_dec){ msg, field, wire, esize, is_bool, count };
+    *d = (onnx_dec){ c->m->src, msg.base, msg.len, field, wire, esize, is_bool, count };
     mfs_model_set_producer(c->m, node, &ops_decode, d);
 }

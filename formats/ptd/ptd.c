@@ -79,7 +79,7 @@ typedef struct ptd_seg {
 
 typedef struct ptd_ctx {
     mfs_model *m;
-    mfs_span file;
+    uint64_t file_size;
     uint64_t seg_base, seg_size;
     ptd_seg *segs;
     uint32_t nseg;
@@ -123,28 +123,30 @@ typedef struct ptd_header {
     uint64_t fb_offset, fb_size, seg_base, seg_size;
 } ptd_header;
 
-static int read_header(mfs_span f, ptd_header *h, mfs_err *e)
+/* From `f`, the file's first bytes (up to the header's end) of a file of
+ * `size` bytes. */
+static int read_header(mfs_span f, uint64_t size, ptd_header *h, mfs_err *e)
 {
     if (!mfs_rd_u32(f, FH_POS + 4, &h->length) || !mfs_rd_u64(f, FH_POS + 8, &h->fb_offset) ||
         !mfs_rd_u64(f, FH_POS + 16, &h->fb_size) || !mfs_rd_u64(f, FH_POS + 24, &h->seg_base) ||
         !mfs_rd_u64(f, FH_POS + 32, &h->seg_size))
-        return MFS_CORRUPT(e, f.len, "truncated FH01 header (file is %llu bytes, the header ends at %d)",
-                           (unsigned long long)f.len, FH_POS + FH_MIN_LEN);
-    if (h->length < FH_MIN_LEN || !mfs_span_has(f, FH_POS, h->length))
+        return MFS_CORRUPT(e, size, "truncated FH01 header (file is %llu bytes, the header ends at %d)",
+                           (unsigned long long)size, FH_POS + FH_MIN_LEN);
+    if (h->length < FH_MIN_LEN || h->length > size - FH_POS)
         return MFS_CORRUPT(e, FH_POS + 4, "FH01 header length %u is invalid (at least %d, within the file of %llu bytes)",
-                           h->length, FH_MIN_LEN, (unsigned long long)f.len);
+                           h->length, FH_MIN_LEN, (unsigned long long)size);
     uint64_t fb_end;
-    if (!mfs_add_u64(h->fb_offset, h->fb_size, &fb_end) || fb_end > f.len)
+    if (!mfs_add_u64(h->fb_offset, h->fb_size, &fb_end) || fb_end > size)
         return MFS_CORRUPT(e, FH_POS + 8, "flatbuffer [0, %llu + %llu) runs past the end of the file (%llu bytes)",
                            (unsigned long long)h->fb_offset, (unsigned long long)h->fb_size,
-                           (unsigned long long)f.len);
+                           (unsigned long long)size);
     if (fb_end < FH_POS + FH_MIN_LEN)
         return MFS_CORRUPT(e, FH_POS + 8, "flatbuffer [0, %llu) is too short to hold its own header",
                            (unsigned long long)fb_end);
-    if (!mfs_span_has(f, h->seg_base, h->seg_size))
+    if (h->seg_base > size || h->seg_size > size - h->seg_base)
         return MFS_CORRUPT(e, FH_POS + 24, "segment data [%llu, +%llu) runs past the end of the file (%llu bytes): truncated?",
                            (unsigned long long)h->seg_base, (unsigned long long)h->seg_size,
-                           (unsigned long long)f.len);
+                           (unsigned long long)size);
     return 0;
 }
 
@@ -159,12 +161,13 @@ static int read_segment(ptd_ctx *c, const mfs_fbv *v, uint32_t i, ptd_seg *s)
         mfs_fb_u64(&t, SEG_SIZE, 0, &size, NULL, c->e) != 0)
         return -1;
     memset(s, 0, sizeof *s);
-    bool in_file = mfs_add_u64(c->seg_base, rel, &abs) && mfs_span_has(c->file, abs, size);
+    bool in_file = mfs_add_u64(c->seg_base, rel, &abs) && abs <= c->file_size &&
+                   size <= c->file_size - abs;
     if (!in_file && size > 0)
         return MFS_CORRUPT(c->e, mfs_fbt_offset(&t),
                            "segment %u [%llu, +%llu) (offset relative to the segment base %llu) runs past the end of the file (%llu bytes)",
                            i, (unsigned long long)rel, (unsigned long long)size,
-                           (unsigned long long)c->seg_base, (unsigned long long)c->file.len);
+                           (unsigned long long)c->seg_base, (unsigned long long)c->file_size);
     if (!in_file) {
         s->off = c->seg_base;
         s->problem = "its empty segment points past the end of the file";
@@ -483,10 +486,10 @@ static int walk_entries(ptd_ctx *c, const mfs_fbt *root, unsigned field, entry_r
 
 /* ---- the file ---------------------------------------------------------- */
 
-static void header_metadata(mfs_model *m, mfs_span f, const ptd_header *h, uint32_t version)
+static void header_metadata(mfs_model *m, const char *ident, const ptd_header *h, uint32_t version)
 {
     mfs_obj_set(m->metadata, "flat_tensor_version", mfs_int(version));
-    mfs_obj_set(m->metadata, "file_identifier", mfs_strn(f.p + 4, 4));
+    mfs_obj_set(m->metadata, "file_identifier", mfs_strn(ident, 4));
     mfs_val *hd = mfs_obj_set(m->metadata, "header", mfs_obj());
     mfs_obj_set(hd, "magic", mfs_str("FH01"));
     mfs_obj_set(hd, "length", mfs_int(h->length));
@@ -524,40 +527,61 @@ static int load_entries(ptd_ctx *c, const mfs_fbt *root)
     return 0;
 }
 
-static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
+/* Two ranges: the header (its first 48 bytes), then the flatbuffer
+ * [0, flatbuffer_offset + flatbuffer_size), parsed and released (the tree
+ * keeps copies of what it shows). The segments are never read: every
+ * entry is a range of them. */
+static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
-    if (probe_bytes(file) == 0)
-        return MFS_CORRUPT(e, 4, "not a .ptd file (no FT## identifier and FH01 header at bytes 4..12)");
-    if (memcmp(file.p + 4, "FT01", 4) != 0)
-        return MFS_CORRUPT(e, 4, "unsupported FlatTensor identifier '%.4s' (modelfs reads FT01)",
-                           (const char *)file.p + 4);
+    uint64_t size = src->size;
+    mfs_span head;
+    if (mfs_src_get(src, 0, size < FH_POS + FH_MIN_LEN ? size : FH_POS + FH_MIN_LEN, &head, e) != 0)
+        return -1;
+    char ident[4] = { 0 };
+    int r = 0;
     ptd_header h = { 0 };
-    if (read_header(file, &h, e) != 0)
+    if (probe_bytes(head) == 0) {
+        r = MFS_CORRUPT(e, 4, "not a .ptd file (no FT## identifier and FH01 header at bytes 4..12)");
+    } else {
+        memcpy(ident, head.p + 4, 4);
+        if (memcmp(ident, "FT01", 4) != 0)
+            r = MFS_CORRUPT(e, 4, "unsupported FlatTensor identifier '%.4s' (modelfs reads FT01)", ident);
+        else
+            r = read_header(head, size, &h, e);
+    }
+    mfs_src_release(src, head);
+    if (r != 0)
         return -1;
 
+    mfs_span fb;
+    if (mfs_src_get(src, 0, h.fb_offset + h.fb_size, &fb, e) != 0)
+        return -1;
     mfs_fbt root;
     uint32_t version;
-    if (mfs_fb_root(mfs_span_sub(file, 0, h.fb_offset + h.fb_size), &root, e) != 0 ||
-        mfs_fb_u32(&root, FT_VERSION, 0, &version, NULL, e) != 0)
+    if (mfs_fb_root(fb, &root, e) != 0 || mfs_fb_u32(&root, FT_VERSION, 0, &version, NULL, e) != 0) {
+        mfs_src_release(src, fb);
         return -1;
+    }
     mfs_model_set_format(m, "ptd", version);
-    header_metadata(m, file, &h, version);
+    header_metadata(m, ident, &h, version);
 
-    ptd_ctx c = { .m = m, .file = file, .seg_base = h.seg_base, .seg_size = h.seg_size,
+    ptd_ctx c = { .m = m, .file_size = size, .seg_base = h.seg_base, .seg_size = h.seg_size,
                   .budget = 4 * (h.fb_offset + h.fb_size) + (1u << 20), .e = e };
-    int r = load_entries(&c, &root);
+    r = load_entries(&c, &root);
     free(c.segs);
+    mfs_src_release(src, fb);
     return r;
 }
 
+/* Its identifier and header's magic are in the first 12 bytes. */
 static int probe(mfs_src *src)
 {
-    return mfs_probe_whole(src, probe_bytes);
-}
-
-static int load(mfs_model *m, mfs_src *src, mfs_err *e)
-{
-    return mfs_load_whole(m, src, e, load_bytes);
+    mfs_span head;
+    if (mfs_src_get(src, 0, src->size < FH_POS + 4 ? src->size : FH_POS + 4, &head, NULL) != 0)
+        return 0;
+    int bid = probe_bytes(head);
+    mfs_src_release(src, head);
+    return bid;
 }
 
 const mfs_format mfs_format_ptd = {

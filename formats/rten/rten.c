@@ -62,7 +62,8 @@ static const char *const dtype_names[] = { "int32", "float32", "int8", "uint8" }
 
 typedef struct rten_ctx {
     mfs_model *m;
-    mfs_span tensor_data;       /* V2 only; len 0 for V1 */
+    uint64_t tensor_data_off;   /* V2: the tensor data segment, to the end of */
+    uint64_t tensor_data_len;   /* the file (never read: constants are ranges) */
     bool v2;
     mfs_budget budget;          /* see BUDGET_PER_BYTE */
     uint64_t budget_total;
@@ -75,6 +76,11 @@ static const struct { unsigned attrs_type, field; const char *name; } graph_attr
     { MFS_RTEN_ATTRS_IF, 1, "else_branch" },
     { MFS_RTEN_ATTRS_LOOP, 0, "body" },
 };
+
+/* The head is enough: V2's magic and version are its first 8 bytes, and a
+ * V1 flatbuffer's root and graph tables are written last, so they sit at
+ * its start. */
+#define PROBE_HEAD 4096
 
 static int probe_bytes(mfs_span f)
 {
@@ -259,12 +265,12 @@ static int add_constant(rten_ctx *c, const mfs_fbt *cn, const char *name, uint32
             return MFS_CORRUPT(c->e, mfs_fbt_offset(cn),
                                "constant '%.*s' refers to external data, which a V1 file cannot have",
                                (int)name_len, name);
-        if (!mfs_span_has(c->tensor_data, data_offset, nbytes))
+        if (data_offset > c->tensor_data_len || nbytes > c->tensor_data_len - data_offset)
             return MFS_CORRUPT(c->e, mfs_fbt_offset(cn),
                                "constant '%.*s': %llu bytes at tensor data offset %llu run past the end of the file",
                                (int)name_len, name, (unsigned long long)nbytes,
                                (unsigned long long)data_offset);
-        offset = c->tensor_data.base + data_offset;
+        offset = c->tensor_data_off + data_offset;
         storage = "external";
     } else if (has_data) {
         mfs_fbt dt;
@@ -533,67 +539,108 @@ static int add_graph_json(rten_ctx *c, const mfs_fbt *graph, const mfs_val *path
     return r;
 }
 
-static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
+/* Parses the model flatbuffer `model` (a V1 file: the whole file). */
+static int load_model(rten_ctx *c, mfs_span model)
 {
-    rten_ctx c = { .m = m, .e = e };
-    c.budget_total = file.len > BUDGET_MAX / BUDGET_PER_BYTE ? BUDGET_MAX : file.len * BUDGET_PER_BYTE;
-    if (c.budget_total < BUDGET_MIN)
-        c.budget_total = BUDGET_MIN;
-    c.budget.left = c.budget_total;
-    mfs_span model = file;
-    int version = 1;
-    if (mfs_span_has(file, 0, 4) && memcmp(file.p, "RTEN", 4) == 0) {
-        uint32_t v;
-        uint64_t moff, mlen, toff;
-        if (!mfs_rd_u32(file, 4, &v))
-            return MFS_CORRUPT(e, 4, "truncated RTen header (file is %llu bytes, header is %d)",
-                               (unsigned long long)file.len, HEADER_LEN);
-        if (v != 2)
-            return MFS_CORRUPT(e, 4, "unsupported RTen format version %u (modelfs reads 1 and 2)", v);
-        if (!mfs_rd_u64(file, 8, &moff) || !mfs_rd_u64(file, 16, &mlen) || !mfs_rd_u64(file, 24, &toff))
-            return MFS_CORRUPT(e, file.len, "truncated RTen header (file is %llu bytes, header is %d)",
-                               (unsigned long long)file.len, HEADER_LEN);
-        if (moff < HEADER_LEN || !mfs_span_has(file, moff, mlen))
-            return MFS_CORRUPT(e, 8, "model data [%llu, +%llu) is outside the file (%llu bytes)",
-                               (unsigned long long)moff, (unsigned long long)mlen,
-                               (unsigned long long)file.len);
-        if (toff > file.len)
-            return MFS_CORRUPT(e, 24, "tensor data offset %llu is past the end of the file (%llu bytes)",
-                               (unsigned long long)toff, (unsigned long long)file.len);
-        model = mfs_span_sub(file, moff, mlen);
-        c.tensor_data = mfs_span_sub(file, toff, file.len - toff);
-        c.v2 = true;
-        version = 2;
-        mfs_obj_set(m->extra, "model_data", mfs_obj());
-        mfs_val *md = mfs_obj_get(m->extra, "model_data");
-        mfs_obj_set(md, "offset", mfs_int((int64_t)moff));
-        mfs_obj_set(md, "length", mfs_int((int64_t)mlen));
-        mfs_obj_set(m->extra, "tensor_data_offset", mfs_int((int64_t)toff));
-    }
-    mfs_model_set_format(m, "rten", version);
-
     mfs_fbt root, graph;
     bool present;
-    if (mfs_fb_root(model, &root, e) != 0 || read_metadata(&c, &root) != 0 ||
-        mfs_fb_table(&root, MODEL_GRAPH, &graph, &present, e) != 0)
+    if (mfs_fb_root(model, &root, c->e) != 0 || read_metadata(c, &root) != 0 ||
+        mfs_fb_table(&root, MODEL_GRAPH, &graph, &present, c->e) != 0)
         return -1;
     if (!present)
-        return MFS_CORRUPT(e, mfs_fbt_offset(&root), "RTen model has no graph");
+        return MFS_CORRUPT(c->e, mfs_fbt_offset(&root), "RTen model has no graph");
 
     mfs_val *path = mfs_arr();
-    int r = add_graph_json(&c, &graph, path);
+    int r = add_graph_json(c, &graph, path);
     mfs_val_free(path);
+    return r;
+}
+
+/* V2: the 32-byte header (`head`: as much of it as the file has), then
+ * the model flatbuffer's range alone; the tensor data segment is never
+ * read (constants are described by offset). Everything the tree keeps is
+ * copied out of the flatbuffer (names, graph.json), so its range is
+ * released once parsed. */
+static int load_v2(rten_ctx *c, mfs_src *src, mfs_span head)
+{
+    mfs_model *m = c->m;
+    mfs_err *e = c->e;
+    uint64_t size = src->size;
+    uint32_t v = 0;
+    uint64_t moff = 0, mlen = 0, toff = 0;
+    bool has_v = mfs_rd_u32(head, 4, &v);
+    bool has_rest = mfs_rd_u64(head, 8, &moff) && mfs_rd_u64(head, 16, &mlen) &&
+                    mfs_rd_u64(head, 24, &toff);
+    if (!has_v)
+        return MFS_CORRUPT(e, 4, "truncated RTen header (file is %llu bytes, header is %d)",
+                           (unsigned long long)size, HEADER_LEN);
+    if (v != 2)
+        return MFS_CORRUPT(e, 4, "unsupported RTen format version %u (modelfs reads 1 and 2)", v);
+    if (!has_rest)
+        return MFS_CORRUPT(e, size, "truncated RTen header (file is %llu bytes, header is %d)",
+                           (unsigned long long)size, HEADER_LEN);
+    if (moff < HEADER_LEN || moff > size || mlen > size - moff)
+        return MFS_CORRUPT(e, 8, "model data [%llu, +%llu) is outside the file (%llu bytes)",
+                           (unsigned long long)moff, (unsigned long long)mlen,
+                           (unsigned long long)size);
+    if (toff > size)
+        return MFS_CORRUPT(e, 24, "tensor data offset %llu is past the end of the file (%llu bytes)",
+                           (unsigned long long)toff, (unsigned long long)size);
+    c->tensor_data_off = toff;
+    c->tensor_data_len = size - toff;
+    c->v2 = true;
+    mfs_obj_set(m->extra, "model_data", mfs_obj());
+    mfs_val *md = mfs_obj_get(m->extra, "model_data");
+    mfs_obj_set(md, "offset", mfs_int((int64_t)moff));
+    mfs_obj_set(md, "length", mfs_int((int64_t)mlen));
+    mfs_obj_set(m->extra, "tensor_data_offset", mfs_int((int64_t)toff));
+    mfs_model_set_format(m, "rten", 2);
+
+    mfs_span model;
+    if (mfs_src_get(src, moff, mlen, &model, e) != 0)
+        return -1;
+    int r = load_model(c, model);
+    mfs_src_release(src, model);
     return r;
 }
 
 static int probe(mfs_src *src)
 {
-    return mfs_probe_whole(src, probe_bytes);
+    mfs_span head;
+    if (mfs_src_get(src, 0, src->size < PROBE_HEAD ? src->size : PROBE_HEAD, &head, NULL) != 0)
+        return 0;
+    int bid = probe_bytes(head);
+    mfs_src_release(src, head);
+    return bid;
 }
 
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
-    return mfs_load_whole(m, src, e, load_bytes);
+    rten_ctx c = { .m = m, .e = e };
+    uint64_t size = src->size;
+    c.budget_total = size > BUDGET_MAX / BUDGET_PER_BYTE ? BUDGET_MAX : size * BUDGET_PER_BYTE;
+    if (c.budget_total < BUDGET_MIN)
+        c.budget_total = BUDGET_MIN;
+    c.budget.left = c.budget_total;
+
+    mfs_span head;
+    if (mfs_src_get(src, 0, size < HEADER_LEN ? size : HEADER_LEN, &head, e) != 0)
+        return -1;
+    bool v2 = head.len >= 4 && memcmp(head.p, "RTEN", 4) == 0;
+    int r = v2 ? load_v2(&c, src, head) : 0;
+    mfs_src_release(src, head);
+    if (v2)
+        return r;
+
+    /* V1: the flatbuffer is the whole file, so reading all of it is
+     * reading what is parsed (its constants are inline: still ranges). */
+    mfs_model_set_format(m, "rten", 1);
+    mfs_span file;
+    if (mfs_src_get(src, 0, size, &file, e) != 0)
+        return -1;
+    r = load_model(&c, file);
+    mfs_src_release(src, file);
+    return r;
 }
 
 const mfs_format mfs_format_rten = {

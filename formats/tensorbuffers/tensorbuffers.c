@@ -50,21 +50,29 @@ static const char *const operations[] = {
 
 typedef struct tb_ctx {
     mfs_model *m;
-    mfs_span file;
+    uint64_t file_size;
     uint64_t data_end;          /* the flatbuffer's start: tensor data is in [4, data_end) */
     uint64_t budget;            /* bytes of names and list items we may still copy */
     mfs_err *e;
 } tb_ctx;
 
-static int probe_bytes(mfs_span f)
+/* The magics are the first and the last 4 bytes: two small gets. */
+static int probe(mfs_src *src)
 {
-    if (!mfs_span_has(f, 0, 4) || memcmp(f.p, MAGIC, 4) != 0)
+    mfs_span head, tail;
+    if (src->size < 4 || mfs_src_get(src, 0, 4, &head, NULL) != 0)
+        return 0;
+    bool magic = memcmp(head.p, MAGIC, 4) == 0;
+    mfs_src_release(src, head);
+    if (!magic)
         return 0;
     /* With only the leading magic, still claim the file so that a truncated
      * one gets a precise message instead of "unknown format". */
-    if (f.len >= 4 + TRAILER_LEN && memcmp(f.p + f.len - 4, MAGIC, 4) == 0)
-        return 64;
-    return 32;
+    if (src->size < 4 + TRAILER_LEN || mfs_src_get_tail(src, 4, &tail, NULL) != 0)
+        return 32;
+    bool both = memcmp(tail.p, MAGIC, 4) == 0;
+    mfs_src_release(src, tail);
+    return both ? 64 : 32;
 }
 
 static mfs_val *opt_str(const mfs_fbt *t, unsigned id, mfs_err *e, int *r)
@@ -224,10 +232,10 @@ static int read_tensor(tb_ctx *c, const mfs_fbt *t, uint32_t index, tb_tensor *t
         spend(c, tt->name_len + (tt->has_shape ? 8ull * tt->shape.count : 0), mfs_fbt_offset(t)) != 0)
         return -1;
     tt->type = (int8_t)type;    /* DataType is a signed byte */
-    if (!mfs_span_has(c->file, tt->off, tt->size))
+    if ((uint64_t)tt->off + tt->size > c->file_size)
         return MFS_CORRUPT(c->e, mfs_fbt_offset(t),
                            "tensor %u: data [%u, +%u) runs past the end of the file (%llu bytes)",
-                           index, tt->off, tt->size, (unsigned long long)c->file.len);
+                           index, tt->off, tt->size, (unsigned long long)c->file_size);
     return 0;
 }
 
@@ -288,50 +296,69 @@ static int read_tensors(tb_ctx *c, const mfs_fbt *root)
 
 /* ---- the file ---------------------------------------------------------- */
 
-static int load_bytes(mfs_model *m, mfs_span file, mfs_err *e)
+/* The flatbuffer at [fb_off, +size), parsed and released (the tree keeps
+ * copies of what it shows). */
+static int load_metadata(tb_ctx *c, mfs_src *src, uint64_t fb_off, uint32_t size)
 {
-    if (!mfs_span_has(file, 0, 4) || memcmp(file.p, MAGIC, 4) != 0)
-        return MFS_CORRUPT(e, 0, "not a TensorBuffers file (no TBS1 magic)");
-    if (file.len < 4 + TRAILER_LEN)
-        return MFS_CORRUPT(e, file.len, "truncated TensorBuffers file (%llu bytes, at least %d needed)",
-                           (unsigned long long)file.len, 4 + TRAILER_LEN);
-    if (memcmp(file.p + file.len - 4, MAGIC, 4) != 0)
-        return MFS_CORRUPT(e, file.len - 4, "no trailing TBS1 magic (truncated file?)");
-    uint32_t size;
-    mfs_rd_u32(file, file.len - TRAILER_LEN, &size);
-    if (size > file.len - 4 - TRAILER_LEN)
-        return MFS_CORRUPT(e, file.len - TRAILER_LEN,
-                           "metadata size %u is larger than the file allows (%llu bytes between the magics)",
-                           size, (unsigned long long)(file.len - 4 - TRAILER_LEN));
-    uint64_t fb_off = file.len - TRAILER_LEN - size;
-    mfs_model_set_format(m, "tensorbuffers", 1);   /* the magic's version digit */
-
-    tb_ctx c = { .m = m, .file = file, .data_end = fb_off, .budget = 4ull * size + (1u << 20), .e = e };
-    mfs_fbt root;
-    int r1, r2;
-    if (mfs_fb_root(mfs_span_sub(file, fb_off, size), &root, e) != 0)
+    mfs_model *m = c->m;
+    mfs_err *e = c->e;
+    mfs_span fb;
+    if (mfs_src_get(src, fb_off, size, &fb, e) != 0)
         return -1;
+    mfs_fbt root;
+    int r1, r2, r = -1;
+    if (mfs_fb_root(fb, &root, e) != 0)
+        goto out;
     mfs_val *version = opt_str(&root, META_VERSION, e, &r1);
     mfs_val *model = opt_str(&root, META_MODEL, e, &r2);
     mfs_obj_set(m->metadata, "version", version);
     mfs_obj_set(m->metadata, "model", model);
     if (r1 != 0 || r2 != 0)
-        return -1;
+        goto out;
     mfs_obj_set(m->metadata, "flatbuffer_offset", mfs_int((int64_t)fb_off));
     mfs_obj_set(m->metadata, "flatbuffer_size", mfs_int(size));
-    if (read_operations(&c, &root) != 0 || read_tensors(&c, &root) != 0)
-        return -1;
-    return 0;
+    if (read_operations(c, &root) != 0 || read_tensors(c, &root) != 0)
+        goto out;
+    r = 0;
+out:
+    mfs_src_release(src, fb);
+    return r;
 }
 
-static int probe(mfs_src *src)
-{
-    return mfs_probe_whole(src, probe_bytes);
-}
-
+/* Three ranges: the leading magic, the trailer (the metadata's size and
+ * the closing magic), then the metadata flatbuffer. The tensors' bytes
+ * before it are never read: every tensor is a range of them. */
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
-    return mfs_load_whole(m, src, e, load_bytes);
+    uint64_t size = src->size;
+    mfs_span head, tail;
+    if (mfs_src_get(src, 0, size < 4 ? size : 4, &head, e) != 0)
+        return -1;
+    bool magic = head.len == 4 && memcmp(head.p, MAGIC, 4) == 0;
+    mfs_src_release(src, head);
+    if (!magic)
+        return MFS_CORRUPT(e, 0, "not a TensorBuffers file (no TBS1 magic)");
+    if (size < 4 + TRAILER_LEN)
+        return MFS_CORRUPT(e, size, "truncated TensorBuffers file (%llu bytes, at least %d needed)",
+                           (unsigned long long)size, 4 + TRAILER_LEN);
+    if (mfs_src_get_tail(src, TRAILER_LEN, &tail, e) != 0)
+        return -1;
+    bool closed = memcmp(tail.p + 4, MAGIC, 4) == 0;
+    uint32_t fb_size = 0;
+    mfs_rd_u32(tail, 0, &fb_size);
+    mfs_src_release(src, tail);
+    if (!closed)
+        return MFS_CORRUPT(e, size - 4, "no trailing TBS1 magic (truncated file?)");
+    if (fb_size > size - 4 - TRAILER_LEN)
+        return MFS_CORRUPT(e, size - TRAILER_LEN,
+                           "metadata size %u is larger than the file allows (%llu bytes between the magics)",
+                           fb_size, (unsigned long long)(size - 4 - TRAILER_LEN));
+    uint64_t fb_off = size - TRAILER_LEN - fb_size;
+    mfs_model_set_format(m, "tensorbuffers", 1);   /* the magic's version digit */
+
+    tb_ctx c = { .m = m, .file_size = size, .data_end = fb_off,
+                 .budget = 4ull * fb_size + (1u << 20), .e = e };
+    return load_metadata(&c, src, fb_off, fb_size);
 }
 
 const mfs_format mfs_format_tensorbuffers = {
