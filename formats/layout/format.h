@@ -28,26 +28,4 @@ typedef struct mfs_format {
     int (*load_at)(mfs_model *m, mfs_src *src, const char *path, mfs_err *e);
 } mfs_format;
 
-/* For a driver that parses the whole file as one span (kept for the
- * model's life): a step on the way to reading only the ranges it
- * parses (source.h). */
-static inline int mfs_probe_whole(mfs_src *src, int (*probe)(mfs_span file))
-{
-    mfs_span f;
-    if (mfs_src_get(src, 0, src->size, &f, NULL) != 0)
-        return 0;
-    int bid = probe(f);
-    mfs_src_release(src, f);
-    return bid;
-}
-
-static inline int mfs_load_whole(mfs_model *m, mfs_src *src, mfs_err *e,
-                                 int (*load)(mfs_model *m, mfs_span file, mfs_err *e))
-{
-    mfs_span f;
-    if (mfs_model_keep(m, 0, src->size, &f, e) != 0)
-        return -1;
-    return load(m, f, e);
-}
-
 #endif

@@ -69,7 +69,7 @@ int mfs_fuzz_one(const mfs_format *f, const uint8_t *data, size_t size)
 int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, const char *name,
                       void (*open_once)(const mfs_tree *t, const mfs_node *n))
 {
-    mfs_src *src = mfs_src_mem(data, size, name);
+    mfs_src *src = mfs_src_mem_copying(data, size, name);
     cur_src = src;
     (void)f->probe(src);
     mfs_tree tree;
