@@ -11,14 +11,15 @@ give the very same models as the mapped file:
    kept past its release is a use after free;
  - one model of each folder mounted for real in read mode: every file
    read through FUSE has the bytes `modelfs-ls` gives for it mapped;
- - what a load reads (MODELFS_SOURCE_LOG): for models with large tensors
-   made here, a load reads headers, not tensors: at most a small part of
-   the file, and no range that covers a tensor's bytes.
+ - what a load reads (MODELFS_SOURCE_LOG): for models of six formats with
+   two 8 MiB tensors made here, a load (probes of every format included)
+   reads at most 2 MiB and no range as large as a tensor.
 
 usage: test_source.py BUILD_DIR DIR...
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mfstest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 READ = dict(os.environ, MODELFS_SOURCE="read")
 
 
@@ -77,6 +79,56 @@ def mount_read_mode(c, build, model):
         c.equal(got, want_sums, "%s: bytes through FUSE (read mode)" % model)
 
 
+BIG = 8 << 20   # bytes of each of two tensors in the models made here
+LOAD_MAX = 2 << 20   # what a load (probes included) may read of them
+
+
+def big_models(tmp):
+    """Models of several formats holding two 8 MiB tensors each, made with
+    the project's own writers: (name, path)."""
+    import numpy as np
+    import gen_gguf
+    import gen_ptd
+    import gen_pytorch
+    a = np.arange(BIG // 4, dtype=np.float32)
+    b = (a * 2).astype(np.float32)
+    out = []
+    hdr = json.dumps({"a": {"dtype": "F32", "shape": [a.size], "data_offsets": [0, BIG]},
+                      "b": {"dtype": "F32", "shape": [b.size], "data_offsets": [BIG, 2 * BIG]}})
+    hdr = hdr.encode() + b" " * (-len(hdr) % 8)
+    with open(os.path.join(tmp, "big.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(hdr)) + hdr + a.tobytes() + b.tobytes())
+    out.append(("safetensors", os.path.join(tmp, "big.safetensors")))
+    np.save(os.path.join(tmp, "big.npy"), np.stack([a, b]))
+    out.append(("npy", os.path.join(tmp, "big.npy")))
+    np.savez(os.path.join(tmp, "big.npz"), a=a, b=b)
+    out.append(("npz", os.path.join(tmp, "big.npz")))
+    gen_gguf.write(tmp, "big.gguf", [], [gen_gguf.plain("a", a), gen_gguf.plain("b", b)])
+    out.append(("gguf", os.path.join(tmp, "big.gguf")))
+    gen_ptd.simple(tmp, "big.ptd", [gen_ptd.tensor("a", a), gen_ptd.tensor("b", b)])
+    out.append(("ptd", os.path.join(tmp, "big.ptd")))
+    sa, sb = gen_pytorch.Storage("0", a), gen_pytorch.Storage("1", b)
+    gen_pytorch.write_model(tmp, "big.pt", {"a": gen_pytorch.Tensor(sa, 0, a.shape, (1,)),
+                                            "b": gen_pytorch.Tensor(sb, 0, b.shape, (1,))}, [sa, sb])
+    out.append(("pytorch", os.path.join(tmp, "big.pt")))
+    return out
+
+
+def load_reads(c, ls, name, model):
+    """A load in read mode reads headers, not the tensors: at most LOAD_MAX
+    bytes in all, and no range holding a whole tensor."""
+    with tempfile.NamedTemporaryFile(prefix="modelfs-reads-") as log:
+        env = dict(READ, MODELFS_SOURCE_LOG=log.name)
+        r = subprocess.run([ls, "--check", model], capture_output=True, env=env, timeout=120)
+        gets = [tuple(int(x) for x in line.split()[1:]) for line in open(log.name)]
+    size = os.path.getsize(model)
+    total = sum(n for _, n in gets)
+    c.check(r.returncode == 0 and size > 2 * BIG, "%s: loads (exit %d)" % (name, r.returncode))
+    c.check(0 < total <= LOAD_MAX, "%s: a load read %d bytes in %d gets of a %d-byte file"
+            % (name, total, len(gets), size))
+    c.check(all(n < BIG for _, n in gets), "%s: no get holds a whole tensor: %r" % (name, gets))
+
+
 def main():
     build, dirs = sys.argv[1], [d for d in sys.argv[2:]]
     c = mfstest.Checker("mount.source")
@@ -89,6 +141,12 @@ def main():
             c.skip("%s is absent: its models are not checked" % d)
     for d in present:
         same_models(c, ls, d)
+    tmp = tempfile.mkdtemp(prefix="modelfs-source-")
+    try:
+        for name, model in big_models(tmp):
+            load_reads(c, ls, name, model)
+    finally:
+        subprocess.run(["rm", "-rf", tmp])
     if mfstest.can_mount():
         for d in present:
             m = first_model(ls, d)
