@@ -19,8 +19,12 @@
    folders of one mount) names that tensor's file, its .npy and its
    SHA256SUMS line, and otherwise only document lines that name the file.
 
-usage: test_multi.py BUILD_DIR GENERATED_DIR
+usage: test_multi.py BUILD_DIR GENERATED_DIR [PART...]
+PART: args, diff, zoo, swaps (default: all four, in that order), or
+zoo:I/N (shard I of N of the zoo: every N-th model folder's files); ctest
+runs each as its own case (mount.multi.PART), in parallel.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -35,18 +39,79 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mfstest  # noqa: E402
 
 
+def scan(root):
+    """[(relative path, is a directory)] of every entry below root, depth
+    first (os.scandir: one process, no stat of the entries)."""
+    out, stack = [], [(root, "")]
+    while stack:
+        d, rel = stack.pop()
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            is_dir = e.is_dir()
+            out.append((rel + e.name, is_dir))
+            if is_dir and not e.is_symlink():  # as os.walk
+                stack.append((e.path, rel + e.name + "/"))
+    return out
+
+
+def sha256_or_none(path):
+    """The sha256 of a file's bytes read through the mount, None when it
+    reads as an error (os.open/os.read: no buffering layer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        h = hashlib.sha256()
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def files_of(root):
     """{relative path: sha256, or None when it reads as an error} of every
     file below root."""
-    out = {}
-    for d, _, files in os.walk(root):
-        for n in files:
-            p = os.path.join(d, n)
-            try:
-                out[os.path.relpath(p, root)] = mfstest.sha256_file(p)
-            except OSError:
-                out[os.path.relpath(p, root)] = None
-    return out
+    return {rel: sha256_or_none(os.path.join(root, rel))
+            for rel, is_dir in scan(root) if not is_dir}
+
+
+def survey(root, read=True):
+    """One pass over root: (tree {relative path: size, None for a
+    directory} as mfstest.walk_tree gives, {relative path: inode number},
+    files_of(root), or {} when not `read`); every entry stat'ed and every
+    file read once."""
+    tree, inodes, sums = {}, {}, {}
+    for rel, is_dir in scan(root):
+        p = os.path.join(root, rel)
+        st = os.stat(p)
+        inodes[rel] = st.st_ino
+        tree[rel] = None if is_dir else st.st_size
+        if read and not is_dir:
+            sums[rel] = sha256_or_none(p)
+    return tree, inodes, sums
+
+
+def inside(path, folders):
+    """Whether `path` is below one of the set `folders`."""
+    i = path.find("/")
+    while i >= 0:
+        if path[:i] in folders:
+            return True
+        i = path.find("/", i + 1)
+    return False
+
+
+def below(d, rel):
+    """The entries of dict `d` below folder `rel`, relative to it."""
+    pre = rel + "/"
+    return {k[len(pre):]: v for k, v in d.items() if k.startswith(pre)}
 
 
 def oracle(build, model, key, env, cache):
@@ -89,6 +154,16 @@ def make_zoo(build, gen, zoo):
             r = subprocess.run([os.path.join(build, "modelfs-ls"), p], capture_output=True)
             if r.returncode == 0:
                 sources.append(p)
+    # The zoo's entries are hard links of one private copy of each source:
+    # a link to the generated file itself would change its ctime, which
+    # the daemons of other tests mounting it (in parallel) take for an
+    # edit of the model.
+    copies = os.path.join(os.path.dirname(zoo), "sources")
+    os.makedirs(copies, exist_ok=True)
+    private = {}
+    for p in sources:
+        private[p] = os.path.join(copies, "%d-%s" % (len(private), os.path.basename(p)))
+        shutil.copy(p, private[p])
     good, bad, skipped = {}, [], []
     i = 0
     while len(good) + len(bad) + len(skipped) < 200:
@@ -96,7 +171,7 @@ def make_zoo(build, gen, zoo):
         rel = os.path.join("set%02d" % (i // len(sources)), "g%d" % (i % 3),
                            os.path.basename(src))
         os.makedirs(os.path.dirname(os.path.join(zoo, rel)), exist_ok=True)
-        os.link(src, os.path.join(zoo, rel))
+        os.link(private[src], os.path.join(zoo, rel))
         good[rel] = src
         if i % 10 == 3:
             # Corrupt: the first 200 bytes of a model (probing still says
@@ -123,11 +198,18 @@ def make_zoo(build, gen, zoo):
     return good, bad, skipped
 
 
-def check_zoo(c, build, gen, env, tmp):
+def check_zoo(c, build, gen, env, tmp, shard=0, nshards=1):
+    """The folder of 200 entries. With nshards > 1 (separate processes, in
+    parallel) shard `shard` reads the files of every nshards-th model
+    folder, in both mounts; shard 0 also checks what is outside the model
+    folders, every entry's inode number and the lazy load. The shards
+    together make every check of one unsharded run."""
     zoo = os.path.join(tmp, "zoo")
     os.mkdir(zoo)
     good, bad, skipped = make_zoo(build, gen, zoo)
     modelfs, ls = os.path.join(build, "modelfs"), os.path.join(build, "modelfs-ls")
+    folders = sorted(list(good) + bad)
+    mine = folders[shard::nshards]
     t0 = time.time()
     with mfstest.mounted(modelfs, zoo, env=env) as mnt:
         c.check(time.time() - t0 < 30, "the folder mounts in %.1f s" % (time.time() - t0))
@@ -137,16 +219,10 @@ def check_zoo(c, build, gen, env, tmp):
             if os.path.exists(os.path.join(d, "model.json")) or "ERROR" in files:
                 shown.add(os.path.relpath(d, mnt))
                 dirs[:] = []
-        c.equal(sorted(shown), sorted(list(good) + bad), "the model folders shown")
-        cache = {}
-        for rel, src in sorted(good.items()):
-            tree, sums = oracle(build, os.path.join(zoo, rel), (os.path.basename(rel), src), env,
-                                cache)
-            got = mfstest.walk_tree(os.path.join(mnt, rel))
-            c.equal(sorted(got.items(), key=str), sorted(tree.items(), key=str),
-                    "%s: tree as mounted alone" % rel)
-            c.equal(files_of(os.path.join(mnt, rel)), sums, "%s: bytes as mounted alone" % rel)
+        c.equal(sorted(shown), folders, "the model folders shown")
         for rel in bad:
+            if rel not in mine:
+                continue
             rc, err = refusal(build, os.path.join(zoo, rel), env)
             c.check(rc in (4, 5), "%s: refused alone (exit %d)" % (rel, rc))
             with open(os.path.join(mnt, rel, "ERROR")) as f:
@@ -154,26 +230,69 @@ def check_zoo(c, build, gen, env, tmp):
             c.equal(os.listdir(os.path.join(mnt, rel)), ["ERROR"], "%s: only ERROR" % rel)
         with open(os.path.join(mnt, "models.json")) as f:
             listed = json.load(f)
-        c.equal(sorted(m["path"] for m in listed), sorted(list(good) + bad), "models.json paths")
-        for m in listed:
-            want = "error" if m["path"] in bad else "ok"
-            c.equal(m["status"], want, "models.json: %s status" % m["path"])
-            c.equal(m["size"], os.path.getsize(os.path.join(zoo, m["path"])),
-                    "models.json: %s size" % m["path"])
-            c.check(m["format"] in ("rten", "ptd", "tensorbuffers", "carton"),
-                    "models.json: %s format %r" % (m["path"], m["format"]))
-        # modelfs-ls DIR is the same tree (models.json read: its size known).
-        c.equal(sorted(mfstest.walk_tree(mnt).items(), key=str),
-                sorted(mfstest.ls_tree(ls, zoo, env).items(), key=str), "tree vs modelfs-ls DIR")
-        inodes = {p: os.stat(os.path.join(mnt, p)).st_ino for p in mfstest.walk_tree(mnt)}
-        bytes1 = files_of(mnt)
+        if shard == 0:
+            c.equal(sorted(m["path"] for m in listed), folders, "models.json paths")
+            for m in listed:
+                want = "error" if m["path"] in bad else "ok"
+                c.equal(m["status"], want, "models.json: %s status" % m["path"])
+                c.equal(m["size"], os.path.getsize(os.path.join(zoo, m["path"])),
+                        "models.json: %s size" % m["path"])
+                c.check(m["format"] in ("rten", "ptd", "tensorbuffers", "carton"),
+                        "models.json: %s format %r" % (m["path"], m["format"]))
+        # modelfs-ls DIR is the same tree (models.json read: its size
+        # known); compared below each model folder, and (shard 0) outside.
+        ls_dir = mfstest.ls_tree(ls, zoo, env)
+        ls_below = {rel: {} for rel in mine}
+        for p, v in ls_dir.items():
+            i = p.find("/")
+            while i >= 0:
+                if p[:i] in ls_below:
+                    ls_below[p[:i]][p[i + 1:]] = v
+                    break
+                i = p.find("/", i + 1)
+        bytes1, outside_bytes = {}, {}
+        if shard == 0:
+            # Every entry's inode number; the entries outside the model
+            # folders (the folders themselves, set00/, models.json) read.
+            tree_all, inodes, _ = survey(mnt, read=False)
+            fset = set(folders)
+            outside = {p: v for p, v in tree_all.items() if not inside(p, fset)}
+            c.equal(sorted(outside.items(), key=str),
+                    sorted(((p, v) for p, v in ls_dir.items() if not inside(p, fset)), key=str),
+                    "tree vs modelfs-ls DIR, outside the model folders")
+            outside_bytes = {p: sha256_or_none(os.path.join(mnt, p))
+                             for p, v in outside.items() if v is not None}
+            bytes1.update(outside_bytes)
+        # Each model folder: one pass (every entry stat'ed, every file read
+        # once), compared with that model alone and with modelfs-ls DIR.
+        cache = {}
+        for rel in mine:
+            tree1, _, sums1 = survey(os.path.join(mnt, rel))
+            bytes1.update((rel + "/" + p, v) for p, v in sums1.items())
+            c.equal(sorted(tree1.items(), key=str), sorted(ls_below[rel].items(), key=str),
+                    "%s: tree vs modelfs-ls DIR" % rel)
+            if rel in good:
+                tree, sums = oracle(build, os.path.join(zoo, rel),
+                                    (os.path.basename(rel), good[rel]), env, cache)
+                c.equal(sorted(tree1.items(), key=str), sorted(tree.items(), key=str),
+                        "%s: tree as mounted alone" % rel)
+                c.equal(sums1, sums, "%s: bytes as mounted alone" % rel)
     with mfstest.mounted(modelfs, zoo, env=env) as mnt:
-        # The same inode numbers and bytes (lookups in another order).
-        again = {p: os.stat(os.path.join(mnt, p)).st_ino
-                 for p in sorted(mfstest.walk_tree(mnt), reverse=True)}
-        c.equal(again, inodes, "inode numbers on a second mount")
-        c.equal(files_of(mnt), bytes1, "bytes on a second mount")
-        c.check(len(set(inodes.values())) == len(inodes), "inode numbers are distinct")
+        if shard == 0:
+            # The same inode numbers (lookups in another order: the names
+            # listed first, then stat'ed last to first).
+            names = [rel for rel, _ in scan(mnt)]
+            again = {p: os.stat(os.path.join(mnt, p)).st_ino
+                     for p in sorted(names, reverse=True)}
+            c.equal(again, inodes, "inode numbers on a second mount")
+            c.check(len(set(inodes.values())) == len(inodes), "inode numbers are distinct")
+        # And the same bytes.
+        bytes2 = {p: sha256_or_none(os.path.join(mnt, p)) for p in outside_bytes}
+        for rel in mine:
+            bytes2.update((rel + "/" + p, v) for p, v in files_of(os.path.join(mnt, rel)).items())
+        c.equal(bytes2, bytes1, "bytes on a second mount")
+    if shard != 0:
+        return
     # Lazy: `ls -l` of a folder loads none of its models; a model replaced
     # after that is what its first lookup loads.
     first = sorted(r for r in good if r.startswith("set00/g0/"))[0]
@@ -378,9 +497,16 @@ def check_diff(c, build, gen, env, tmp):
         os.rmdir(mnt)
 
 
+PARTS = {"args": check_args, "diff": check_diff, "zoo": check_zoo, "swaps": check_swaps}
+
+
 def main(argv):
     build, gen = argv[1], argv[2]
-    c = mfstest.Checker("multi-model tests")
+    parts = argv[3:] or list(PARTS)
+    if any(p.split(":")[0] not in PARTS for p in parts):
+        print(__doc__, file=sys.stderr)
+        return 2
+    c = mfstest.Checker("multi-model tests (%s)" % " ".join(parts))
     if not mfstest.can_mount():
         c.skip("no /dev/fuse or fusermount3")
         return c.finish()
@@ -388,10 +514,12 @@ def main(argv):
     env = mfstest.sanitizer_env(logdir)
     tmp = tempfile.mkdtemp(prefix="modelfs-multi-")
     try:
-        check_args(c, build, gen, env, tmp)
-        check_diff(c, build, gen, env, tmp)
-        check_zoo(c, build, gen, env, tmp)
-        check_swaps(c, build, gen, env, tmp)
+        for p in parts:
+            name, _, shard = p.partition(":")
+            args = [int(x) for x in shard.split("/")] if shard else []
+            sub = os.path.join(tmp, p.replace("/", "of").replace(":", "-"))
+            os.mkdir(sub)
+            PARTS[name](c, build, gen, env, sub, *args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mfstest.check_sanitizer_reports(c, logdir)

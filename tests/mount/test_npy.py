@@ -7,7 +7,9 @@ ones the README says get none; npy/ holds nothing else; reads that span
 the header and the data give the same bytes; and reading a large .npy
 grows the daemon's anonymous memory by less than 1 MiB (no copy).
 
-usage: test_npy.py BUILD_DIR MODEL_DIR...
+usage: test_npy.py BUILD_DIR [--only=PART,...] MODEL_DIR...
+PART: models (every model of the MODEL_DIRs), big; default both (ctest runs
+them as separate cases, in parallel).
 MODELFS_NPY_BIG_MIB sets the large tensor's size (default 256).
 """
 import json
@@ -154,16 +156,21 @@ def check_big(c, modelfs, env):
 
 def main(argv):
     build, dirs = argv[1], argv[2:]
-    c = mfstest.Checker("npy tests")
+    parts = {"models", "big"}
+    if dirs and dirs[0].startswith("--only="):
+        parts = set(dirs.pop(0)[len("--only="):].split(","))
+    c = mfstest.Checker("npy tests (%s)" % ",".join(sorted(parts)))
     if not mfstest.can_mount():
         c.skip("no /dev/fuse or fusermount3")
         return c.finish()
     modelfs = os.path.join(build, "modelfs")
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    for model in mfstest.model_files(c, dirs):
-        check_model(c, modelfs, model, env)
-    check_big(c, modelfs, env)
+    if "models" in parts:
+        for model in mfstest.model_files(c, dirs):
+            check_model(c, modelfs, model, env)
+    if "big" in parts:
+        check_big(c, modelfs, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
