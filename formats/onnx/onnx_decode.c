@@ -4,8 +4,9 @@
  * mount; the bytes are made on first open (fs/content.c): the message is
  * got from the source then (its offset and length are all the file node
  * keeps), decoded under the SIGBUS guard (a mapped model cut short) into
- * memory the content layer counts against its cap, and released. A value takes at least one byte of the file and becomes
- * at most 8, so a file cannot make more than 8 times its own size. */
+ * memory the content layer counts against its cap, and released. A value
+ * takes at least one byte of the file and becomes at most 8, so a file
+ * cannot make more than 8 times its own size. */
 #include <stdlib.h>
 #include <string.h>
 
