@@ -355,7 +355,9 @@ uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uin
                              uint64_t size)
 {
     uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
-    if (idx != MFS_NONE) {
+    /* An empty file has no bytes to find: its offset may even lie past the
+     * end of the file (GGUF's empty tensors may), so none is kept. */
+    if (idx != MFS_NONE && size > 0) {
         t->nodes[idx].from_src = true;
         t->nodes[idx].src_off = off;
     }

@@ -210,7 +210,8 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
                       const uint8_t *data, uint64_t size);
 
 /* Adds a file whose bytes are the model's [off, off + size), read from
- * its source when served; as mfs_tree_add otherwise. */
+ * its source when served (an empty one reads nothing); as mfs_tree_add
+ * otherwise. */
 uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uint64_t off,
                              uint64_t size);
 
