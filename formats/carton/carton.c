@@ -43,6 +43,7 @@
 #include "strbuf.h"
 #include "xalloc.h"
 #include "format.h"
+#include "zip_source.h"
 #include "toml_parse.h"
 
 typedef unsigned long long ull;
@@ -644,23 +645,6 @@ static void load_free(carton_load *cl)
 
 #define SIG_LOCAL 0x04034b50u
 
-static int src_get(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
-{
-    return mfs_src_get(ctx, off, len, out, e);
-}
-
-static void src_release(void *ctx, mfs_span got)
-{
-    mfs_src_release(ctx, got);
-}
-
-/* The zip layer reads the model through its source (it lives as long as
- * the tree). */
-static mfs_zip_reader reader_of(mfs_src *src)
-{
-    return (mfs_zip_reader){ src, src->size, src_get, src_release };
-}
-
 /* A central directory holding carton.toml, or else (a truncated carton:
  * load then says what is wrong) a first local header of that name, since
  * Carton's packer writes it first. A local header is 30 bytes (name length
@@ -670,7 +654,7 @@ static int probe(mfs_src *src)
 {
     static const char name[] = "carton.toml";
     const size_t len = sizeof name - 1;
-    mfs_zip_reader rd = reader_of(src);
+    mfs_zip_reader rd = mfs_zip_reader_of(src);
     if (mfs_zip_has_name(&rd, name, len))
         return 120;  /* end record, directory signature, an 11-byte name */
     mfs_span f;
@@ -692,7 +676,7 @@ static int probe(mfs_src *src)
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
-    mfs_zip_reader rd = reader_of(src);
+    mfs_zip_reader rd = mfs_zip_reader_of(src);
     if (mfs_zip_open(z, &rd, e) != 0) {
         free(z);
         return -1;

@@ -16,6 +16,7 @@
 #include "inflate_prefix.h"
 #include "npy_header.h"
 #include "format.h"
+#include "zip_source.h"
 #include "xalloc.h"
 #include "zip_read.h"
 
@@ -243,20 +244,10 @@ static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
     return r;
 }
 
-static int src_get(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
-{
-    return mfs_src_get(ctx, off, len, out, e);
-}
-
-static void src_release(void *ctx, mfs_span got)
-{
-    mfs_src_release(ctx, got);
-}
-
 int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
-    mfs_zip_reader rd = { src, src->size, src_get, src_release };
+    mfs_zip_reader rd = mfs_zip_reader_of(src);
     if (mfs_zip_open(z, &rd, e) != 0) {
         free(z);
         return -1;

@@ -27,6 +27,7 @@
 
 #include "dtype.h"
 #include "format.h"
+#include "zip_source.h"
 #include "torch.h"
 #include "xalloc.h"
 #include "zip_read.h"
@@ -60,21 +61,6 @@ static bool ends(const char *s, size_t len, size_t top, const char *rest)
 {
     size_t r = strlen(rest);
     return len == top + 1 + r && memcmp(s + top + 1, rest, r) == 0;
-}
-
-static int src_get(void *ctx, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
-{
-    return mfs_src_get(ctx, off, len, out, e);
-}
-
-static void src_release(void *ctx, mfs_span got)
-{
-    mfs_src_release(ctx, got);
-}
-
-static mfs_zip_reader reader_of(mfs_src *src)
-{
-    return (mfs_zip_reader){ src, src->size, src_get, src_release };
 }
 
 /* The file's head: the first local header with its name (or as much of
@@ -118,7 +104,7 @@ static int probe_head(mfs_src *src, mfs_span f)
     char want[300];
     if (top > 200)
         return 0;
-    mfs_zip_reader rd = reader_of(src);
+    mfs_zip_reader rd = mfs_zip_reader_of(src);
     snprintf(want, sizeof want, "%.*s/data.pkl", (int)top, name);
     if (mfs_zip_has_name(&rd, want, strlen(want)))
         return 72;
@@ -531,7 +517,7 @@ static int load_file(mfs_model *m, mfs_src *src, mfs_err *e)
         return MFS_CORRUPT(e, 0, "a legacy torch.save file (before torch 1.6: pickles back to back, "
                                  "not a zip): not supported; torch.save it again with a newer torch");
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
-    mfs_zip_reader rd = reader_of(src);
+    mfs_zip_reader rd = mfs_zip_reader_of(src);
     if (mfs_zip_open(z, &rd, e) != 0) {
         free(z);
         return -1;
