@@ -14,7 +14,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "doc.h"
 #include "err.h"
@@ -207,37 +206,6 @@ static inline void mfs_model_add_json(mfs_model *m, uint32_t dir, const char *na
 static inline char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char *name, size_t len)
 {
     return m->ops->unique_name(m, dir, name, len);
-}
-
-struct mfs_kept {
-    mfs_src *src;
-    mfs_span got;
-};
-
-static inline void mfs_kept_release(void *arg)
-{
-    struct mfs_kept *k = (struct mfs_kept *)arg;
-    mfs_src_release(k->src, k->got);
-}
-
-/* Bytes [off, off + len) of the model that must live as long as its tree
- * (names and keys that entries point at): released when the tree goes.
- * -1 with e. */
-static inline int mfs_model_keep(mfs_model *m, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
-{
-    if (mfs_src_get(m->src, off, len, out, e) != 0)
-        return -1;
-    if (m->src->map == NULL) {
-        struct mfs_kept *k = (struct mfs_kept *)mfs_model_own(m, malloc(sizeof *k));
-        if (k == NULL) {
-            mfs_src_release(m->src, *out);
-            return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
-        }
-        k->src = m->src;
-        k->got = *out;
-        mfs_model_on_destroy(m, mfs_kept_release, k);
-    }
-    return 0;
 }
 
 /* Opens the folder `path` for the life of the tree (files of a folder

@@ -18,9 +18,8 @@
  *  - never fetch a tensor's bytes to describe it: a tensor is an offset
  *    and a length (mfs_tensor.stored); the mount reads it when a reader
  *    does;
- *  - what must live as long as the model (names pointing into a header)
- *    is kept with mfs_model_keep, released when the tree goes; anything
- *    else is released as soon as it is parsed;
+ *  - release a range as soon as it is parsed: the model's description
+ *    and the tree copy what they keep (names, keys, strings);
  *  - a produced file (a decode) gets its input in its produce call and
  *    releases it before returning. */
 #ifndef MFS_SOURCE_H
