@@ -658,7 +658,7 @@ static int probe(mfs_src *src)
     if (mfs_zip_has_name(&rd, name, len))
         return 120;  /* end record, directory signature, an 11-byte name */
     mfs_span f;
-    if (mfs_src_get(src, 0, src->size < 30 + len ? src->size : 30 + len, &f, NULL) != 0)
+    if (mfs_src_get_head(src, 30 + len, &f, NULL) != 0)
         return 0;
     uint32_t sig;
     uint16_t nlen;

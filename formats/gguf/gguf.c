@@ -269,7 +269,7 @@ static void add_tensor(mfs_model *m, const gguf_info *t, uint64_t data_start)
 static int probe(mfs_src *src)
 {
     mfs_span f;
-    if (mfs_src_get(src, 0, src->size < 4 ? src->size : 4, &f, NULL) != 0)
+    if (mfs_src_get_head(src, 4, &f, NULL) != 0)
         return 0;
     int bid = mfs_span_has(f, 0, 4) && memcmp(f.p, MAGIC, 4) == 0 ? 32 : 0;
     mfs_src_release(src, f);

@@ -16,7 +16,7 @@ int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e);
 /* The first min(size, n) bytes, or -1 with e. */
 static int get_head(mfs_src *src, uint64_t n, mfs_span *out, mfs_err *e)
 {
-    return mfs_src_get(src, 0, src->size < n ? src->size : n, out, e);
+    return mfs_src_get_head(src, n, out, e);
 }
 
 static bool has_magic(mfs_span f)

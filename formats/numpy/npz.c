@@ -52,12 +52,12 @@ int mfs_npz_probe(mfs_src *src)
 {
     mfs_span f;
     uint16_t nlen;
-    if (mfs_src_get(src, 0, src->size < 30 ? src->size : 30, &f, NULL) != 0)
+    if (mfs_src_get_head(src, 30, &f, NULL) != 0)
         return 0;
     bool has_len = mfs_rd_u16(f, 26, &nlen);
     mfs_src_release(src, f);
     uint64_t want = 30 + (has_len ? (uint64_t)nlen : 0);
-    if (!has_len || mfs_src_get(src, 0, src->size < want ? src->size : want, &f, NULL) != 0)
+    if (!has_len || mfs_src_get_head(src, want, &f, NULL) != 0)
         return 0;
     int bid = probe_head(f);
     mfs_src_release(src, f);

@@ -577,7 +577,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 static int probe(mfs_src *src)
 {
     mfs_span head;
-    if (mfs_src_get(src, 0, src->size < FH_POS + 4 ? src->size : FH_POS + 4, &head, NULL) != 0)
+    if (mfs_src_get_head(src, FH_POS + 4, &head, NULL) != 0)
         return 0;
     int bid = probe_bytes(head);
     mfs_src_release(src, head);

@@ -69,12 +69,12 @@ static int get_head(mfs_src *src, mfs_span *f)
 {
     uint16_t nlen = 0;
     uint64_t want = 30;
-    if (mfs_src_get(src, 0, src->size < want ? src->size : want, f, NULL) != 0)
+    if (mfs_src_get_head(src, want, f, NULL) != 0)
         return -1;
     if (mfs_rd_u16(*f, 26, &nlen) && nlen > 0) {
         mfs_src_release(src, *f);
         want += nlen;
-        if (mfs_src_get(src, 0, src->size < want ? src->size : want, f, NULL) != 0)
+        if (mfs_src_get_head(src, want, f, NULL) != 0)
             return -1;
     }
     return 0;

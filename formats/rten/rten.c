@@ -607,7 +607,7 @@ static int load_v2(rten_ctx *c, mfs_src *src, mfs_span head)
 static int probe(mfs_src *src)
 {
     mfs_span head;
-    if (mfs_src_get(src, 0, src->size < PROBE_HEAD ? src->size : PROBE_HEAD, &head, NULL) != 0)
+    if (mfs_src_get_head(src, PROBE_HEAD, &head, NULL) != 0)
         return 0;
     int bid = probe_bytes(head);
     mfs_src_release(src, head);

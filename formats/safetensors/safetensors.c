@@ -21,7 +21,7 @@
 static int probe(mfs_src *src)
 {
     mfs_span f;
-    if (mfs_src_get(src, 0, src->size < ST_PROBE_HEAD ? src->size : ST_PROBE_HEAD, &f, NULL) != 0)
+    if (mfs_src_get_head(src, ST_PROBE_HEAD, &f, NULL) != 0)
         return 0;
     uint64_t n;
     int bid = 32;
@@ -82,7 +82,7 @@ void st_copy_metadata(const st_header *h, mfs_val *into)
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_span head, json;
-    if (mfs_src_get(src, 0, src->size < ST_FIRST_GET ? src->size : ST_FIRST_GET, &head, e) != 0)
+    if (mfs_src_get_head(src, ST_FIRST_GET, &head, e) != 0)
         return -1;
     uint64_t n;
     if (st_header_length(head, src->size, "", &n, e) != 0) {

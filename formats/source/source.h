@@ -81,6 +81,12 @@ static inline void mfs_src_release(mfs_src *s, mfs_span got)
         s->ops->release(s, got);
 }
 
+/* The first min(len, size) bytes: what a probe looks at. */
+static inline int mfs_src_get_head(mfs_src *s, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    return mfs_src_get(s, 0, len < s->size ? len : s->size, out, e);
+}
+
 /* The last min(len, size) bytes: where a zip's end records are. */
 static inline int mfs_src_get_tail(mfs_src *s, uint64_t len, mfs_span *out, mfs_err *e)
 {
