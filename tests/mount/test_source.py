@@ -11,6 +11,7 @@ give the very same models as the mapped file:
    kept past its release is a use after free;
  - one model of each folder mounted for real in read mode: every file
    read through FUSE has the bytes `modelfs-ls` gives for it mapped;
+ - a model cut short while mounted in read mode gives EIO, not bytes;
  - what a load reads (MODELFS_SOURCE_LOG): for models of six formats with
    two 8 MiB tensors made here, a load (probes of every format included)
    reads at most 2 MiB and no range as large as a tensor.
@@ -129,6 +130,23 @@ def load_reads(c, ls, name, model):
     c.check(all(n < BIG for _, n in gets), "%s: no get holds a whole tensor: %r" % (name, gets))
 
 
+def cut_while_mounted(c, build, model):
+    """A model cut short while mounted in read mode: a tensor past the cut
+    and SHA256SUMS give EIO (never bytes of the shorter file), and the
+    daemon still answers."""
+    import errno
+    with mfstest.mounted(os.path.join(build, "modelfs"), model, env=READ) as mnt:
+        os.truncate(model, os.path.getsize(model) - BIG)
+        for p in ("tensors/b", "SHA256SUMS"):
+            try:
+                with open(os.path.join(mnt, p), "rb") as f:
+                    f.read()
+                c.check(False, "cut model: %s read whole" % p)
+            except OSError as e:
+                c.equal(e.errno, errno.EIO, "cut model: %s" % p)
+        c.check("model.json" in os.listdir(mnt), "cut model: the daemon still answers")
+
+
 def main():
     build, dirs = sys.argv[1], [d for d in sys.argv[2:]]
     c = mfstest.Checker("mount.source")
@@ -143,8 +161,11 @@ def main():
         same_models(c, ls, d)
     tmp = tempfile.mkdtemp(prefix="modelfs-source-")
     try:
-        for name, model in big_models(tmp):
+        models = big_models(tmp)
+        for name, model in models:
             load_reads(c, ls, name, model)
+        if mfstest.can_mount():
+            cut_while_mounted(c, build, dict(models)["safetensors"])
     finally:
         subprocess.run(["rm", "-rf", tmp])
     if mfstest.can_mount():
