@@ -134,17 +134,24 @@ static bool is_name(const void *key, uint32_t node)
     return parent_of(k->t, node) == k->parent && cmp_name(k->t, node, k->name) == 0;
 }
 
-#define ARENA_BLOCK (256u << 10)  /* above malloc's mmap threshold: a mapping of its own */
+/* Blocks start small and double up to ARENA_BLOCK (above malloc's mmap
+ * threshold: a mapping of its own), so a tree of a few names — one of 200
+ * small models in a folder mount, a fuzz input — costs a few KiB, not a
+ * 256 KiB mapping. */
+#define ARENA_FIRST (4u << 10)
+#define ARENA_BLOCK (256u << 10)
 
 static void *arena_alloc(mfs_tree *t, size_t n)
 {
     if (n > t->arena_left) {
-        size_t size = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
-        uint8_t *block = mfs_tree_own(t, mfs_xmalloc(size));
-        if (size != ARENA_BLOCK)
-            return block;  /* a big one gets a block to itself */
-        t->arena_cur = block;
-        t->arena_left = size;
+        size_t next = t->arena_next ? t->arena_next : ARENA_FIRST;
+        if (n > ARENA_BLOCK / 4)  /* a big one gets a block to itself */
+            return mfs_tree_own(t, mfs_xmalloc(n));
+        while (next < n)
+            next *= 2;
+        t->arena_cur = mfs_tree_own(t, mfs_xmalloc(next));
+        t->arena_left = next;
+        t->arena_next = next < ARENA_BLOCK ? next * 2 : ARENA_BLOCK;
     }
     void *p = t->arena_cur;
     t->arena_cur += n;

@@ -190,6 +190,7 @@ typedef struct mfs_tree {
      * a few live bytes and the freed rest can never go back to the system. */
     uint8_t *arena_cur;
     size_t arena_left;
+    size_t arena_next;      /* the next block's size: grows to ARENA_BLOCK */
     struct mfs_tree_dtor *dtors;    /* mfs_tree_on_destroy's, newest first */
     mfs_sums sums;
     bool finished;

@@ -111,8 +111,11 @@ static void indent(mfs_strbuf *sb, int depth)
         return;
     }
     mfs_sb_addc(sb, '\n');
-    for (int i = 0; i < depth; i++)
-        mfs_sb_adds(sb, "  ");
+    for (n--; n > 0;) {  /* deep documents (ONNX subgraphs): a run at a time */
+        size_t k = n < sizeof spaces - 2 ? n : sizeof spaces - 2;
+        mfs_sb_add(sb, spaces + 1, k);
+        n -= k;
+    }
 }
 
 bool mfs_write_plain_scalar(mfs_strbuf *sb, const mfs_val *v)

@@ -68,6 +68,13 @@ static int find_end(mfs_span f, uint64_t *pos, mfs_err *e)
     bool fits = false;
     uint64_t fit = 0;
     for (uint64_t p = last + 1; p-- > first;) {
+        /* Jump to the next 'P' back: the scan of a 64 KiB tail without a
+         * record (any file a probe tries) is then memrchr's, not a
+         * bounds-checked read per byte. */
+        const uint8_t *hit = memrchr(f.p + first, 'P', (size_t)(p - first + 1));
+        if (hit == NULL)
+            break;
+        p = (uint64_t)(hit - f.p);
         uint32_t sig;
         uint16_t clen;
         if (!mfs_rd_u32(f, p, &sig) || sig != SIG_END || !mfs_rd_u16(f, p + 20, &clen))

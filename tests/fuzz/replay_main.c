@@ -3,10 +3,14 @@
  *   replay [--mutate N] FILE|DIR...
  * Every file is run as is; with --mutate, also truncated at every offset
  * (every 1/512th of the file past 4 KiB) and with N seeded random byte
- * flips, each input copied into a buffer of exactly its size. Ends with
+ * flips, each input copied into a buffer of exactly its size. A cut
+ * whose bytes an earlier file's cut already had (corpus files are often
+ * mutants of one another, equal up to some byte) is not run twice: the
+ * targets are deterministic, so it would only repeat that run. Ends with
  * "NAME: N passed, M failed": N inputs replayed (a crash never gets there),
  * M files or folders that could not be read. */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +43,62 @@ static uint64_t rng(void)
     return rng_state;
 }
 
+/* The prefixes run so far, as (length, 128-bit hash) in an open-addressed
+ * set; two running hashes of the bytes so far, so each cut costs O(step). */
+typedef struct seen_cut {
+    uint64_t len, h1, h2;
+} seen_cut;
+
+static seen_cut *seen;
+static size_t seen_cap, seen_count;
+
+static bool seen_before(uint64_t len, uint64_t h1, uint64_t h2)
+{
+    if (seen_count * 2 >= seen_cap) {
+        size_t cap = seen_cap ? seen_cap * 2 : 1u << 16;
+        seen_cut *t = calloc(cap, sizeof *t);
+        if (t == NULL)
+            exit(1);
+        for (size_t i = 0; i < seen_cap; i++) {
+            if (seen[i].h1 == 0 && seen[i].h2 == 0 && seen[i].len == 0)
+                continue;
+            size_t j = (size_t)(seen[i].h1 ^ seen[i].len) & (cap - 1);
+            while (t[j].h1 != 0 || t[j].h2 != 0 || t[j].len != 0)
+                j = (j + 1) & (cap - 1);
+            t[j] = seen[i];
+        }
+        free(seen);
+        seen = t;
+        seen_cap = cap;
+    }
+    /* (0, 0, 0) marks an empty slot: no prefix has it (the hashes of the
+     * empty one are their nonzero seeds). */
+    size_t j = (size_t)(h1 ^ len) & (seen_cap - 1);
+    while (seen[j].h1 != 0 || seen[j].h2 != 0 || seen[j].len != 0) {
+        if (seen[j].len == len && seen[j].h1 == h1 && seen[j].h2 == h2)
+            return true;
+        j = (j + 1) & (seen_cap - 1);
+    }
+    seen[j] = (seen_cut){ len, h1, h2 };
+    seen_count++;
+    return false;
+}
+
 static void mutate(const uint8_t *data, size_t size, unsigned flips)
 {
     size_t step = size <= 4096 ? 1 : size / 512;
-    for (size_t cut = 0; cut < size; cut += step)
-        run_exact(data, cut);
+    /* FNV-1a and a multiply-xorshift mix, both over every byte so far. */
+    uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x9e3779b97f4a7c15ull;
+    size_t hashed = 0;
+    for (size_t cut = 0; cut < size; cut += step) {
+        for (; hashed < cut; hashed++) {
+            h1 = (h1 ^ data[hashed]) * 0x100000001b3ull;
+            h2 = (h2 + data[hashed] + 1) * 0xff51afd7ed558ccdull;
+            h2 ^= h2 >> 29;
+        }
+        if (!seen_before(cut, h1, h2))
+            run_exact(data, cut);
+    }
     if (size == 0)
         return;
     uint8_t *buf = malloc(size);

@@ -42,7 +42,10 @@ static uint8_t *one_member(uint16_t method, const uint8_t *comp, size_t clen, ui
 }
 
 /* Float32-like data: random mantissas, few exponents (a little
- * compressible, as weights are), with runs now and then. */
+ * compressible, as weights are), with runs now and then. Made by one
+ * thread before any other starts: ThreadSanitizer need not watch its
+ * 48 MiB of byte stores (they were most of test_zip_stream_tsan's time). */
+__attribute__((no_sanitize("thread")))
 static uint8_t *weights(size_t n, unsigned seed)
 {
     uint8_t *d = malloc(n ? n : 1);
@@ -62,7 +65,7 @@ static uint8_t *zstd_frame(const uint8_t *d, size_t n, size_t *clen)
     uint8_t *c = malloc(cap);
     if (c == NULL)
         abort();
-    *clen = ZSTD_compress(c, cap, d, n, 3);
+    *clen = ZSTD_compress(c, cap, d, n, 1);  /* the level is not what is tested: the fastest */
     if (ZSTD_isError(*clen))
         abort();
     return c;
@@ -71,7 +74,7 @@ static uint8_t *zstd_frame(const uint8_t *d, size_t n, size_t *clen)
 static uint8_t *deflate_raw(const uint8_t *d, size_t n, size_t *clen)
 {
     z_stream zs = { 0 };
-    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&zs, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         abort();
     size_t cap = deflateBound(&zs, (uLong)n);
     uint8_t *c = malloc(cap);
@@ -328,17 +331,31 @@ static void check_crc(void)
 
 int main(void)
 {
+    /* Under ThreadSanitizer (test_zip_stream_tsan) only the cases with a
+     * second thread: hashing on a helper, a cancel from another thread.
+     * The one-thread ones have nothing for TSan to find, and run here in
+     * the normal and the sanitizer builds. */
+#ifndef MFS_THREADED_CASES_ONLY
     check_crc();
     check_trail();
+#else
+    (void)check_crc;
+    (void)check_trail;
+    (void)check_frames;
+#endif
     for (uint16_t m = 8; m <= 93; m += 85) {
+#ifndef MFS_THREADED_CASES_ONLY
         check_good(m, 0, 1);
         check_good(m, 1000, 2);
         check_good(m, (1 << 20) + 3, 3);             /* hashed inline */
+#endif
         check_good(m, MFS_TRAIL_THREAD_MIN + 4097, 4);  /* on a helper */
         check_cancel(m);
     }
     check_bad_sizes(MFS_TRAIL_THREAD_MIN + 100);
+#ifndef MFS_THREADED_CASES_ONLY
     check_bad_sizes(200000);
     check_frames();
+#endif
     return unit_finish("test_zip_stream");
 }
