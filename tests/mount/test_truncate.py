@@ -180,7 +180,7 @@ class Reader(threading.Thread):
 
 
 def run_case(c, x, what, model, inner, victim, want_sha, cut_to):
-    mfstest.drop_caches()
+    mfstest.evict(model, victim)
     fg = mfstest.Foreground(x.modelfs, model, (), x.env, timeout=30)
     mnt, d = fg.mnt, fg.p
     try:
