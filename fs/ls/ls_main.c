@@ -1,7 +1,7 @@
 /* modelfs-ls: the same tree as the mount, with no FUSE.
  *   modelfs-ls MODEL          every path, its kind and size
  *   modelfs-ls MODEL PATH     that file's bytes on stdout
- *   modelfs-ls -x MODEL PATH  that node's xattrs, "name=value" lines
+ *   modelfs-ls -x MODEL PATH...  each node's xattrs, "name=value" lines
  *   modelfs-ls --sha256 MODEL PATH...  "SHA256  SIZE  PATH" per PATH
  *   modelfs-ls --check MODEL...        "EXIT  MODEL" per MODEL: would it mount?
  *   modelfs-ls --verify MODEL every checked/produced file made and checked
@@ -36,7 +36,8 @@ static void usage(FILE *f)
             "                 (for --sha256, -x or one file's bytes) come after the --\n"
             "  PATH           a path inside the tree, e.g. tensors/conv1.weight or model.json;\n"
             "                 its bytes are written to stdout exactly as the mount serves them\n"
-            "  -x             with PATH: print the node's extended attributes instead\n"
+            "  -x             with one or more PATHs: print each node's extended attributes\n"
+            "                 instead (with several, each node's after a line \"# PATH\")\n"
             "  --sha256       with one or more PATHs: print \"SHA256  SIZE  PATH\" for each\n"
             "                 (the bytes' lowercase sha256 and length) instead of the bytes;\n"
             "                 every PATH is tried, the exit code is the first failure's\n"
@@ -422,7 +423,7 @@ int main(int argc, char **argv)
         }
     }
     int npaths = argc - first_path;
-    if (nmodels < 1 || argi + nmodels > argc || (npaths > 1 && !sums) || (xattrs && npaths != 1) ||
+    if (nmodels < 1 || argi + nmodels > argc || (npaths > 1 && !sums && !xattrs) || (xattrs && npaths < 1) ||
         (verify && npaths != 0) || (sums && (npaths < 1 || xattrs || verify))) {
         usage(stderr);
         return mfs_exit_code(MFS_E_USAGE);
@@ -469,6 +470,23 @@ int main(int argc, char **argv)
             }
         } else if (npaths == 0) {
             list(&forest, &forest.top, MFS_ROOT, "");
+        } else if (xattrs) {
+            /* Many nodes in one load (the tests sample dozens a model). */
+            for (int i = first_path; i < argc; i++) {
+                const mfs_volume *v = &forest.top;
+                uint32_t node = resolve(&forest, &v, argv[i]);
+                if (npaths > 1)
+                    printf("# %s\n", argv[i]);
+                int r;
+                if (node == MFS_NONE) {
+                    fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[i]);
+                    r = mfs_exit_code(MFS_E_NO_PATH);
+                } else {
+                    r = dump(v, node, 1);
+                }
+                if (rc == 0)
+                    rc = r;
+            }
         } else {
             const mfs_volume *v = &forest.top;
             uint32_t node = resolve(&forest, &v, argv[first_path]);
@@ -477,7 +495,7 @@ int main(int argc, char **argv)
                         argv[first_path]);
                 rc = mfs_exit_code(MFS_E_NO_PATH);
             } else {
-                rc = dump(v, node, xattrs);
+                rc = dump(v, node, 0);
             }
         }
     }
