@@ -136,9 +136,9 @@ static bool is_name(const void *key, uint32_t node)
 
 /* Blocks start small and double up to ARENA_BLOCK (above malloc's mmap
  * threshold: a mapping of its own), so a tree of a few names — one of 200
- * small models in a folder mount, a fuzz input — costs a few KiB, not a
+ * small models in a folder mount, a fuzz input — costs a KiB or two, not a
  * 256 KiB mapping. */
-#define ARENA_FIRST (4u << 10)
+#define ARENA_FIRST (1u << 10)
 #define ARENA_BLOCK (256u << 10)
 
 static void *arena_alloc(mfs_tree *t, size_t n)

@@ -140,6 +140,16 @@ def rss(pid):
     return out
 
 
+def take_shard(args):
+    """Removes a leading `--shard=I/N` from the list args; (I, N), or
+    (0, 1) without one. A test given it checks every N-th model from the
+    I-th, so ctest can run its shards side by side."""
+    if args and args[0].startswith("--shard="):
+        i, n = args.pop(0)[len("--shard="):].split("/")
+        return int(i), int(n)
+    return 0, 1
+
+
 def evict(*paths):
     """Drops the page cache of these files only (written back first), so
     the next read of a file through a mount reaches the daemon, and the

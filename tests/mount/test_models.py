@@ -2,7 +2,8 @@
 """Mounts every model with an .expect.json in the given directories and
 compares the mounted tree with the expectation and with modelfs-ls.
 
-usage: test_models.py BUILD_DIR DIR... (a DIR that does not exist is skipped, visibly)
+usage: test_models.py BUILD_DIR [--shard=I/N] DIR... (a DIR that does not exist is
+skipped, visibly; with --shard, every N-th model from the I-th)
 """
 import collections
 import errno
@@ -233,10 +234,12 @@ def main(argv):
         return c.finish()
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    for model, expect in mfstest.expected_models(
-            c, argv[2:], ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch",
-                          "gguf")):
-        if os.path.isfile(model):
+    dirs = argv[2:]
+    shard, nshards = mfstest.take_shard(dirs)
+    for k, (model, expect) in enumerate(mfstest.expected_models(
+            c, dirs, ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch",
+                      "gguf"))):
+        if k % nshards == shard and os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)

@@ -7,7 +7,7 @@ ones the README says get none; npy/ holds nothing else; reads that span
 the header and the data give the same bytes; and reading a large .npy
 grows the daemon's anonymous memory by less than 1 MiB (no copy).
 
-usage: test_npy.py BUILD_DIR [--only=PART,...] MODEL_DIR...
+usage: test_npy.py BUILD_DIR [--only=PART,...] [--shard=I/N] MODEL_DIR...
 PART: models (every model of the MODEL_DIRs), big; default both (ctest runs
 them as separate cases, in parallel).
 MODELFS_NPY_BIG_MIB sets the large tensor's size (default 256).
@@ -166,6 +166,7 @@ def main(argv):
     parts = {"models", "big"}
     if dirs and dirs[0].startswith("--only="):
         parts = set(dirs.pop(0)[len("--only="):].split(","))
+    shard, nshards = mfstest.take_shard(dirs)
     c = mfstest.Checker("npy tests (%s)" % ",".join(sorted(parts)))
     if not mfstest.can_mount():
         c.skip("no /dev/fuse or fusermount3")
@@ -174,8 +175,9 @@ def main(argv):
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
     if "models" in parts:
-        for model in mfstest.model_files(c, dirs):
-            check_model(c, modelfs, model, env)
+        for k, model in enumerate(mfstest.model_files(c, dirs)):
+            if k % nshards == shard:
+                check_model(c, modelfs, model, env)
     if "big" in parts:
         check_big(c, modelfs, env)
     mfstest.check_sanitizer_reports(c, logdir)
