@@ -119,11 +119,33 @@ class Raw:
         self.data = data
 
 
+# Element widths of the dtypes torch >= 2.1 pickles with _rebuild_tensor_v3
+# (torch/storage.py _new_dtypes: no storage class of their own), and of the
+# sub-byte integers (one byte per element in a storage).
+V3_WIDTHS = {
+    "uint16": 2, "uint32": 4, "uint64": 8, "float8_e5m2": 1, "float8_e4m3fn": 1,
+    "float8_e5m2fnuz": 1, "float8_e4m3fnuz": 1, "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
+    "complex32": 4, "bits8": 1, "bits16": 2, "bits1x8": 1, "bits2x4": 1, "bits4x2": 1,
+    **{"int%d" % i: 1 for i in range(1, 8)}, **{"uint%d" % i: 1 for i in range(1, 8)},
+}
+
+
 class Storage:
-    def __init__(self, key, array, storage_type=None):
+    def __init__(self, key, array, storage_type=None, module="torch"):
         self.key, self.array = key, np.ascontiguousarray(array).reshape(-1)
         self.dtype = str(array.dtype) if storage_type is None else storage_type[1]
         self.type = storage_type[0] if storage_type else STORAGES[self.dtype]
+        self.module = module  # torch >= 2.1: torch.storage.UntypedStorage
+
+
+V3_WIDTHS_INDEX = {dt: i for i, dt in enumerate(V3_WIDTHS)}
+
+
+def untyped(key, raw):
+    """An UntypedStorage as torch >= 2.1 pickles it (GLOBAL 'torch.storage
+    UntypedStorage'; its numel, in the persistent id, counts bytes)."""
+    return Storage(key, np.frombuffer(bytes(raw), np.uint8), ("UntypedStorage", "uint8"),
+                   "torch.storage")
 
 
 class Tensor:
@@ -145,7 +167,7 @@ class Tensor:
         if self.from_type:
             p.glob("torch", "Tensor")
         p.op(b"(")
-        p.op(b"(").str("storage").glob("torch", self.s.type).str(self.s.key).str("cpu")
+        p.op(b"(").str("storage").glob(self.s.module, self.s.type).str(self.s.key).str("cpu")
         p.int(self.s.array.size).op(b"t").op(b"Q")
         p.int(self.offset).tuple(self.shape).tuple(self.stride).op(b"\x89")
         p.glob("collections", "OrderedDict").op(b")").op(b"R")
@@ -160,7 +182,11 @@ class Tensor:
 
     def c_order(self, big=False):
         """The view's elements in C order, as the bytes served."""
-        a = self.s.array.view(self.dtype_v3) if self.dtype_v3 else self.s.array
+        a = self.s.array
+        if self.dtype_v3:
+            # numpy has no float8 or complex32: the unsigned integer of the
+            # element's width orders and swaps its bytes the same.
+            a = a.view("u%d" % V3_WIDTHS[self.dtype_v3])
         if big:
             a = a.byteswap()
         item = a.dtype.itemsize
@@ -307,7 +333,7 @@ def write_model(out, fname, obj, storages, top=None, byteorder=None, compress=()
 def _flat(t):
     """The bytes of the run [offset, offset + count) of the storage: equal
     to the C-order bytes exactly when the view is contiguous (or empty)."""
-    arr = t.s.array.view(t.dtype_v3) if t.dtype_v3 else t.s.array
+    arr = t.s.array.view("u%d" % V3_WIDTHS[t.dtype_v3]) if t.dtype_v3 else t.s.array
     a = arr.view(np.uint8)
     item = arr.dtype.itemsize
     n = int(np.prod(t.shape)) * item
@@ -353,6 +379,23 @@ def main(out):
     s.array = s.array.view(np.uint8)
     obj = {"v3_uint16": Tensor(s, 0, (3,), (1,), dtype_v3="uint16")}
     write_model(out, "v3.pt", obj, [s], notes="_rebuild_tensor_v3 with a dtype")
+
+    # torch >= 2.1 as it saves every dtype with no storage class: each an
+    # UntypedStorage of torch.storage (numel in bytes), the dtype the last
+    # argument of _rebuild_tensor_v3; offsets and strides in elements; a
+    # transposed view and two views sharing one storage among them.
+    storages, obj = [], {}
+    for i, (dt, w) in enumerate(V3_WIDTHS.items()):
+        raw = bytes((i * 37 + k * 11) & 0xFF for k in range(6 * w + w))
+        s = untyped(str(i), raw)
+        storages.append(s)
+        obj["t_" + dt] = Tensor(s, 1, (2, 3), (3, 1), dtype_v3=dt)
+    s = storages[V3_WIDTHS_INDEX["float8_e4m3fn"]]
+    obj["float8_e4m3fn_t"] = Tensor(s, 1, (3, 2), (1, 3), dtype_v3="float8_e4m3fn")
+    s = storages[V3_WIDTHS_INDEX["uint16"]]
+    obj["uint16_tail"] = Tensor(s, 4, (3,), (1,), dtype_v3="uint16")
+    write_model(out, "v3_dtypes.pt", obj, storages,
+                notes="torch >= 2.1: every _rebuild_tensor_v3 dtype over a torch.storage.UntypedStorage")
 
     # Nested dicts, metadata of every kind, names with / . : and unicode.
     w = Storage("0", np.arange(6, dtype=np.float32))

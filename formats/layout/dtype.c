@@ -18,7 +18,12 @@ static const struct { const char *name; size_t size; const char *npy; } dtypes[]
     { "quint4x2", 1, "|u1" },   { "quint2x4", 1, "|u1" },   { "bits8", 1, "|u1" },
     { "bits16", 2, "<u2" },     { "bits1x8", 1, "|u1" },    { "bits2x4", 1, "|u1" },
     { "bits4x2", 1, "|u1" },
-    { "float8_e8m0fnu", 1, "|u1" },
+    { "float8_e8m0fnu", 1, "|u1" }, { "float4_e2m1fn_x2", 1, "|u1" },
+    /* torch's sub-byte integers: a byte per element in a storage. */
+    { "int1", 1, "|i1" },  { "int2", 1, "|i1" },  { "int3", 1, "|i1" },  { "int4", 1, "|i1" },
+    { "int5", 1, "|i1" },  { "int6", 1, "|i1" },  { "int7", 1, "|i1" },
+    { "uint1", 1, "|u1" }, { "uint2", 1, "|u1" }, { "uint3", 1, "|u1" }, { "uint4", 1, "|u1" },
+    { "uint5", 1, "|u1" }, { "uint6", 1, "|u1" }, { "uint7", 1, "|u1" },
     /* Packed sub-byte floats (safetensors F4, F6_*): the row is per stored
      * byte, for the twin of their bytes (the driver gives stored_shape
      * [nbytes]); the element size is the driver's to know. */

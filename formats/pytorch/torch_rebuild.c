@@ -83,8 +83,14 @@ static const struct { const char *name, *dtype; } dtypes[] = {
     { "complex128", "complex128" }, { "cdouble", "complex128" }, { "complex32", "complex32" },
     { "chalf", "complex32" },   { "float8_e5m2", "float8_e5m2" },
     { "float8_e4m3fn", "float8_e4m3fn" }, { "float8_e5m2fnuz", "float8_e5m2fnuz" },
-    { "float8_e4m3fnuz", "float8_e4m3fnuz" }, { "bits8", "bits8" }, { "bits16", "bits16" },
+    { "float8_e4m3fnuz", "float8_e4m3fnuz" }, { "float8_e8m0fnu", "float8_e8m0fnu" },
+    { "float4_e2m1fn_x2", "float4_e2m1fn_x2" }, { "bits8", "bits8" }, { "bits16", "bits16" },
     { "bits1x8", "bits1x8" },   { "bits2x4", "bits2x4" },   { "bits4x2", "bits4x2" },
+    /* Sub-byte integers: one element a byte in a storage. */
+    { "int1", "int1" }, { "int2", "int2" }, { "int3", "int3" }, { "int4", "int4" },
+    { "int5", "int5" }, { "int6", "int6" }, { "int7", "int7" },
+    { "uint1", "uint1" }, { "uint2", "uint2" }, { "uint3", "uint3" }, { "uint4", "uint4" },
+    { "uint5", "uint5" }, { "uint6", "uint6" }, { "uint7", "uint7" },
 };
 
 #define N(a) (sizeof a / sizeof a[0])
@@ -136,6 +142,12 @@ static int global(void *ctx, const char *mod, size_t mlen, const char *name, siz
     for (size_t i = 0; i < N(funcs); i++)
         if (is(mod, mlen, funcs[i].module) && is(name, nlen, funcs[i].name))
             return funcs[i].sym;
+    /* torch >= 2.1 names the storage of a dtype with no storage class of
+     * its own (float8, uint16, ...) by the class's own module: torch.storage. */
+    if (is(mod, mlen, "torch.storage") && is(name, nlen, "UntypedStorage"))
+        for (size_t i = 0; i < N(storages); i++)
+            if (is(name, nlen, storages[i].name))
+                return SYM_STORAGE + (int)i;
     if (is(mod, mlen, "torch")) {
         for (size_t i = 0; i < N(storages); i++)
             if (is(name, nlen, storages[i].name))
@@ -186,7 +198,11 @@ static bool uint_tuple(const pk_machine *pm, const pk_val *t, uint64_t *out, siz
 
 /* _rebuild_tensor(storage, storage_offset, size, stride, ...): the
  * storage is the persistent id ('storage', StorageType, key, location,
- * numel) that torch.save writes for it. */
+ * numel) that torch.save writes for it. numel counts elements of a typed
+ * storage and bytes of an UntypedStorage; nothing here depends on it (the
+ * view is checked against the storage member's size). _rebuild_tensor_v3
+ * (torch >= 2.1, for dtypes with no storage class) adds the dtype as its
+ * seventh argument; storage_offset and strides count its elements. */
 static uint32_t rebuild(pt_rebuild *rb, pk_machine *pm, int sym, const pk_val *args, uint64_t at,
                         mfs_err *e)
 {
