@@ -508,8 +508,10 @@ void mfs_model_finish(mfs_model *m)
         add_generated(m, MFS_ROOT, "model.json", &json);
         add_generated(m, MFS_ROOT, "model.toml", &toml);
     }
-    /* Its lines and size are known once the tree is sorted (finish). */
-    if (mfs_tree_add_sums(m->impl->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
+    /* Its lines and size are known once the tree is sorted (finish). A
+     * model with no tensors has none: an empty SHA256SUMS is one that
+     * `sha256sum -c` refuses ("no properly formatted checksum lines"). */
+    if (m->tensor_total > 0 && mfs_tree_add_sums(m->impl->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add SHA256SUMS");
 }
 
