@@ -112,7 +112,8 @@ static void walk(walker *w, const char *root, const char *path, const char *show
         names[n++] = mfs_xstrdup(de->d_name);
     }
     int dfd = dirfd(d);
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n > 1)  /* an empty folder: names is NULL, which qsort may not get */
+        qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
         const char *name = names[i];
         char *full = join(path, name), *show = join(shown, name);

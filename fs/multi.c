@@ -33,6 +33,13 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
                 mfs_err *e)
 {
     memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(args[i], &st) == 0 &&
+            (st.st_mtim.tv_sec > out->mtime.tv_sec ||
+             (st.st_mtim.tv_sec == out->mtime.tv_sec && st.st_mtim.tv_nsec > out->mtime.tv_nsec)))
+            out->mtime = st.st_mtim;
+    }
     mfs_found_list w;
     if (mfs_collect_find(args, n, &w, bad, e) != 0)
         return -1;

@@ -22,6 +22,8 @@ typedef struct mfs_collection {
     char **roots;                /* per model: the real path of the DIR it is in
                                     (opened below it with no symlink followed), or
                                     NULL for a model named on the command line */
+    struct timespec mtime;       /* the newest of the arguments' own: the
+                                    time a mount with no model shows */
 } mfs_collection;
 
 /* Finds the models and lays out the top tree; -1 with `e` (and *bad, the

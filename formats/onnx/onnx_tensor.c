@@ -109,6 +109,8 @@ typedef struct tinfo {
     mfs_span name;
     uint64_t dims[ONNX_MAX_DIMS];
     size_t ndim;
+    int64_t declared[ONNX_MAX_DIMS];  /* every dim as written, -1 too */
+    size_t ndeclared;
     char dims_problem[PROBLEM_MAX];
     uint64_t data_type;
     bool has_type, has_raw, external, has_offset, has_length, has_location;
@@ -120,6 +122,8 @@ typedef struct tinfo {
 
 static void add_dim(tinfo *ti, uint64_t v)
 {
+    if (ti->ndeclared < ONNX_MAX_DIMS)
+        ti->declared[ti->ndeclared++] = (int64_t)v;
     if (ti->dims_problem[0])
         return;
     if (ti->ndim == ONNX_MAX_DIMS)
@@ -283,11 +287,13 @@ static uint32_t add_stored(onnx_ctx *c, const onnx_place *pl, mfs_span name, con
     return add_file(c, pl, name, dtype, shape, ndim, true, NULL, nbytes, offset, storage, x);
 }
 
-static mfs_val *shape_val(const uint64_t *dims, size_t ndim)
+/* The dims as the file declares them (a negative one included), for an
+ * entry whose data does not match them. */
+static mfs_val *declared_shape(const tinfo *ti)
 {
     mfs_val *a = mfs_arr();
-    for (size_t i = 0; i < ndim; i++)
-        mfs_arr_push(a, mfs_u64(dims[i]));
+    for (size_t i = 0; i < ti->ndeclared; i++)
+        mfs_arr_push(a, mfs_int(ti->declared[i]));
     return a;
 }
 
@@ -300,7 +306,7 @@ static void add_problem(onnx_ctx *c, const onnx_place *pl, mfs_span name, const 
     mfs_val *x = extras(pl, field, ti);
     mfs_obj_set(x, "problem", mfs_str(problem));
     mfs_obj_set(x, "declared_dtype", declared ? mfs_str(declared) : mfs_null());
-    mfs_obj_set(x, "declared_shape", shape_val(ti->dims, ti->ndim));
+    mfs_obj_set(x, "declared_shape", declared_shape(ti));
     add_stored(c, pl, name, "bytes", &len, 1, len, offset, storage, x);
 }
 
@@ -362,7 +368,7 @@ static int add_strings(onnx_ctx *c, const onnx_place *pl, mfs_span name, const t
                  (unsigned long long)n, (unsigned long long)elems);
     if (problem[0]) {
         mfs_obj_set(x, "problem", mfs_str(problem));
-        mfs_obj_set(x, "declared_shape", shape_val(ti->dims, ti->ndim));
+        mfs_obj_set(x, "declared_shape", declared_shape(ti));
         add(c, pl, name, "string", &n, 1, (const uint8_t *)json, len, first, "typed_field", x);
     } else {
         add(c, pl, name, "string", ti->dims, ti->ndim, (const uint8_t *)json, len, first,
@@ -466,7 +472,7 @@ static int add_from(onnx_ctx *c, const onnx_place *pl, mfs_span name, tinfo *ti)
             x = extras(pl, fname, ti);
             mfs_obj_set(x, "problem", mfs_str(problem));
             mfs_obj_set(x, "declared_dtype", ty ? mfs_str(ty->name) : mfs_null());
-            mfs_obj_set(x, "declared_shape", shape_val(ti->dims, ti->ndim));
+            mfs_obj_set(x, "declared_shape", declared_shape(ti));
         } else {
             x = extras(pl, fname, ti);
             add_packed_key(x, ty);

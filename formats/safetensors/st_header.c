@@ -174,7 +174,8 @@ int st_header_parse(st_header *h, const char *json, uint64_t n, uint64_t file_le
         if (read_entry(en, d->u.obj.vals[i], 8, label, e) != 0)
             return -1;
     }
-    qsort(h->entries, h->count, sizeof *h->entries, by_offsets);
+    if (h->count > 1)  /* no tensors: entries may be NULL, which qsort may not get */
+        qsort(h->entries, h->count, sizeof *h->entries, by_offsets);
     uint64_t at = 0, data_len = file_len - h->data_start;
     for (size_t i = 0; i < h->count; i++) {
         const st_entry *en = &h->entries[i];

@@ -292,9 +292,18 @@ int main(int argc, char **argv)
     cli.mountpoint = cli.paths[cli.npaths - 1];
     size_t nmodels = cli.npaths - 1;
     struct stat mst;
+    /* The models first: a missing one is what went wrong (exit 3), even
+     * when the mount point is missing too. */
+    for (size_t i = 0; i < nmodels; i++) {
+        if (stat(cli.paths[i], &mst) != 0) {
+            fprintf(stderr, "%s: %s: cannot open: %s\n", prog, cli.paths[i], strerror(errno));
+            rc = mfs_exit_code(MFS_E_IO);
+            goto out_args;
+        }
+    }
     bool no_mp = stat(cli.mountpoint, &mst) != 0;
     if (no_mp || !S_ISDIR(mst.st_mode)) {
-        fprintf(stderr, "%s: %s: mount point %s\n", prog, cli.mountpoint,
+        fprintf(stderr, "%s: %s: mount point: %s\n", prog, cli.mountpoint,
                 no_mp ? strerror(errno) : "is not a directory");
         rc = mfs_exit_code(MFS_E_MOUNT);
         goto out_args;
@@ -353,6 +362,8 @@ int main(int argc, char **argv)
         }
         mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size,
                               mfs_collection_load, &mctx, prog);
+        if (coll.count == 0)  /* no model: the folder's own time, not 1970 */
+            forest.top.mtime = coll.mtime;
     }
 
     mfs_mount fs = { .forest = &forest, .uid = getuid(), .gid = getgid() };

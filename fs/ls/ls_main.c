@@ -456,6 +456,8 @@ int main(int argc, char **argv)
             mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count,
                                   mfs_content_default_cap(), mfs_collection_load, &mctx,
                                   "modelfs");
+            if (coll.count == 0)  /* no model: the folder's own time, not 1970 */
+                forest.top.mtime = coll.mtime;
             loaded = true;
         }
     }

@@ -78,6 +78,10 @@ def main(argv):
 
     r = run([modelfs, model, os.path.join(work, "no-such-dir")], env)
     c.equal(r.returncode, 6, "missing mount point")
+    c.check("no-such-dir: mount point: " in r.stderr, "missing mount point: %r" % r.stderr)
+    # Both missing: the model is what is wrong first.
+    one_line_error(c, run([modelfs, missing, os.path.join(work, "no-such-dir")], env), 3,
+                   [missing, "cannot open"], "modelfs missing file and mount point")
     r = run([modelfs_ls, model, "no/such/path"], env)
     c.equal(r.returncode, 7, "modelfs-ls missing path")
 

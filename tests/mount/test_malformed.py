@@ -7,8 +7,11 @@ mutations in-process; this checks the programs and the daemon.)
 
 All the variants of one model go through one `modelfs-ls --check VARIANT...`
 (the code `modelfs-ls VARIANT` would exit with, per variant, and the same
-one-line message); up to MOUNTS of them are then mounted and read, a few
-mounts at a time.
+one-line message); up to MOUNTS of them are then mounted together
+(`modelfs V1 V2 ... MNT`: each loads in the running daemon, as a model of
+a folder mount does) and every file read; a variant modelfs-ls refuses
+must be a folder holding only ERROR, which names it, and one it accepts
+must serve every file. A few such mounts run at a time.
 
 usage: test_malformed.py BUILD_DIR DIR...
 """
@@ -78,14 +81,49 @@ def check_batch(c, modelfs_ls, paths, env):
     return codes
 
 
-def check_mount(modelfs, path, code, env):
-    """None if the mount agrees with modelfs-ls's code, else what went wrong."""
+def check_mount(modelfs, batch, env):
+    """[(path, None if the mount agrees with modelfs-ls's code, else what
+    went wrong)] for the variants of one model, mounted together."""
+    paths = [p for p, _ in batch]
+    if len(paths) == 1:
+        # Alone, it is a one-model mount: it mounts exactly when
+        # modelfs-ls accepts it.
+        path, code = batch[0]
+        try:
+            with mfstest.mounted(modelfs, path, env) as mnt:
+                read_all(mnt)
+            return [(path, None if code == 0 else "%s: mounted but modelfs-ls refused it" % path)]
+        except RuntimeError as e:
+            return [(path, None if code != 0 else
+                     "%s: mount refused but modelfs-ls accepted: %s" % (path, e))]
     try:
-        with mfstest.mounted(modelfs, path, env) as mnt:
-            read_all(mnt)
-        return None if code == 0 else "%s: mounted but modelfs-ls refused it" % path
+        ctx = mfstest.mounted(modelfs, paths[0], env, extra=tuple(paths[1:]))
+        mnt = ctx.__enter__()
     except RuntimeError as e:
-        return None if code != 0 else "%s: mount refused but modelfs-ls accepted: %s" % (path, e)
+        return [(p, "%s...: the mount of %d variants failed: %s" % (p, len(paths), e))
+                for p in paths[:1]]
+    out = []
+    try:
+        for path, code in batch:
+            d = os.path.join(mnt, os.path.basename(path))
+            try:
+                names = sorted(os.listdir(d))
+                if code != 0:
+                    with open(os.path.join(d, "ERROR")) as f:
+                        text = f.read()
+                    ok = names == ["ERROR"] and path in text
+                    out.append((path, None if ok else "%s: modelfs-ls refused it (exit %d) but its "
+                                "folder holds %s, ERROR %r" % (path, code, names[:5], text[:200])))
+                else:
+                    bad = "ERROR" in names
+                    read_all(d)
+                    out.append((path, "%s: modelfs-ls accepted it, the mount has ERROR" % path
+                                if bad else None))
+            except OSError as e:
+                out.append((path, "%s (exit %d of modelfs-ls): %s" % (path, code, e)))
+    finally:
+        ctx.__exit__(None, None, None)
+    return out
 
 
 def main(argv):
@@ -98,7 +136,7 @@ def main(argv):
     can_mount = mfstest.can_mount()
     if not can_mount:
         c.skip("no /dev/fuse: the mount half of this test")
-    to_mount = []
+    to_mount, nmodels = [], 0
     for d in argv[2:]:
         if not os.path.isdir(d):
             c.skip("%s is absent" % d)
@@ -108,9 +146,11 @@ def main(argv):
             if f.endswith(".json") or not os.path.isfile(p) or os.path.getsize(p) > (1 << 20):
                 continue
             data = open(os.path.join(d, f), "rb").read()
+            nmodels += 1
             paths = []
             for tag, blob in variants(data, random.Random(f)):
-                path = os.path.join(work, "%s.%s" % (f, tag))
+                # Numbered: two DIRs may hold files of one name.
+                path = os.path.join(work, "%d-%s.%s" % (nmodels, f, tag))
                 with open(path, "wb") as fh:
                     fh.write(blob)
                 paths.append(path)
@@ -119,14 +159,15 @@ def main(argv):
             # fifth of the refused ones.
             pick = random.Random(f + "/mounts")
             chosen = [p for p in paths if p in codes and (codes[p] == 0 or pick.random() < 0.2)]
-            to_mount += [(p, codes[p]) for p in chosen[:MOUNTS]]
+            if chosen:
+                to_mount.append([(p, codes[p]) for p in chosen[:MOUNTS]])
             for p in set(paths) - set(chosen[:MOUNTS]):
                 os.unlink(p)
     if can_mount:
         with concurrent.futures.ThreadPoolExecutor(PARALLEL_MOUNTS) as pool:
-            for path, bad in zip([p for p, _ in to_mount],
-                                 pool.map(lambda a: check_mount(modelfs, a[0], a[1], env), to_mount)):
-                c.check(bad is None, bad or path)
+            for results in pool.map(lambda b: check_mount(modelfs, b, env), to_mount):
+                for path, bad in results:
+                    c.check(bad is None, bad or path)
     mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(work, ignore_errors=True)
     return c.finish()

@@ -456,6 +456,17 @@ def check_args(c, build, gen, env, tmp):
                            capture_output=True, text=True, env=env, timeout=60)
         c.equal(r.returncode, 3, "a missing model is refused")
         c.check("missing.rten" in r.stderr, "the message names it: %r" % r.stderr)
+        # An empty folder, and one holding only an empty folder: no model,
+        # a tree all the same (the sanitizer build once stopped on
+        # qsort(NULL, 0) there), dated as the folder is, not 1970.
+        for sub in ("empty", "empty_in/inner"):
+            os.makedirs(os.path.join(tmp, sub))
+            top = os.path.join(tmp, sub.split("/")[0])
+            r = subprocess.run([ls, top], capture_output=True, env=env, timeout=60)
+            c.equal(r.returncode, 0, "modelfs-ls %s: %r" % (sub, r.stderr[-300:]))
+            with mfstest.mounted(modelfs, top, env=env) as m:
+                c.equal(os.listdir(m), ["models.json"], "modelfs %s: only models.json" % sub)
+                c.check(os.stat(m).st_mtime > 0, "modelfs %s: mount dated %s" % (sub, os.stat(m).st_mtime))
     finally:
         if os.path.ismount(mnt):
             mfstest.unmount(mnt)

@@ -299,9 +299,10 @@ class Hostile:
             except RuntimeError as e:
                 self.c.check(any(("exited %d" % k) in str(e) for k in codes), "%s: mount: %s" % (what, e))
 
-    def problem(self, path, tname, words, max_bytes):
+    def problem(self, path, tname, words, max_bytes, declared=None):
         """Loads; `tname` is an entry with a problem serving at most
-        max_bytes bytes that are the file's own."""
+        max_bytes bytes that are the file's own (and, given, the dims
+        the file declares as its declared_shape)."""
         what = os.path.basename(path)
         r = run([self.ls, path, "model.json"], self.env)
         if not self.c.equal(r.returncode, 0, "%s: modelfs-ls: %s" % (what, r.stderr)):
@@ -316,6 +317,8 @@ class Hostile:
         self.c.equal(t["dtype"], "bytes", what + " dtype")
         self.c.check(t["nbytes"] <= max_bytes, "%s: %d bytes served" % (what, t["nbytes"]))
         self.c.check("npy" not in t, what + " has no .npy")
+        if declared is not None:
+            self.c.equal(t.get("declared_shape"), declared, what + ": declared_shape")
         with mfstest.mounted(self.modelfs, path, self.env) as mnt:
             got = read(os.path.join(mnt, t["path"]))
             self.c.equal(len(got), t["nbytes"], what + ": bytes through the mount")
@@ -355,7 +358,13 @@ def hostile(c, build, env):
         t = G.tensor_proto("ovf", 7, (1 << 32, 1 << 32, 1 << 32), G.f_bytes(9, f32))
         h.problem(h.write("overflow.onnx", ir_model(G.graph("g", inits=[t]))), "ovf", ["2^64"], 16)
         t = G.tensor_proto("neg", 1, (-1 & ((1 << 64) - 1),), G.f_bytes(9, f32))
-        h.problem(h.write("negative.onnx", ir_model(G.graph("g", inits=[t]))), "neg", ["negative"], 16)
+        h.problem(h.write("negative.onnx", ir_model(G.graph("g", inits=[t]))), "neg", ["negative"], 16,
+                  declared=[-1])
+        # A dynamic dim written into an initializer: declared_shape keeps
+        # it as written (it once showed []).
+        t = G.tensor_proto("dyn", 1, (-1 & ((1 << 64) - 1), 4), G.f_bytes(9, f32))
+        h.problem(h.write("dynamic_dim.onnx", ir_model(G.graph("g", inits=[t]))), "dyn", ["negative"],
+                  16, declared=[-1, 4])
         # A tiny file whose int64_data claims 4 billion elements.
         t = G.tensor_proto("bomb", 7, (4_000_000_000,), G.f_bytes(7, b"\x01\x02\x03"))
         p = h.write("int64_bomb.onnx", ir_model(G.graph("g", inits=[t])))
