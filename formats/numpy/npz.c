@@ -4,7 +4,8 @@
  * records and central directory, then per member its local header and
  * its .npy header (a Stored member's first bytes; a Deflate member's
  * first inflated bytes, from as little of its data as they need). A
- * Stored member's array is served as its range of the file; a Deflate
+ * Stored member's array is served as its range of the file (its CRC-32
+ * checked once, on first open, as np.load checks it); a Deflate
  * member's is decoded on first open through the content layer (like a
  * Carton member), then served from that copy. Entries add `member` and `compression`; members that are
  * not .npy files are skipped and named in metadata `warnings`. */
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crc32_fast.h"
+#include "guard.h"
 #include "inflate_prefix.h"
 #include "npy_header.h"
 #include "format.h"
@@ -100,6 +103,58 @@ static int produce_member(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err
 }
 
 static const mfs_produce_ops ops_member = { .produce = produce_member, .in_memory = true };
+
+/* A Stored member is served in place, so its CRC-32 (which np.load
+ * checks) is checked before its array is first served: the whole member,
+ * header too, a piece at a time, under the guard (the file may shrink). */
+typedef struct crc_run {
+    const uint8_t *p;
+    size_t n;
+    uint32_t crc;
+} crc_run;
+
+static int crc_piece(void *arg)
+{
+    crc_run *r = arg;
+    r->crc = mfs_crc32(r->crc, r->p, r->n);
+    return 0;
+}
+
+#define CRC_PIECE (8u << 20)
+
+static int verify_stored(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len,
+                         mfs_err *e)
+{
+    const npz_src *s = ctx;
+    const mfs_zip_reader *rd = &s->zip->rd;
+    (void)data;
+    (void)len;
+    crc_run r = { NULL, 0, 0 };
+    for (uint64_t at = 0; at < s->en->size;) {
+        if (mfs_job_cancelled(job))
+            return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the CRC-32 check of member %.200s was "
+                            "cancelled", s->en->name);
+        uint64_t n = s->en->size - at < CRC_PIECE ? s->en->size - at : CRC_PIECE;
+        mfs_span piece;
+        if (rd->get(rd->ctx, s->en->data_offset + at, n, &piece, e) != 0)
+            return -1;
+        r.p = piece.p;
+        r.n = (size_t)piece.len;
+        int g = mfs_guard_run(crc_piece, &r);
+        rd->release(rd->ctx, piece);
+        if (g == MFS_GUARD_FAULT)
+            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the file shrank while the CRC-32 of "
+                            "member %.200s was checked", s->en->name);
+        at += n;
+    }
+    if (r.crc != s->en->crc32)
+        return mfs_fail(e, MFS_E_VERIFY, (int64_t)s->en->data_offset, "member %.200s: CRC-32 "
+                        "mismatch: the data gives %08x, the central directory says %08x",
+                        s->en->name, r.crc, s->en->crc32);
+    return 0;
+}
+
+static const mfs_produce_ops ops_stored = { .verify = verify_stored };
 
 typedef struct npz_load {
     mfs_model *m;
@@ -223,10 +278,10 @@ static int describe(npz_load *l, const mfs_zip_entry *en, const char *where, mfs
     uint64_t offset = stored ? en->data_offset + h.data_offset : en->data_offset;
     uint32_t node = npy_add_tensor(l->m, &h, en->name, nlen, stored, offset,
                                    mfs_zip_method_name(en->method), more);
-    if (node != MFS_NONE && !stored && h.nbytes > 0) {
+    if (node != MFS_NONE && h.nbytes > 0) {
         npz_src *s = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *s));
         *s = (npz_src){ l->z, en, h.data_offset, h.nbytes };
-        mfs_model_set_producer(l->m, node, &ops_member, s);
+        mfs_model_set_producer(l->m, node, stored ? &ops_stored : &ops_member, s);
     }
     npy_header_free(&h);
     return 0;

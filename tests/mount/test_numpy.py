@@ -103,10 +103,11 @@ def patch_member(path, member, fn):
 
 
 def check_bad_member(c, build, env):
-    """Deflate members that lie: one whose central directory claims more
+    """Members that lie: a Deflate one whose central directory claims more
     bytes than its array (refused at mount: a decode the cache would not
-    see coming), and one whose CRC-32 is wrong (found on open: EIO, and
-    --verify says so, while the good member still reads)."""
+    see coming), and a Deflate and a Stored one whose CRC-32 is wrong
+    (found on open: EIO, and --verify says so, while the good member still
+    reads; a Stored one was once served as intact)."""
     tmp = tempfile.mkdtemp(prefix="modelfs-npz-")
     try:
         good = np.arange(100, dtype="<f4")
@@ -127,25 +128,31 @@ def check_bad_member(c, build, env):
         c.check(r.returncode == 5 and "after the array" in r.stderr,
                 "a member claiming more bytes than its array: exit %d, %s" % (r.returncode, r.stderr))
 
-        path = os.path.join(tmp, "crc.npz")
-        np.savez_compressed(path, good=good, bad=np.zeros((64, 64), "<f4"))
-
         def bad_crc(data, cd, loc, info):
             struct.pack_into("<I", data, cd + 16, info.CRC ^ 0x5a5a5a5a)
             struct.pack_into("<I", data, loc + 14, info.CRC ^ 0x5a5a5a5a)
-        patch_member(path, "bad.npy", bad_crc)
-        r = subprocess.run([os.path.join(build, "modelfs-ls"), "--verify", path], capture_output=True,
-                           text=True, env=env, timeout=60)
-        c.equal(r.returncode, 8, "--verify of a member with a wrong CRC-32: %s" % r.stderr.strip())
-        with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
-            _, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "bad"))
-            c.equal(err, errno.EIO, "a deflated member with a wrong CRC-32 reads as EIO")
-            _, err = mfstest.read_or_errno(os.path.join(mnt, "npy", "bad.npy"))
-            c.equal(err, errno.EIO, "and so does its twin")
-            got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "good"))
-            c.check(err == 0 and got == good.tobytes(), "the good member still reads")
-            twin = np.load(os.path.join(mnt, "npy", "good.npy"))
-            c.check(np.array_equal(twin, good), "the good member's twin")
+        for how, save in (("deflated", np.savez_compressed), ("stored", np.savez)):
+            path = os.path.join(tmp, "crc_%s.npz" % how)
+            save(path, good=good, bad=np.zeros((64, 64), "<f4"))
+            patch_member(path, "bad.npy", bad_crc)
+            try:
+                np.load(path)["bad"]
+                c.check(False, "%s: numpy read the member with a wrong CRC-32" % how)
+            except zipfile.BadZipFile:
+                pass
+            r = subprocess.run([os.path.join(build, "modelfs-ls"), "--verify", path],
+                               capture_output=True, text=True, env=env, timeout=60)
+            c.equal(r.returncode, 8, "--verify of a %s member with a wrong CRC-32: %s"
+                    % (how, r.stderr.strip()))
+            with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
+                _, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "bad"))
+                c.equal(err, errno.EIO, "a %s member with a wrong CRC-32 reads as EIO" % how)
+                _, err = mfstest.read_or_errno(os.path.join(mnt, "npy", "bad.npy"))
+                c.equal(err, errno.EIO, "%s: and so does its twin" % how)
+                got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "good"))
+                c.check(err == 0 and got == good.tobytes(), "%s: the good member still reads" % how)
+                twin = np.load(os.path.join(mnt, "npy", "good.npy"))
+                c.check(np.array_equal(twin, good), "%s: the good member's twin" % how)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
