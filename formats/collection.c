@@ -297,9 +297,13 @@ int mfs_collect_open_inside(const char *root, const char *path, mfs_err *e)
     }
     int err = errno;
     free(real);
-    if (cur < 0)
+    /* Only a missing or replaced component means the path changed; out
+     * of descriptors (EMFILE) or memory is said as it is. */
+    if (cur < 0 && (err == ENOENT || err == ENOTDIR || err == ELOOP))
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                         "cannot open: %s (its path changed after it was found)", strerror(err));
+    if (cur < 0)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(err));
     return cur;
 }
 

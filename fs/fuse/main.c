@@ -22,6 +22,7 @@
 #include "registry.h"
 #include "multi.h"
 #include "ll.h"
+#include "open_files.h"
 #include "log.h"
 #include "opts.h"
 #include "strbuf.h"
@@ -267,6 +268,7 @@ int main(int argc, char **argv)
     struct cli cli = { 0 };
     struct fuse_cmdline_opts o = { 0 };
     int rc = mfs_exit_code(MFS_E_USAGE);  /* until the command line is taken */
+    mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
 
     if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) != 0)
         goto out_args;

@@ -14,6 +14,7 @@
 #include "load.h"
 #include "registry.h"
 #include "multi.h"
+#include "open_files.h"
 #include "content.h"
 #include "digest.h"
 #include "opts.h"
@@ -368,6 +369,7 @@ int main(int argc, char **argv)
 {
     int xattrs = 0, verify = 0, sums = 0, check = 0, argi = 1;
     mfs_load_opts opts = { 0 };
+    mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         const char *a = argv[argi];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

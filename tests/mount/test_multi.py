@@ -26,6 +26,7 @@ runs each as its own case (mount.multi.PART), in parallel.
 """
 import hashlib
 import json
+import resource
 import os
 import shutil
 import stat
@@ -73,6 +74,15 @@ def sha256_or_none(path):
         return None
     finally:
         os.close(fd)
+
+
+def read_or_none(path):
+    """A file's bytes, or None when it does not read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def files_of(root):
@@ -456,6 +466,37 @@ def check_args(c, build, gen, env, tmp):
                            capture_output=True, text=True, env=env, timeout=60)
         c.equal(r.returncode, 3, "a missing model is refused")
         c.check("missing.rten" in r.stderr, "the message names it: %r" % r.stderr)
+        # 400 models in a folder under a soft limit of 256 open files (a
+        # loaded model keeps its file open): every one loads, as the
+        # programs raise the soft limit to the hard one (151 were ERROR).
+        many = os.path.join(tmp, "many_npy")
+        os.mkdir(many)
+        for i in range(400):
+            with open(os.path.join(many, "a%03d.npy" % i), "wb") as f:
+                head = b"{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }"
+                head += b" " * (63 - (10 + len(head)) % 64) + b"\n"
+                f.write(b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head +
+                        i.to_bytes(4, "little"))
+        low = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,  # noqa: E731
+                                         (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        r = subprocess.run([ls, many], capture_output=True, text=True, env=env, timeout=120,
+                           preexec_fn=low)
+        c.check(r.returncode == 0 and "ERROR" not in r.stdout,
+                "modelfs-ls of 400 models under 256 open files: exit %d, %d ERROR"
+                % (r.returncode, r.stdout.count("ERROR")))
+        m400 = tempfile.mkdtemp(prefix="modelfs-mnt-")
+        r = subprocess.run([modelfs, many, m400], capture_output=True, text=True, env=env,
+                           timeout=120, preexec_fn=low)
+        if c.equal(r.returncode, 0, "modelfs of 400 models under 256 open files: %s" % r.stderr):
+            try:
+                got = [(f, read_or_none(os.path.join(m400, f, "tensors", f[:-4])))
+                       for f in sorted(os.listdir(m400)) if f.endswith(".npy")]
+                c.equal(len(got), 400, "400 model folders")
+                c.equal([f for f, b in got if b != int(f[1:4]).to_bytes(4, "little")], [],
+                        "models whose tensor does not read (256 open files)")
+            finally:
+                mfstest.unmount(m400)
+        os.rmdir(m400)
         # An empty folder, and one holding only an empty folder: no model,
         # a tree all the same (the sanitizer build once stopped on
         # qsort(NULL, 0) there), dated as the folder is, not 1970.
