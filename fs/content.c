@@ -85,6 +85,14 @@ uint64_t mfs_content_default_cap(void)
     return quarter > (256ull << 20) ? quarter : (256ull << 20);
 }
 
+uint64_t mfs_content_cap_for(uint64_t bytes)
+{
+    uint64_t cap = mfs_content_default_cap(), floor = 768ull << 20;
+    if (bytes == 0 || bytes > cap / 16 || cap <= floor)
+        return cap;
+    return 16 * bytes > floor ? 16 * bytes : floor;
+}
+
 static uint64_t key_hash(const mfs_produce_ops *ops, void *ctx)
 {
     return mfs_hash((uint64_t)(uintptr_t)ops, &ctx, sizeof ctx);

@@ -30,6 +30,12 @@
 
 /* A quarter of the machine's memory, at least 256 MiB. */
 uint64_t mfs_content_default_cap(void);
+/* The default for models of `bytes` in all (0: unknown, a folder model):
+ * also at most 16 times that but at least 768 MiB, so that a file of a
+ * few KB whose views are made on open (stride-0 views of 2^28 elements)
+ * cannot make the daemon hold gigabytes, while a highly compressed member
+ * of a few hundred MiB still decodes. */
+uint64_t mfs_content_cap_for(uint64_t bytes);
 
 typedef struct mfs_content mfs_content;
 

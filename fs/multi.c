@@ -114,6 +114,17 @@ int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o,
     return 0;
 }
 
+uint64_t mfs_collection_bytes(const mfs_collection *c)
+{
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < c->count; k++) {
+        if (c->models[k].size == 0 || total + c->models[k].size < total)
+            return 0;
+        total += c->models[k].size;
+    }
+    return total;
+}
+
 void mfs_collection_free_paths(mfs_collection *c)
 {
     for (uint32_t k = 0; c->open_paths && k < c->count; k++) {

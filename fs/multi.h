@@ -38,6 +38,9 @@ typedef struct mfs_collection_loader {
 } mfs_collection_loader;
 int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o, mfs_err *e);
 
+/* The models' bytes in all, or 0 when one is a folder (its size unknown). */
+uint64_t mfs_collection_bytes(const mfs_collection *c);
+
 /* Frees what mfs_forest_init_multi did not take over (open_paths). */
 void mfs_collection_free_paths(mfs_collection *c);
 

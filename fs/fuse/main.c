@@ -109,8 +109,9 @@ static void usage(FILE *f)
             "  -s              single-threaded\n"
             "  -o OPT[,OPT...] mount options: FUSE's (e.g. allow_other) and modelfs's:\n"
             "    cache_size=SIZE  memory for decoded (compressed) files, open or not, with\n"
-            "                     K, M or G (default a quarter of RAM, at least 256M); an\n"
-            "                     open that does not fit gets ENOMEM and a log line\n"
+            "                     K, M or G (default a quarter of RAM, at least 256M, and\n"
+            "                     at most 16 times the models' size but at least 768M);\n"
+            "                     an open that does not fit gets ENOMEM and a log line\n"
             "    links_dir=DIR    folder of files named by their sha256, for Carton LINKS\n"
             "    fetch_max=SIZE   most bytes (decoded) one fetched Carton LINKS file may\n"
             "                     have (default 16G)\n"
@@ -353,6 +354,8 @@ int main(int argc, char **argv)
             mfs_origin_close(&origin);
             goto out_opts;
         }
+        if (cli.cache_size == NULL)
+            cache_size = mfs_content_cap_for(origin.src ? origin.src->size : 0);
         mfs_forest_init_single(&forest, &tree, &origin, cache_size);
     } else {
         const char *bad = NULL;
@@ -362,6 +365,8 @@ int main(int argc, char **argv)
             mfs_tree_destroy(&tree);
             goto out_opts;
         }
+        if (cli.cache_size == NULL)
+            cache_size = mfs_content_cap_for(mfs_collection_bytes(&coll));
         mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size,
                               mfs_collection_load, &mctx, prog);
         if (coll.count == 0)  /* no model: the folder's own time, not 1970 */

@@ -446,7 +446,8 @@ int main(int argc, char **argv)
             mfs_err_print(prog, model, &e);
             rc = mfs_exit_code(e.code);
         } else {
-            mfs_forest_init_single(&forest, &tree, &origin, mfs_content_default_cap());
+            mfs_forest_init_single(&forest, &tree, &origin,
+                                   mfs_content_cap_for(origin.src ? origin.src->size : 0));
             loaded = true;
         }
     } else {
@@ -456,7 +457,8 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(e.code);
         } else {
             mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count,
-                                  mfs_content_default_cap(), mfs_collection_load, &mctx,
+                                  mfs_content_cap_for(mfs_collection_bytes(&coll)),
+                                  mfs_collection_load, &mctx,
                                   "modelfs");
             if (coll.count == 0)  /* no model: the folder's own time, not 1970 */
                 forest.top.mtime = coll.mtime;

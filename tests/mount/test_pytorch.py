@@ -20,6 +20,7 @@
 
 usage: test_pytorch.py BUILD_DIR DIR...
 """
+import errno
 import hashlib
 import io
 import json
@@ -429,6 +430,52 @@ def truncated_while_mounted(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def broadcast_bomb(c, build, env):
+    """A 1.5 KB torch.save file with 8 stride-0 views of shape [2^28] of
+    one 16-byte storage (1 GiB each, made on open): with every view open at
+    once and default options the daemon stays under 1 GiB of its own
+    memory (it held 5 GB: the default cache_size was a quarter of RAM,
+    whatever the file); a view that does not fit fails its open (ENOMEM)
+    or read, and one that opens reads as torch would give it."""
+    work = tempfile.mkdtemp(prefix="modelfs-pt-")
+    try:
+        s = Storage("0", np.array([1.5, 2.5, 3.5, 4.5], np.float32))
+        path = os.path.join(work, "bomb.pt")
+        write_checkpoint(path, {"v%d" % i: Tensor(s, i % 4, (1 << 28,), (0,)) for i in range(8)}, [s])
+        c.check(os.path.getsize(path) < 4096, "bomb.pt is %d bytes" % os.path.getsize(path))
+        with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
+            pid = mfstest.daemon_pid(mnt)
+            base = mfstest.rss(pid)["RssAnon"] if pid else 0
+            held, opened, worst = [], 0, 0
+            try:
+                for i in range(8):
+                    try:
+                        f = open(os.path.join(mnt, "tensors", "v%d" % i), "rb", buffering=0)
+                    except OSError as e:
+                        c.check(e.errno in (errno.ENOMEM, errno.EIO), "v%d: open: %s" % (i, e))
+                        continue
+                    held.append(f)
+                    try:
+                        head = f.read(8)
+                        opened += 1
+                        want = struct.pack("<f", [1.5, 2.5, 3.5, 4.5][i % 4]) * 2
+                        c.equal(head, want, "v%d: its first elements" % i)
+                    except OSError as e:
+                        c.check(e.errno in (errno.ENOMEM, errno.EIO), "v%d: read: %s" % (i, e))
+                    if pid:
+                        worst = max(worst, mfstest.rss(pid)["RssAnon"] - base)
+            finally:
+                for f in held:
+                    f.close()
+            print("bomb.pt: %d of 8 views made, the daemon grew by %d MiB at most"
+                  % (opened, worst >> 20), flush=True)
+            c.check(pid is not None and worst < (1 << 30),
+                    "bomb.pt: the daemon grew by %d MiB with every view open" % (worst >> 20))
+            c.check(os.path.exists(os.path.join(mnt, "model.json")), "bomb.pt: the mount still answers")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv):
     build = argv[1]
     c = mfstest.Checker("pytorch tests")
@@ -449,6 +496,7 @@ def main(argv):
                 torch_check(c, torch, model, files)
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
         truncated_while_mounted(c, build, env)
+        broadcast_bomb(c, build, env)
     else:
         c.skip("no /dev/fuse: the mounted checks")
     python_pickles(c, build, env)
