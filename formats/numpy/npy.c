@@ -13,12 +13,6 @@
 int mfs_npz_probe(mfs_src *src);
 int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e);
 
-/* The first min(size, n) bytes, or -1 with e. */
-static int get_head(mfs_src *src, uint64_t n, mfs_span *out, mfs_err *e)
-{
-    return mfs_src_get_head(src, n, out, e);
-}
-
 static bool has_magic(mfs_span f)
 {
     return mfs_span_has(f, 0, NPY_MAGIC_LEN) && memcmp(f.p, NPY_MAGIC, NPY_MAGIC_LEN) == 0;
@@ -30,7 +24,7 @@ static bool has_magic(mfs_span f)
 static int probe(mfs_src *src)
 {
     mfs_span f;
-    if (get_head(src, NPY_MAGIC_LEN, &f, NULL) != 0)
+    if (mfs_src_get_head(src, NPY_MAGIC_LEN, &f, NULL) != 0)
         return 0;
     bool npy = has_magic(f);
     mfs_src_release(src, f);
@@ -42,7 +36,7 @@ static int probe(mfs_src *src)
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_span f;
-    if (get_head(src, NPY_PRELUDE_MAX, &f, e) != 0)
+    if (mfs_src_get_head(src, NPY_PRELUDE_MAX, &f, e) != 0)
         return -1;
     if (!has_magic(f)) {
         mfs_src_release(src, f);
@@ -53,7 +47,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
     mfs_src_release(src, f);
     /* No more than the file holds: npy_header_parse says a header that
      * runs past the end does. */
-    if (r != 0 || get_head(src, len, &f, e) != 0)
+    if (r != 0 || mfs_src_get_head(src, len, &f, e) != 0)
         return -1;
     npy_header h;
     mfs_budget budget = npy_budget(src->size);

@@ -535,7 +535,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     uint64_t size = src->size;
     mfs_span head;
-    if (mfs_src_get(src, 0, size < FH_POS + FH_MIN_LEN ? size : FH_POS + FH_MIN_LEN, &head, e) != 0)
+    if (mfs_src_get_head(src, FH_POS + FH_MIN_LEN, &head, e) != 0)
         return -1;
     char ident[4] = { 0 };
     int r = 0;

@@ -624,7 +624,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
     c.budget.left = c.budget_total;
 
     mfs_span head;
-    if (mfs_src_get(src, 0, size < HEADER_LEN ? size : HEADER_LEN, &head, e) != 0)
+    if (mfs_src_get_head(src, HEADER_LEN, &head, e) != 0)
         return -1;
     bool v2 = head.len >= 4 && memcmp(head.p, "RTEN", 4) == 0;
     int r = v2 ? load_v2(&c, src, head) : 0;

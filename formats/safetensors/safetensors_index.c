@@ -283,7 +283,7 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
     /* The header's length, then the header: two ranges. */
     mfs_span f8;
     mfs_err ge = { 0 };
-    int r = mfs_src_get(src, 0, size < 8 ? size : 8, &f8, &ge);
+    int r = mfs_src_get_head(src, 8, &f8, &ge);
     if (r != 0)
         mfs_fail(d->e, ge.code, MFS_NO_OFFSET, "cannot read %s: %s", path, ge.msg);
     else {

@@ -332,7 +332,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     uint64_t size = src->size;
     mfs_span head, tail;
-    if (mfs_src_get(src, 0, size < 4 ? size : 4, &head, e) != 0)
+    if (mfs_src_get_head(src, 4, &head, e) != 0)
         return -1;
     bool magic = head.len == 4 && memcmp(head.p, MAGIC, 4) == 0;
     mfs_src_release(src, head);
