@@ -476,8 +476,9 @@ int main(int argc, char **argv)
             }
         } else if (npaths == 0) {
             list(&forest, &forest.top, MFS_ROOT, "");
-        } else if (xattrs) {
-            /* Many nodes in one load (the tests sample dozens a model). */
+        } else {
+            /* One PATH's bytes, or the xattrs of each PATH (many nodes in
+             * one load: the tests sample dozens a model). */
             for (int i = first_path; i < argc; i++) {
                 const mfs_volume *v = &forest.top;
                 uint32_t node = resolve(&forest, &v, argv[i]);
@@ -488,20 +489,10 @@ int main(int argc, char **argv)
                     fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[i]);
                     r = mfs_exit_code(MFS_E_NO_PATH);
                 } else {
-                    r = dump(v, node, 1);
+                    r = dump(v, node, xattrs);
                 }
                 if (rc == 0)
                     rc = r;
-            }
-        } else {
-            const mfs_volume *v = &forest.top;
-            uint32_t node = resolve(&forest, &v, argv[first_path]);
-            if (node == MFS_NONE) {
-                fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model,
-                        argv[first_path]);
-                rc = mfs_exit_code(MFS_E_NO_PATH);
-            } else {
-                rc = dump(v, node, 0);
             }
         }
     }
