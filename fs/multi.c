@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "content.h"
 #include "load.h"
 #include "log.h"
 #include "names.h"
@@ -114,7 +115,8 @@ int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o,
     return 0;
 }
 
-uint64_t mfs_collection_bytes(const mfs_collection *c)
+/* The models' bytes in all, or 0 when one is a folder (its size unknown). */
+static uint64_t collection_bytes(const mfs_collection *c)
 {
     uint64_t total = 0;
     for (uint32_t k = 0; k < c->count; k++) {
@@ -123,6 +125,15 @@ uint64_t mfs_collection_bytes(const mfs_collection *c)
         total += c->models[k].size;
     }
     return total;
+}
+
+void mfs_collection_init_forest(mfs_forest *f, mfs_collection *c, mfs_collection_loader *l,
+                                const uint64_t *cache_size, const char *prog)
+{
+    uint64_t cap = cache_size ? *cache_size : mfs_content_cap_for(collection_bytes(c));
+    mfs_forest_init_multi(f, c->top, c->models, c->count, cap, mfs_collection_load, l, prog);
+    if (c->count == 0)  /* no model: the folder's own time, not 1970 */
+        f->top.mtime = c->mtime;
 }
 
 void mfs_collection_free_paths(mfs_collection *c)

@@ -38,8 +38,11 @@ typedef struct mfs_collection_loader {
 } mfs_collection_loader;
 int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o, mfs_err *e);
 
-/* The models' bytes in all, or 0 when one is a folder (its size unknown). */
-uint64_t mfs_collection_bytes(const mfs_collection *c);
+/* mfs_forest_init_multi over `c` (its top tree and models taken over),
+ * loading with `l`; `cache_size` NULL for the default for these models
+ * (mfs_content_cap_for). A mount with no model shows the folder's time. */
+void mfs_collection_init_forest(mfs_forest *f, mfs_collection *c, mfs_collection_loader *l,
+                                const uint64_t *cache_size, const char *prog);
 
 /* Frees what mfs_forest_init_multi did not take over (open_paths). */
 void mfs_collection_free_paths(mfs_collection *c);

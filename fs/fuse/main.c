@@ -365,12 +365,7 @@ int main(int argc, char **argv)
             mfs_tree_destroy(&tree);
             goto out_opts;
         }
-        if (cli.cache_size == NULL)
-            cache_size = mfs_content_cap_for(mfs_collection_bytes(&coll));
-        mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count, cache_size,
-                              mfs_collection_load, &mctx, prog);
-        if (coll.count == 0)  /* no model: the folder's own time, not 1970 */
-            forest.top.mtime = coll.mtime;
+        mfs_collection_init_forest(&forest, &coll, &mctx, cli.cache_size ? &cache_size : NULL, prog);
     }
 
     mfs_mount fs = { .forest = &forest, .uid = getuid(), .gid = getgid() };

@@ -456,12 +456,7 @@ int main(int argc, char **argv)
             mfs_err_print(prog, bad, &e);
             rc = mfs_exit_code(e.code);
         } else {
-            mfs_forest_init_multi(&forest, coll.top, coll.models, coll.count,
-                                  mfs_content_cap_for(mfs_collection_bytes(&coll)),
-                                  mfs_collection_load, &mctx,
-                                  "modelfs");
-            if (coll.count == 0)  /* no model: the folder's own time, not 1970 */
-                forest.top.mtime = coll.mtime;
+            mfs_collection_init_forest(&forest, &coll, &mctx, NULL, "modelfs");
             loaded = true;
         }
     }
