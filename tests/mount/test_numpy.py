@@ -157,6 +157,40 @@ def check_bad_member(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_stored_changed(c, build, env):
+    """A Stored .npz changed under the mount before a member's first open:
+    cut short past the member (its CRC-32 check reads it under the SIGBUS
+    guard: EIO, the daemon up), or one byte of it rewritten in place with
+    its size and mtime kept (EIO, never the changed bytes: the daemon sees
+    the file changed, and the CRC-32 no longer matches); the other member
+    reads right or as EIO, never other bytes."""
+    tmp = tempfile.mkdtemp(prefix="modelfs-npz-")
+    try:
+        a, b = np.arange(1000, dtype="<f4"), np.arange(1 << 18, dtype="<f4")
+        for how in ("cut", "edited"):
+            path = os.path.join(tmp, "%s.npz" % how)
+            np.savez(path, a=a, b=b)
+            with zipfile.ZipFile(path) as z:
+                at = z.getinfo("b.npy").header_offset
+            with mfstest.mounted(os.path.join(build, "modelfs"), path, env) as mnt:
+                st = os.stat(path)
+                if how == "cut":
+                    os.truncate(path, at + 4096)
+                else:
+                    with open(path, "r+b") as f:
+                        f.seek(at + 200000)
+                        f.write(b"\xff")
+                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+                _, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "b"))
+                c.equal(err, errno.EIO, "%s: the Stored member b reads as EIO" % how)
+                got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "a"))
+                c.check(got == a.tobytes() if err == 0 else err == errno.EIO,
+                        "%s: member a: %s" % (how, err or "other bytes"))
+                c.check(os.path.exists(os.path.join(mnt, "model.json")), "%s: the mount answers" % how)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def check_header_bomb(c, build, env):
     """Many Deflate members whose headers are large structured dtypes of
     one repeated field: small on disk, gigabytes of document if every
@@ -201,6 +235,7 @@ def main(argv):
         check_model(c, build, model, expect, env)
         print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     check_bad_member(c, build, env)
+    check_stored_changed(c, build, env)
     check_header_bomb(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
