@@ -16,6 +16,11 @@
 /* Job threads at once: each runs one production (a download may take
  * minutes), so this many slow ones can run before a new one has to queue. */
 #define MFS_JOBS_MAX 64
+/* A job thread with nothing left to do waits this long for the next job
+ * before it ends: opening many produced files one after another (a
+ * `sha256sum` over a folder of decoded members) then starts no thread per
+ * file. */
+#define MFS_JOB_LINGER_MS 2000
 /* Idle produced files kept, whatever their size: a mapped file holds an fd. */
 #define MFS_CACHED_MAX 1024
 
@@ -62,6 +67,7 @@ struct mfs_content {
     mfs_content *pool_next, *pool_prev;
     pthread_mutex_t lock;
     pthread_cond_t jobs_done;
+    pthread_cond_t work;    /* a lingering job thread has work, or stopping */
     slot *slots;
     uint32_t nslots;
     mfs_table index;        /* (ops, ctx, size) -> slot */
@@ -69,6 +75,8 @@ struct mfs_content {
     uint32_t ncached;
     uint32_t qhead, qtail;
     unsigned running;       /* job threads alive */
+    unsigned lingering;     /* of those, waiting on `work` for a job */
+    unsigned handed;        /* wake-ups given to lingering threads, not taken */
     bool stopping;
     held_link *live;
     /* SHA256SUMS digests, by node: the 32 bytes (shown as hex), and
@@ -192,6 +200,11 @@ mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_src *src, mfs_content_poo
     c->head = c->tail = c->qhead = c->qtail = MFS_NONE;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->jobs_done, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->work, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&c->sum_lock, NULL);
     /* calloc's pages cost nothing until a digest is written to them. */
     c->sums = mfs_xcalloc(t->count, sizeof *c->sums);
@@ -521,28 +534,55 @@ static void finish(mfs_content *c, uint32_t i, int r, mfs_bytes *b, const mfs_er
     pthread_mutex_lock(&c->lock);
 }
 
+/* Under the lock: waits up to MFS_JOB_LINGER_MS for start_job to hand
+ * this thread a job; false when none came (or the content stops). */
+static bool linger(mfs_content *c)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += MFS_JOB_LINGER_MS / 1000;
+    until.tv_nsec += (long)(MFS_JOB_LINGER_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    c->lingering++;
+    int rc = 0;
+    while (c->handed == 0 && !c->stopping && rc == 0)
+        rc = pthread_cond_timedwait(&c->work, &c->lock, &until);
+    c->lingering--;
+    /* A hand-over made as the wait timed out is still taken: start_job
+     * started no thread for that job. */
+    if (c->handed == 0)
+        return false;
+    c->handed--;
+    return true;
+}
+
 static void *job_main(void *arg)
 {
     mfs_content *c = arg;
     pthread_mutex_lock(&c->lock);
-    while (c->qhead != MFS_NONE) {
-        uint32_t i = c->qhead;
-        slot *s = &c->slots[i];
-        c->qhead = s->qnext;
-        if (c->qhead == MFS_NONE)
-            c->qtail = MFS_NONE;
-        s->qnext = MFS_NONE;
-        pthread_mutex_unlock(&c->lock);
-        mfs_err e = { 0 };
-        mfs_bytes b;
-        int r = -1;
-        if (mfs_job_cancelled(&s->job))
-            mfs_fail(&e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
-        else
-            r = make(c, s, &b, &e);
-        pthread_mutex_lock(&c->lock);
-        finish(c, i, r, &b, &e);
-    }
+    do {
+        while (c->qhead != MFS_NONE) {
+            uint32_t i = c->qhead;
+            slot *s = &c->slots[i];
+            c->qhead = s->qnext;
+            if (c->qhead == MFS_NONE)
+                c->qtail = MFS_NONE;
+            s->qnext = MFS_NONE;
+            pthread_mutex_unlock(&c->lock);
+            mfs_err e = { 0 };
+            mfs_bytes b;
+            int r = -1;
+            if (mfs_job_cancelled(&s->job))
+                mfs_fail(&e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
+            else
+                r = make(c, s, &b, &e);
+            pthread_mutex_lock(&c->lock);
+            finish(c, i, r, &b, &e);
+        }
+    } while (linger(c));
     if (--c->running == 0)
         pthread_cond_broadcast(&c->jobs_done);
     pthread_mutex_unlock(&c->lock);
@@ -558,6 +598,11 @@ static void start_job(mfs_content *c, uint32_t i)
     else
         c->qhead = i;
     c->qtail = i;
+    if (c->lingering > c->handed) {
+        c->handed++;  /* an idle thread takes it: no new one */
+        pthread_cond_signal(&c->work);
+        return;
+    }
     if (c->running >= MFS_JOBS_MAX)
         return;  /* a running thread takes it next */
     pthread_attr_t a;
@@ -762,6 +807,7 @@ uint64_t mfs_content_held(mfs_content *c)
 static void stop_jobs(mfs_content *c)
 {
     c->stopping = true;
+    pthread_cond_broadcast(&c->work);
     for (uint32_t i = 0; i < c->nslots; i++)
         if (c->slots[i].state == S_BUSY)
             atomic_store(&c->slots[i].job.cancelled, true);
@@ -804,6 +850,7 @@ void mfs_content_free(mfs_content *c)
     for (uint32_t i = 0; i < c->nslots; i++)
         free(c->slots[i].reason);
     pthread_cond_destroy(&c->jobs_done);
+    pthread_cond_destroy(&c->work);
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
     free(c->sums);
