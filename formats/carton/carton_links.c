@@ -23,7 +23,6 @@
  * them, so a small gzip bomb stops at the cap), time for the whole fetch
  * (all URLs together), free space left on DIR's file system, and an
  * unmount (mfs_job_cancelled) stops a transfer within about a second. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,6 +38,7 @@
 #include <unistd.h>
 
 #include "carton.h"
+#include "curl_lib.h"
 #include "log.h"
 
 typedef unsigned long long ull;
@@ -50,16 +50,9 @@ typedef unsigned long long ull;
 #define LOW_SPEED_BYTES 1024L
 #define LOW_SPEED_SECS 60L
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_start(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 void carton_fetch_init(void)
 {
-    pthread_once(&curl_once, curl_start);
+    (void)mfs_curl();
 }
 
 void carton_fetch_cfg_set(carton_fetch_cfg *c, const mfs_load_opts *o)
@@ -200,43 +193,47 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
         return FAILED(e, "%s: not tried: the fetch_timeout of %llu s is used up", url,
                       (ull)(cfg->timeout_ms / 1000));
     long left = deadline - now > (uint64_t)LONG_MAX ? LONG_MAX : (long)(deadline - now);
-    CURL *c = curl_easy_init();
+    const mfs_curl_api *cu = mfs_curl();
+    if (cu == NULL)
+        return FAILED(e, "%s: not tried: %s", url, mfs_curl_error());
+    CURL *c = cu->easy_init();
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (c == NULL || md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        curl_easy_cleanup(c);
+        if (c != NULL)
+            cu->easy_cleanup(c);
         EVP_MD_CTX_free(md);
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot start a transfer (out of memory)");
     }
     sink k = { .fd = fd, .md = md, .job = job, .max = cfg->max, .reserve = reserve };
     char err[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);   /* we run on worker threads */
+    cu->easy_setopt(c, CURLOPT_URL, url);
+    cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    cu->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    cu->easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+    cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);   /* we run on worker threads */
     /* A declared length above the cap fails before any byte is written
      * (the decoded bytes are counted by on_data whatever is declared). */
-    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+    cu->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
                      (curl_off_t)(cfg->max > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cfg->max));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left < CONNECT_MAX_MS ? left : CONNECT_MAX_MS);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECS);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &k);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &k);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-    CURLcode rc = curl_easy_perform(c);
+    cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left < CONNECT_MAX_MS ? left : CONNECT_MAX_MS);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECS);
+    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    cu->easy_setopt(c, CURLOPT_WRITEDATA, &k);
+    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(c, CURLOPT_XFERINFODATA, &k);
+    cu->easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+    cu->easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+    CURLcode rc = cu->easy_perform(c);
     char got[MFS_SHA256_HEX];
     hex_digest(md, got);
     EVP_MD_CTX_free(md);
-    curl_easy_cleanup(c);
+    cu->easy_cleanup(c);
     switch (k.stop) {
     case STOP_TOO_BIG:
         return FAILED(e, "%s: more than %llu bytes (fetch_max)", url, (ull)cfg->max);
@@ -258,12 +255,12 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
     /* libcurl's clock and ours differ by a few ms: "about at the deadline". */
     if (rc == CURLE_OPERATION_TIMEDOUT && now_ms() + 1000 >= deadline)
         return FAILED(e, "%s: %s (fetch_timeout: %llu s for the whole fetch)", url,
-                      err[0] ? err : curl_easy_strerror(rc), (ull)(cfg->timeout_ms / 1000));
+                      err[0] ? err : cu->easy_strerror(rc), (ull)(cfg->timeout_ms / 1000));
     if (rc == CURLE_OUT_OF_MEMORY)
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: %s", url,
-                        err[0] ? err : curl_easy_strerror(rc));
+                        err[0] ? err : cu->easy_strerror(rc));
     if (rc != CURLE_OK)
-        return FAILED(e, "%s: %s", url, err[0] ? err : curl_easy_strerror(rc));
+        return FAILED(e, "%s: %s", url, err[0] ? err : cu->easy_strerror(rc));
     if (strcmp(got, s->sha) != 0)
         return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET,
                         "%s: sha256 %s of the %llu bytes fetched does not match %s", url,

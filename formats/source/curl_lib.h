@@ -1,0 +1,23 @@
+#ifndef MFS_CURL_LIB_H
+#define MFS_CURL_LIB_H
+/* libcurl, opened the first time something is fetched. Linked directly, it
+ * and the 28 libraries it pulls in were mapped and relocated at every start
+ * of modelfs and modelfs-ls (5 of their 7 ms), though only a Carton's LINKS
+ * (and remote models) need it. The .deb still depends on libcurl4. */
+#include <curl/curl.h>
+
+typedef struct mfs_curl_api {
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL *);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(CURLcode);
+} mfs_curl_api;
+
+/* The functions, libcurl opened and globally initialised once (thread
+ * safe); NULL when it cannot be opened, with the loader's reason in
+ * mfs_curl_error(). */
+const mfs_curl_api *mfs_curl(void);
+const char *mfs_curl_error(void);
+
+#endif
