@@ -108,6 +108,10 @@ class Load:
             except OSError as e:
                 self.note(err=errno.errorcode.get(e.errno, str(e.errno)))
 
+    def done(self):
+        with self.lock:
+            return self.good + self.wrong + sum(self.errors.values())
+
     def start(self):
         for t in self.threads:
             t.start()
@@ -122,13 +126,16 @@ class Load:
 def check_load(c, x, model, want):
     with mfstest.mounted(x.modelfs, model, x.env, extra=("-o", "cache_size=8M")) as mnt:
         load = Load(mnt, want, 1)
+        start = time.monotonic()
         load.start()
-        time.sleep(x.seconds)
+        while load.done() < x.reads and time.monotonic() - start < x.seconds:
+            time.sleep(0.05)
+        took = time.monotonic() - start
         c.check(load.finish(), "load: every reader thread ended")
         c.check(load.good > 100, "load: %d good reads" % load.good)
         c.equal(load.wrong, 0, "load: wrong reads")
         c.equal(load.errors, {}, "load: failed reads (errno: count)")
-        print("load: %d reads by %d threads in %g s, cache_size=8M" % (load.good, READERS, x.seconds))
+        print("load: %d reads by %d threads in %.2f s, cache_size=8M" % (load.good, READERS, took))
 
 
 def check_sigterm(c, x, model, want):
@@ -231,8 +238,11 @@ class Ctx:
     def __init__(self, build, env):
         self.modelfs = os.path.join(build, "modelfs")
         self.env = env
-        # The load phase; thousands of reads a second even under ASan, so a
-        # few seconds suffice for ctest (MODELFS_LOAD_SECONDS=60 for a soak).
+        # The load phase: this many reads (about 50 of each file, the cache
+        # evicting all along), or this long if that comes first. Thousands
+        # of reads a second even under ASan; for a soak:
+        # MODELFS_LOAD_READS=10000000 MODELFS_LOAD_SECONDS=60.
+        self.reads = int(os.environ.get("MODELFS_LOAD_READS", "6000"))
         self.seconds = float(os.environ.get("MODELFS_LOAD_SECONDS", "3"))
 
 
