@@ -132,7 +132,7 @@ def main(argv):
     c = mfstest.Checker("malformed tests")
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    work = tempfile.mkdtemp(prefix="modelfs-bad-")
+    work = mfstest.scratch("modelfs-bad-")
     can_mount = mfstest.can_mount()
     if not can_mount:
         c.skip("no /dev/fuse: the mount half of this test")

@@ -581,7 +581,7 @@ def main(argv):
         return c.finish()
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
-    tmp = tempfile.mkdtemp(prefix="modelfs-multi-")
+    tmp = mfstest.scratch("modelfs-multi-")
     try:
         for p in parts:
             name, _, shard = p.partition(":")
