@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "folder.h"
 #include "local.h"
 #include "log.h"
 #include "path.h"
@@ -73,12 +74,6 @@ static const mfs_format *probe_fd(int fd, const struct stat *st)
 }
 
 /* Whether the real path `real` is `root` or below it. */
-static bool inside(const char *root, const char *real)
-{
-    size_t n = strlen(root);
-    return strncmp(root, real, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1);
-}
-
 /* Walks the folder `path` (already known to be a real folder below
  * `root`, the real path of DIR): each model found goes to w with its
  * folder path `enc` below the mount root. Names are sorted, so the same
@@ -134,7 +129,7 @@ static void walk(walker *w, const char *root, const char *path, const char *show
         } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
             /* A symlink counts only when it ends at a file inside DIR. */
             char *real = S_ISLNK(st.st_mode) ? realpath(full, NULL) : NULL;
-            if (S_ISLNK(st.st_mode) && (real == NULL || !inside(root, real))) {
+            if (S_ISLNK(st.st_mode) && (real == NULL || !mfs_path_inside(root, real))) {
                 free(real);
                 goto next;
             }
@@ -262,41 +257,12 @@ fail:
  * The fd, or -1 with `e` filled. */
 int mfs_collect_open_inside(const char *root, const char *path, mfs_err *e)
 {
-    char *real = realpath(path, NULL);
-    if (real == NULL)
-        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));
-    if (!inside(root, real)) {
-        free(real);
+    int cur = mfs_open_below(root, path, 0);
+    int err = errno;
+    if (cur < 0 && err == EXDEV)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                         "cannot open: its path now leads out of %s (a symbolic link on the way)",
                         root);
-    }
-    /* DIR itself is the mounter's choice, as a model named on the command
-     * line: only what is below it is checked. */
-    int cur = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-    size_t n = strlen(root);
-    const char *p = real + (n == 1 ? 1 : n);
-    while (cur >= 0 && *p) {
-        if (*p == '/')
-            p++;
-        size_t len = strcspn(p, "/");
-        char comp[MFS_NAME_MAX + 1];
-        if (len == 0 || len > MFS_NAME_MAX) {
-            close(cur);
-            cur = -1;
-            errno = ENAMETOOLONG;
-            break;
-        }
-        memcpy(comp, p, len);
-        comp[len] = '\0';
-        p += len;
-        int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (*p ? O_DIRECTORY : 0);
-        int next = openat(cur, comp, flags);
-        close(cur);
-        cur = next;
-    }
-    int err = errno;
-    free(real);
     /* Only a missing or replaced component means the path changed; out
      * of descriptors (EMFILE) or memory is said as it is. */
     if (cur < 0 && (err == ENOENT || err == ENOTDIR || err == ELOOP))

@@ -92,16 +92,20 @@ int mfs_collection_load(void *loader, uint32_t k, mfs_tree *tree, mfs_origin *o,
     const char *path = l->coll->open_paths[k], *root = l->coll->roots[k];
     if (root == NULL)
         return mfs_load_path(tree, o, path, l->opts, e);  /* named: followed as given */
+    /* Found below DIR: the folders it opens (external data, its own
+     * files) must be below DIR too, reached with no symlink followed. */
+    mfs_load_opts opts = *l->opts;
+    opts.inside = root;
     int fd = mfs_collect_open_inside(root, path, e);
     struct stat st;
     if (fd < 0)
         return -1;
     if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
-        return mfs_load_fd(tree, o, fd, path, l->opts, e);
+        return mfs_load_fd(tree, o, fd, path, &opts, e);
     close(fd);
     /* A folder model (an unpacked carton) opens its files by path: the
      * folder must still be the one checked once they are open. */
-    if (mfs_load_path(tree, o, path, l->opts, e) != 0)
+    if (mfs_load_path(tree, o, path, &opts, e) != 0)
         return -1;
     fd = mfs_collect_open_inside(root, path, e);
     if (fd < 0)

@@ -618,7 +618,7 @@ static void load_init(carton_load *cl, mfs_model *m, mfs_err *e)
         struct stat st;
         mfs_err ignored = { 0 };  /* the warning below says enough */
         if (real != NULL && stat(real, &st) == 0 && S_ISDIR(st.st_mode) &&
-            (cl->links_root = mfs_model_open_folder(m, real, &ignored)) != NULL)
+            (cl->links_root = mfs_model_open_user_folder(m, real, &ignored)) != NULL)
             cl->links_dir = mfs_model_own(m, mfs_xstrdup(real));
         else
             carton_warn(cl, "links_dir %s is not a folder: not used", m->opts->links_dir);

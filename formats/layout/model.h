@@ -33,6 +33,8 @@ typedef struct mfs_load_opts {
     uint64_t fetch_max;      /* -o fetch_max: 0 = MFS_FETCH_MAX_DEFAULT */
     uint64_t fetch_timeout;  /* -o fetch_timeout, seconds: 0 = MFS_FETCH_TIMEOUT_DEFAULT */
     uint64_t fetch_reserve;  /* -o fetch_reserve: 0 = the default reserve */
+    const char *inside;      /* a model found below a folder mount's DIR (its real
+                                path): the folders it opens must be below it too */
 } mfs_load_opts;
 
 typedef struct mfs_tensor {
@@ -208,9 +210,25 @@ static inline char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char
     return m->ops->unique_name(m, dir, name, len);
 }
 
-/* Opens the folder `path` for the life of the tree (files of a folder
- * model, external data); NULL with e. */
+/* Opens the folder `path` of the model's own files (a folder model's, its
+ * external data's) for the life of the tree; NULL with e. In a folder
+ * mount it must lie below DIR and is reached with no symlink followed
+ * (mfs_folder_open_inside): a folder swapped for a symlink while the model
+ * loads cannot lead the daemon out of DIR. */
 static inline mfs_folder *mfs_model_open_folder(mfs_model *m, const char *path, mfs_err *e)
+{
+    mfs_folder *f = m->opts->inside != NULL ? mfs_folder_open_inside(m->opts->inside, path, e)
+                                            : mfs_folder_open(path, e);
+    if (f != NULL) {
+        mfs_model_own(m, f);
+        mfs_model_on_destroy(m, mfs_folder_close, f);
+    }
+    return f;
+}
+
+/* Opens a folder the user named (Carton's -o links_dir), followed as
+ * given, for the life of the tree; NULL with e. */
+static inline mfs_folder *mfs_model_open_user_folder(mfs_model *m, const char *path, mfs_err *e)
 {
     mfs_folder *f = mfs_folder_open(path, e);
     if (f != NULL) {

@@ -81,6 +81,76 @@ int mfs_folder_open_at(const mfs_folder *r, const char *rel, bool dir)
     }
 }
 
+bool mfs_path_inside(const char *root, const char *real)
+{
+    size_t n = strlen(root);
+    return strncmp(root, real, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1);
+}
+
+int mfs_open_below(const char *root, const char *path, int flags)
+{
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return -1;
+    if (!mfs_path_inside(root, real)) {
+        free(real);
+        errno = EXDEV;
+        return -1;
+    }
+    /* `root` itself is the mounter's choice, as a model named on the
+     * command line: only what is below it is checked. */
+    int cur = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+    size_t n = strlen(root);
+    const char *p = real + (n == 1 ? 1 : n);
+    while (cur >= 0 && *p) {
+        if (*p == '/')
+            p++;
+        size_t len = strcspn(p, "/");
+        char comp[MFS_NAME_MAX + 1];
+        if (len == 0 || len > MFS_NAME_MAX) {
+            close(cur);
+            cur = -1;
+            errno = ENAMETOOLONG;
+            break;
+        }
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        p += len;
+        int next = openat(cur, comp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                                         (*p ? O_DIRECTORY : flags));
+        int err = errno;
+        close(cur);
+        cur = next;
+        errno = err;
+    }
+    int err = errno;
+    free(real);
+    errno = err;
+    return cur;
+}
+
+mfs_folder *mfs_folder_open_inside(const char *root, const char *path, mfs_err *e)
+{
+    int fd = mfs_open_below(root, path, O_DIRECTORY);
+    if (fd < 0) {
+        int err = errno;
+        if (err == EXDEV)
+            mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                     "cannot open the folder %s: its path now leads out of %s (a symbolic link "
+                     "on the way)", path, root);
+        else
+            mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open the folder %s: %s%s", path,
+                     strerror(err), err == ELOOP || err == ENOTDIR ? " (a folder on the way was "
+                     "replaced by a symbolic link)" : "");
+        return NULL;
+    }
+    size_t n = strlen(path) + 1;
+    mfs_folder *r = mfs_xmalloc(sizeof *r + n);
+    r->fd = fd;
+    r->path = memcpy((char *)(r + 1), path, n);
+    return r;
+}
+
 /* ---- mapped files ---------------------------------------------------------- */
 
 /* What a mapped file of the folder (or links_dir) keeps while its bytes

@@ -25,7 +25,22 @@ typedef struct mfs_folder {
  * closes its fd (the caller frees it): a model's folder lives as long as
  * its tree (mfs_model_open_folder). */
 mfs_folder *mfs_folder_open(const char *path, mfs_err *e);
+/* As mfs_folder_open, for a folder that must lie below `root` (the real
+ * path of a folder mount's DIR): `path` must resolve to `root` or below,
+ * and is opened one component at a time from `root` with no symlink
+ * followed, so a folder on the way swapped for a symlink (to outside DIR,
+ * or anywhere) is refused rather than followed. */
+mfs_folder *mfs_folder_open_inside(const char *root, const char *path, mfs_err *e);
 void mfs_folder_close(void *folder);
+/* True when the resolved path `real` is `root` or below it. */
+bool mfs_path_inside(const char *root, const char *real);
+/* What `path` leads to now, below `root`: resolved (realpath), refused
+ * with EXDEV when that is not below `root`, then opened one component at a
+ * time from `root` with O_NOFOLLOW (a component swapped meanwhile for a
+ * symlink: ELOOP or ENOTDIR), the last with `flags` added (O_DIRECTORY, or
+ * 0 for anything). Read-only, non-blocking, close-on-exec. The fd, or -1
+ * with errno. */
+int mfs_open_below(const char *root, const char *path, int flags);
 /* Opens `rel` ("a/b/c", no "." or ".." or empty components) below `r`
  * with no symlink followed on the way: a regular file read-only and
  * non-blocking (so a FIFO cannot block), or a folder when `dir`. The fd,

@@ -16,7 +16,10 @@
     naming the file) or an entry with a `problem` and only the bytes the
     file holds; never a crash, a hang or a byte from outside the folder;
   - an external file changed (or replaced by a symlink) under the mount:
-    EIO for its tensor, the rest still served.
+    EIO for its tensor, the rest still served;
+  - a folder mount whose ONNX model's folder is swapped for a symlink out
+    of DIR while the model loads (after its file was opened, before its
+    external data is): the model is an ERROR, never the outside bytes.
 
 usage: test_onnx.py BUILD_DIR DIR...
 """
@@ -30,6 +33,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -424,6 +429,72 @@ def hostile(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def open_by(pid, suffix):
+    """True when process `pid` holds a file whose path ends with `suffix`."""
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)).endswith(suffix):
+                    return True
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return False
+
+
+def check_external_swap(c, modelfs, env):
+    """Issue 19, attack 1. DIR/sub/m.onnx has 100,000 small initializers,
+    then one whose external data is sub/w.bin: its load takes a while.
+    Once the daemon holds m.onnx open, DIR/sub becomes a symlink to a
+    folder outside DIR holding another w.bin. The external data used to be
+    opened by path then, and tensors/ext served the outside file."""
+    tmp = mfstest.scratch("modelfs-onnx-swap-")
+    try:
+        d, out = os.path.join(tmp, "DIR"), os.path.join(tmp, "outside")
+        os.makedirs(os.path.join(d, "sub"))
+        os.makedirs(out)
+        inside, secret = b"INSIDE!!" * 2, b"SECRET!!" * 2
+        with open(os.path.join(d, "sub", "w.bin"), "wb") as f:
+            f.write(inside)
+        with open(os.path.join(out, "w.bin"), "wb") as f:
+            f.write(secret)
+        # 128 bytes each: a table this long is within what a file this
+        # size may take to describe.
+        small = G.f_bytes(9, bytes(128))
+        inits = [G.tensor_proto("t%d" % i, 1, (32,), small) for i in range(100000)]
+        inits.append(G.tensor_proto("ext", 1, (4,), G.external_body("w.bin", 0, 16)))
+        with open(os.path.join(d, "sub", "m.onnx"), "wb") as f:
+            f.write(G.model(G.graph("g", inits=inits)))
+        with mfstest.mounted(modelfs, d, env) as mnt:
+            pid = mfstest.daemon_pid(mnt)
+            if not c.check(pid is not None, "external swap: the daemon's pid"):
+                return
+            seen = []
+            t = threading.Thread(target=lambda: seen.append(
+                sorted(os.listdir(os.path.join(mnt, "sub", "m.onnx")))))
+            t.start()
+            deadline = time.monotonic() + 30
+            while not open_by(pid, "/sub/m.onnx") and t.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            hit = t.is_alive()
+            os.rename(os.path.join(d, "sub"), os.path.join(d, "sub.old"))
+            os.symlink(out, os.path.join(d, "sub"))
+            t.join(60)
+            if not hit:
+                c.skip("external swap: the model loaded before the swap (machine too fast?)")
+                return
+            ext = os.path.join(mnt, "sub", "m.onnx", "tensors", "ext")
+            got = read(ext) if os.path.isfile(ext) else None
+            c.check(got != secret, "external swap: tensors/ext serves the file outside DIR")
+            c.equal(seen, [["ERROR"]], "external swap: the model is an ERROR")
+            err = os.path.join(mnt, "sub", "m.onnx", "ERROR")
+            text = read(err).decode() if os.path.isfile(err) else ""
+            c.check("out of" in text, "external swap: ERROR says why: %r" % text)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv):
     build, dirs = argv[1], argv[2:]
     c = mfstest.Checker("onnx tests")
@@ -460,6 +531,7 @@ def main(argv):
                 c.check(False, "%s: %s" % (model, e))
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     hostile(c, build, env)
+    check_external_swap(c, modelfs, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
