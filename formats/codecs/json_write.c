@@ -38,7 +38,7 @@ static size_t plain_run(const uint8_t *p, size_t i, size_t n)
     return i;
 }
 
-void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
+static void write_string(mfs_strbuf *sb, const char *s, size_t n, bool lossless)
 {
     const uint8_t *p = (const uint8_t *)s;
     mfs_sb_addc(sb, '"');
@@ -55,7 +55,13 @@ void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
         if (c >= 0x80) {
             size_t k = mfs_utf8_seq(p + i, n - i);
             if (k == 0) {
-                mfs_sb_adds(sb, "\xef\xbf\xbd");
+                /* A byte that is not part of valid UTF-8: U+DC80 + byte,
+                 * as Python's surrogateescape has it (PEP 383), so it can
+                 * be recovered exactly; TOML can only say U+FFFD. */
+                if (lossless)
+                    mfs_sb_addf(sb, "\\udc%02x", c);
+                else
+                    mfs_sb_adds(sb, "\xef\xbf\xbd");
                 i++;
             } else {
                 mfs_sb_add(sb, p + i, k);
@@ -80,6 +86,16 @@ void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
         i++;
     }
     mfs_sb_addc(sb, '"');
+}
+
+void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n)
+{
+    write_string(sb, s, n, true);
+}
+
+void mfs_json_string_lossy(mfs_strbuf *sb, const char *s, size_t n)
+{
+    write_string(sb, s, n, false);
 }
 
 void mfs_format_double(char *out, size_t size, double f)

@@ -13,10 +13,16 @@ void mfs_json_write(mfs_strbuf *sb, const mfs_val *v);
 /* One value as it appears nested `depth` levels deep (no final newline):
  * for documents written a piece at a time. */
 void mfs_json_write_at(mfs_strbuf *sb, const mfs_val *v, int depth);
-/* A quoted string for n bytes at s, valid both as a JSON string and as a
- * TOML basic string: the escapes \" \\ \b \f \n \r \t and \u00XX (other
- * control characters and DEL) mean the same in both. */
+/* A quoted JSON string for n bytes at s: the escapes \" \\ \b \f \n \r \t
+ * and \u00XX (other control characters and DEL); a byte that is not part
+ * of valid UTF-8 as \udcXX (U+DC80 + the byte: Python's surrogateescape,
+ * so json.loads(...).encode("utf-8", "surrogateescape") gives the bytes
+ * back exactly). */
 void mfs_json_string(mfs_strbuf *sb, const char *s, size_t n);
+/* The same as a TOML basic string (whose escapes mean the same), but a
+ * byte that is not part of valid UTF-8 as U+FFFD: TOML has no way to say
+ * it. */
+void mfs_json_string_lossy(mfs_strbuf *sb, const char *s, size_t n);
 
 /* Shortest %g form that reads back to the same finite double, always with
  * a '.' or an exponent so that it stays a float in TOML too. */

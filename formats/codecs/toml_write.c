@@ -16,7 +16,7 @@ static void toml_key(mfs_strbuf *sb, const char *k, size_t n)
     if (bare)
         mfs_sb_add(sb, k, n);
     else
-        mfs_json_string(sb, k, n);
+        mfs_json_string_lossy(sb, k, n);
 }
 
 static bool is_table_array(const mfs_val *v)
@@ -46,7 +46,7 @@ static void inline_val(mfs_strbuf *sb, const mfs_val *v)
         mfs_sb_adds(sb, isnan(v->u.f) ? "nan" : v->u.f < 0 ? "-inf" : "inf");
         break;
     case MFS_V_STR:
-        mfs_json_string(sb, v->u.s.p, v->u.s.len);
+        mfs_json_string_lossy(sb, v->u.s.p, v->u.s.len);
         break;
     case MFS_V_DATETIME:
         mfs_sb_add(sb, v->u.s.p, v->u.s.len);

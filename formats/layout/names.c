@@ -1,5 +1,6 @@
 #include "names.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,9 +40,13 @@ char *mfs_name_encode(const char *name, size_t len)
         /* A whole UTF-8 sequence is one unit, so a cut never splits it;
          * invalid bytes are single units. */
         size_t unit = p[i] >= 0x80 ? mfs_utf8_seq(p + i, len - i) : 1;
-        if (unit == 0)
+        /* A byte that is not part of valid UTF-8 is escaped too: file
+         * names (and the paths in model.json) stay valid UTF-8 and still
+         * decode back to the exact bytes. */
+        bool invalid = unit == 0;
+        if (invalid)
             unit = 1;
-        if (unit == 1 && needs_escape(p[i], i))
+        if (invalid || (unit == 1 && needs_escape(p[i], i)))
             mfs_sb_addf(&sb, "%%%02X", p[i]);
         else
             mfs_sb_add(&sb, p + i, unit);

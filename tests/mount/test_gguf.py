@@ -372,6 +372,57 @@ def check_hostile(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def check_not_utf8(c, build, env):
+    """Issue 19, item 3: names and strings that are not valid UTF-8 stay
+    recoverable. A tensor name's stray bytes are %XX in its file name and
+    its model.json path alike (the names rule), `name_hex` has its bytes
+    and user.modelfs.name the exact name; a string value's are \\udcXX in
+    model.json (json.loads, then surrogateescape, gives the bytes back)."""
+    work = mfstest.scratch("modelfs-gguf-utf8-")
+    try:
+        names = [b"ok", b"bad\xffname", b"cut\xe5\x90", b"\xc0\xaf.x"]
+        f32x4 = struct.pack("<4f", 1, 2, 3, 4)
+        value = b"caf\xe9 \xff\xfe"
+        head = header(len(names), 1) + kv(b"general.name", G.STR, value)
+        head += b"".join(info(n, [4], 0, 32 * i) for i, n in enumerate(names))
+        data = b"".join(f32x4 + bytes(16) for _ in names)
+        p = os.path.join(work, "notutf8.gguf")
+        with open(p, "wb") as f:
+            f.write(with_data(head, data))
+        with mfstest.mounted(os.path.join(build, "modelfs"), p, env) as mnt:
+            want = {"ok": b"ok", "bad%FFname": b"bad\xffname", "cut%E5%90": b"cut\xe5\x90",
+                    "%C0%AF.x": b"\xc0\xaf.x"}
+            c.equal(sorted(os.listdir(os.path.join(mnt, "tensors"))), sorted(want),
+                    "not UTF-8: tensor file names escape the stray bytes")
+            with open(os.path.join(mnt, "model.json"), "rb") as f:
+                doc = json.loads(f.read())
+            for t in doc["tensors"]:
+                raw = want.get(t["path"][len("tensors/"):])
+                if not c.check(raw is not None, "not UTF-8: model.json path %r is a file" % t["path"]):
+                    continue
+                c.equal(t["name"].encode("utf-8", "surrogateescape"), raw,
+                        "not UTF-8: %s: name recovers the bytes" % t["path"])
+                if raw != b"ok":
+                    c.equal(t.get("name_hex"), raw.hex(), "not UTF-8: %s: name_hex" % t["path"])
+                full = os.path.join(mnt, t["path"])
+                c.equal(os.getxattr(full, "user.modelfs.name"), raw,
+                        "not UTF-8: %s: user.modelfs.name" % t["path"])
+                with open(full, "rb") as f:
+                    c.equal(f.read(), f32x4, "not UTF-8: %s: bytes" % t["path"])
+            got = doc["metadata"].get("general.name")
+            c.check(isinstance(got, str) and got.encode("utf-8", "surrogateescape") == value,
+                    "not UTF-8: a string value recovers its bytes: %r" % (got,))
+            with open(os.path.join(mnt, "SHA256SUMS"), "rb") as f:
+                sums = f.read()
+            c.check(b"  tensors/bad%FFname\n" in sums and sums.decode("utf-8", "strict"),
+                    "not UTF-8: SHA256SUMS lists the escaped paths, as UTF-8")
+            with open(os.path.join(mnt, "model.toml"), "rb") as f:
+                toml = f.read().decode("utf-8", "strict")
+            c.check("caf\ufffd \ufffd\ufffd" in toml, "not UTF-8: model.toml says U+FFFD")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv):
     build, dirs = argv[1], argv[2:]
     c = mfstest.Checker("gguf tests")
@@ -393,6 +444,7 @@ def main(argv):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     check_hostile(c, build, env)
+    check_not_utf8(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 

@@ -23,15 +23,28 @@ EROFS = 30
 
 def without_nulls(v):
     """The document as TOML carries it: TOML has no null, so null members
-    are left out, a null item of an array is written {}, and integers
-    above 2^63-1 are decimal strings (README)."""
+    are left out, a null item of an array is written {}, integers above
+    2^63-1 are decimal strings, and bytes that are not UTF-8 are U+FFFD
+    (README)."""
     if isinstance(v, dict):
-        return {k: without_nulls(x) for k, x in v.items() if x is not None}
+        return {toml_text(k): without_nulls(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
         return [{} if x is None else without_nulls(x) for x in v]
     if isinstance(v, int) and not isinstance(v, bool) and v > 2 ** 63 - 1:
         return str(v)
+    if isinstance(v, str):
+        return toml_text(v)
     return v
+
+
+def toml_text(s):
+    """A string as model.toml has it: each byte that is not UTF-8 (\\udcXX
+    in model.json) is U+FFFD there."""
+    try:
+        s.encode("utf-8")
+        return s  # no surrogate: the common case, checked in C
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xdc80 <= ord(ch) <= 0xdcff else ch for ch in s)
 
 
 def tensor_key(t):

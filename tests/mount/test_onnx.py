@@ -495,6 +495,29 @@ def check_external_swap(c, modelfs, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_string_not_utf8(c, modelfs, env):
+    """Issue 19, item 3: a string tensor's values that are not valid UTF-8
+    are \\udcXX in its JSON (json.loads, then surrogateescape, gives the
+    bytes back), as onnx reads them."""
+    tmp = mfstest.scratch("modelfs-onnx-str-")
+    try:
+        values = [b"ok", b"\xff\xfe", b"caf\xe9", b"cut\xe5\x90", "é".encode()]
+        body = b"".join(G.f_bytes(6, v) for v in values)
+        t = G.tensor_proto("s", 8, (len(values),), body)
+        p = os.path.join(tmp, "strings.onnx")
+        with open(p, "wb") as f:
+            f.write(G.model(G.graph("g", inits=[t])))
+        if onnx is not None:
+            got = [bytes(x) for x in onnx.load(p).graph.initializer[0].string_data]
+            c.equal(got, values, "strings not UTF-8: python3-onnx reads these bytes")
+        with mfstest.mounted(modelfs, p, env) as mnt:
+            arr = json.loads(read(os.path.join(mnt, "tensors", "s")))
+            c.equal([x.encode("utf-8", "surrogateescape") for x in arr], values,
+                    "strings not UTF-8: the tensor's JSON gives the bytes back")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv):
     build, dirs = argv[1], argv[2:]
     c = mfstest.Checker("onnx tests")
@@ -532,6 +555,7 @@ def main(argv):
             print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     hostile(c, build, env)
     check_external_swap(c, modelfs, env)
+    check_string_not_utf8(c, modelfs, env)
     mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 

@@ -34,6 +34,13 @@ static void test_names(void)
     CHECK(enc_is("t\x01\x7f\n", 4, "t%01%7F%0A"));
     CHECK(enc_is("a\0b", 3, "a%00b"));
     CHECK(enc_is("名前", strlen("名前"), "名前"));
+    /* Bytes that are not valid UTF-8 (a stray byte, a cut sequence, an
+     * overlong form, a surrogate) are escaped; valid sequences around them stay. */
+    CHECK(enc_is("a\xff" "b", 3, "a%FFb"));
+    CHECK(enc_is("\xe5\x90", 2, "%E5%90"));
+    CHECK(enc_is("\xc0\xaf", 2, "%C0%AF"));
+    CHECK(enc_is("\xed\xa0\x80", 3, "%ED%A0%80"));
+    CHECK(enc_is("é\x80名", 6, "é%80名"));
 
     char long_name[600];
     memset(long_name, 'x', sizeof long_name);
@@ -460,7 +467,14 @@ static void test_writers(void)
     mfs_obj_set(o, "s", mfs_strn("a\"b\\c\n\x01\xff", 8));
     mfs_obj_set(o, "n", mfs_null());
     mfs_obj_set(o, "f", mfs_float(1.0));
-    CHECK(written_is(o, 0, "{\n  \"s\": \"a\\\"b\\\\c\\n\\u0001\xef\xbf\xbd\",\n  \"n\": null,\n  \"f\": 1.0\n}\n"));
+    /* A byte that is not UTF-8: \udcff in JSON (recoverable), U+FFFD in TOML. */
+    CHECK(written_is(o, 0, "{\n  \"s\": \"a\\\"b\\\\c\\n\\u0001\\udcff\",\n  \"n\": null,\n  \"f\": 1.0\n}\n"));
+    o = mfs_obj();
+    mfs_obj_set(o, "s", mfs_strn("\xe5\x90x", 3));
+    CHECK(written_is(o, 0, "{\n  \"s\": \"\\udce5\\udc90x\"\n}\n"));
+    o = mfs_obj();
+    mfs_obj_set(o, "s", mfs_strn("\xe5\x90x", 3));
+    CHECK(written_is(o, 1, "s = \"\xef\xbf\xbd\xef\xbf\xbdx\"\n"));
 
     o = mfs_obj();
     mfs_obj_set(o, "s", mfs_strn("a\"b\x7f", 4));
