@@ -139,11 +139,20 @@ def value_info(name, elem_type, dims):
     return f_bytes(1, name) + f_bytes(2, f_bytes(1, tt))
 
 
-def graph(name, nodes=(), inits=(), inputs=(), outputs=()):
+def graph(name, nodes=(), inits=(), inputs=(), outputs=(), sparse=()):
     b = b"".join(f_bytes(1, n) for n in nodes) + f_bytes(2, name)
     b += b"".join(f_bytes(5, t) for t in inits)
     b += b"".join(f_bytes(11, v) for v in inputs) + b"".join(f_bytes(12, v) for v in outputs)
+    b += b"".join(f_bytes(15, t) for t in sparse)
     return b
+
+
+def sparse_tensor(values, indices, dims, packed_dims=False):
+    """A SparseTensorProto: values (1), indices (2), dims (3)."""
+    b = f_bytes(1, values) + f_bytes(2, indices)
+    if packed_dims:
+        return b + f_bytes(3, b"".join(varint(d) for d in dims))
+    return b + b"".join(f_varint(3, d) for d in dims)
 
 
 def model(g, ir=8, opset=17, producer="modelfs-gen", props=(), extra=b""):
@@ -398,6 +407,41 @@ def gen_external(ms):
              side=[{"name": "gen_ext.weights", "size": len(blob)}])
 
 
+def gen_sparse(ms):
+    """Sparse initializers (graph field 15): each is two tensors,
+    NAME.values and NAME.indices, with the dense shape as sparse_dims;
+    linear and COO indices, values raw and in a typed field, one in a
+    subgraph."""
+    v1, i1 = f32(40, 4), np.array([0, 3, 7, 14], "<i8")
+    v2, i2 = np.array([5, -6, 7], "<i4"), np.array([[0, 1], [2, 2], [3, 0]], "<i8")
+    v3, i3 = f32(41, 2).astype("<f2"), np.array([1, 5], "<i8")
+    dense = f32(42, 3)
+    sp1 = sparse_tensor(tensor_proto("emb", 1, (4,), f_bytes(9, v1.tobytes())),
+                        tensor_proto(None, 7, (4,), f_bytes(9, i1.tobytes())), (3, 5))
+    sp2 = sparse_tensor(tensor_proto("coo/w", 6, (3,), typed_body(6, [int(x) for x in v2], "packed")),
+                        tensor_proto("", 7, (3, 2), f_bytes(9, i2.tobytes())), (4, 4), packed_dims=True)
+    sp3 = sparse_tensor(tensor_proto("sub.sp", 10, (2,), f_bytes(9, v3.tobytes())),
+                        tensor_proto(None, 7, (2,), f_bytes(9, i3.tobytes())), (8,))
+    then_g = graph("then", sparse=[sp3])
+    g = graph("sparse", nodes=[node("If", ["c"], ["y"], "br", [attr_graph("then_branch", then_g)])],
+              inits=[raw_init("dense", dense)], sparse=[sp1, sp2])
+    sp = "sparse_initializer"
+    ents = [
+        ent("dense", 1, (3,), dense.tobytes()),
+        ent("emb.values", 1, (4,), v1.tobytes(), source=sp, sparse_dims=[3, 5]),
+        ent("emb.indices", 7, (4,), i1.tobytes(), source=sp, sparse_dims=[3, 5]),
+        ent("coo/w.values", 6, (3,), v2.tobytes(), source=sp, storage="typed_field",
+            field="int32_data", sparse_dims=[4, 4]),
+        ent("coo/w.indices", 7, (3, 2), i2.tobytes(), source=sp, sparse_dims=[4, 4]),
+        ent("sub.sp.values", 10, (2,), v3.tobytes(), source=sp, sparse_dims=[8],
+            graph_path=["br", "then_branch"]),
+        ent("sub.sp.indices", 7, (2,), i3.tobytes(), source=sp, sparse_dims=[8],
+            graph_path=["br", "then_branch"]),
+    ]
+    ms.write("gen_sparse.onnx", model(g), ents,
+             dict(META, graph_name="sparse", metadata_props={}, graph_inputs=[], graph_outputs=[]))
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -408,6 +452,7 @@ def main(argv):
     gen_constants(ms)
     gen_subgraphs(ms)
     gen_external(ms)
+    gen_sparse(ms)
     return 0
 
 

@@ -54,7 +54,8 @@ typedef struct onnx_ctx {
 typedef struct onnx_place {
     uint32_t dir;               /* its tensors/ folder */
     const mfs_val *path;        /* graph_path: [] for the main graph */
-    const char *source;         /* "initializer", "Constant op" */
+    const char *source;         /* "initializer", "Constant op", "sparse_initializer" */
+    const mfs_val *sparse_dims; /* a sparse initializer's dense shape, or NULL */
 } onnx_place;
 
 /* onnx.c */
@@ -77,6 +78,10 @@ const char *onnx_dtype_name(uint64_t data_type);
  * name when name.p is NULL). Problems of the tensor itself give an entry
  * with `problem`; broken structure and unsafe external data give -1. */
 int onnx_add_tensor(onnx_ctx *c, mfs_span t, mfs_span name, const onnx_place *pl);
+/* A SparseTensorProto (a graph's sparse_initializer): two tensors, NAME.values
+ * and NAME.indices (NAME: its values' name), each with `sparse_dims`, the
+ * dense shape, in the table. */
+int onnx_add_sparse(onnx_ctx *c, mfs_span sp, const onnx_place *pl);
 /* A Constant op's value given as an attribute (value_float(s),
  * value_int(s), value_string(s)): `attr` is the AttributeProto. */
 int onnx_add_attr_tensor(onnx_ctx *c, mfs_span attr, const char *attr_name, mfs_span name,

@@ -408,7 +408,7 @@ static int walk_node(onnx_ctx *c, mfs_span n, const mfs_val *path, uint32_t tens
     mfs_val *attrs = mfs_obj_set(gn, "attributes", mfs_arr());
     bool constant = is(ni.op, "Constant") && (is(ni.domain, "") || is(ni.domain, "ai.onnx"));
     mfs_span tname = ni.has_output ? ni.output0 : ni.name;
-    onnx_place pl = { tensors_dir, path, "Constant op" };
+    onnx_place pl = { tensors_dir, path, "Constant op", NULL };
 
     mfs_pb r = mfs_pb_start(n);
     mfs_pb_field f;
@@ -545,7 +545,7 @@ int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_p
     mfs_val *inits = mfs_obj_set(out, "initializers", mfs_arr());
     mfs_val *gnodes = mfs_obj_set(out, "nodes", mfs_arr());
     mfs_val *subs = mfs_obj_set(out, "subgraphs", mfs_arr());
-    onnx_place pl = { tensors_dir, path, "initializer" };
+    onnx_place pl = { tensors_dir, path, "initializer", NULL };
     uint64_t sparse = 0;
     mfs_pb r = mfs_pb_start(g);
     mfs_pb_field f;
@@ -574,6 +574,8 @@ int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_p
                 return -1;
         } else if (f.num == G_SPARSE_INIT) {
             sparse++;
+            if (onnx_add_sparse(c, f.bytes, &pl) != 0)
+                return -1;
         }
     }
     if (k < 0)

@@ -246,6 +246,8 @@ static mfs_val *extras(const onnx_place *pl, const char *field, const tinfo *ti)
     if (ti && ti->has_type)
         mfs_obj_set(x, "onnx_data_type", mfs_int((int64_t)ti->data_type));
     mfs_obj_set(x, "onnx_field", mfs_str(field));
+    if (pl->sparse_dims != NULL)
+        mfs_obj_set(x, "sparse_dims", mfs_val_clone(pl->sparse_dims));
     return x;
 }
 
@@ -518,6 +520,81 @@ int onnx_add_tensor(onnx_ctx *c, mfs_span t, mfs_span name, const onnx_place *pl
     if (r == 0)
         r = add_from(c, pl, name.p != NULL ? name : ti->name, ti);
     free(ti);
+    return r;
+}
+
+/* SparseTensorProto fields. */
+enum { SP_VALUES = 1, SP_INDICES = 2, SP_DIMS = 3 };
+
+static int sparse_dim(onnx_ctx *c, mfs_val *dims, uint64_t v, uint64_t at)
+{
+    if (dims->u.arr.n == ONNX_MAX_DIMS)
+        return MFS_CORRUPT(c->e, at, "sparse initializer: more than %d dimensions", ONNX_MAX_DIMS);
+    mfs_arr_push(dims, mfs_int((int64_t)v));
+    return 0;
+}
+
+static int add_sparse(onnx_ctx *c, mfs_span sp, const onnx_place *pl, mfs_val *dims)
+{
+    mfs_span values = { NULL, 0, sp.base }, indices = { NULL, 0, sp.base };
+    mfs_pb r = mfs_pb_start(sp);
+    mfs_pb_field f;
+    int k;
+    while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
+        if (f.num == SP_VALUES && f.wire == MFS_PB_LEN) {
+            values = f.bytes;
+        } else if (f.num == SP_INDICES && f.wire == MFS_PB_LEN) {
+            indices = f.bytes;
+        } else if (f.num == SP_DIMS && f.wire == MFS_PB_VARINT) {
+            if (sparse_dim(c, dims, f.v, f.at) != 0)
+                return -1;
+        } else if (f.num == SP_DIMS && f.wire == MFS_PB_LEN) {
+            uint64_t at = 0, v;
+            while (at < f.bytes.len) {
+                if (!mfs_pb_varint(f.bytes, &at, &v))
+                    return MFS_CORRUPT(c->e, f.bytes.base + at, "sparse initializer dims: a malformed varint");
+                if (sparse_dim(c, dims, v, f.bytes.base + at) != 0)
+                    return -1;
+            }
+        }
+    }
+    if (k < 0)
+        return -1;
+    if (values.p == NULL || indices.p == NULL)
+        return MFS_CORRUPT(c->e, sp.base, "sparse initializer without %s",
+                           values.p == NULL ? "values" : "indices");
+    if (onnx_spend(c, (uint64_t)dims->u.arr.n * 2 * MFS_VAL_COST, sp.base) != 0)
+        return -1;
+    /* The sparse tensor's name is its values' (onnx.proto). */
+    tinfo *ti = mfs_xmalloc(sizeof *ti);
+    int rc = read_tinfo(c, values, ti);
+    mfs_span name = ti->name;
+    free(ti);
+    if (rc != 0)
+        return -1;
+    onnx_place p = *pl;
+    p.source = "sparse_initializer";
+    p.sparse_dims = dims;
+    static const char *const part[2] = { ".values", ".indices" };
+    const mfs_span msg[2] = { values, indices };
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        size_t plen = strlen(part[i]);
+        uint8_t *full = mfs_xmalloc((size_t)name.len + plen);
+        if (name.len)
+            memcpy(full, name.p, (size_t)name.len);
+        memcpy(full + name.len, part[i], plen);
+        mfs_span fname = { full, name.len + plen, msg[i].base };
+        rc = onnx_add_tensor(c, msg[i], fname, &p);
+        free(full);
+    }
+    return rc;
+}
+
+int onnx_add_sparse(onnx_ctx *c, mfs_span sp, const onnx_place *pl)
+{
+    mfs_val *dims = mfs_arr();
+    int r = add_sparse(c, sp, pl, dims);
+    mfs_val_free(dims);
     return r;
 }
 
