@@ -191,16 +191,16 @@ static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dim
 #define NPY_MAX_DIMS 1024u  /* deeper arrays get no twin (numpy allows 64) */
 
 /* Adds npy/NAME.npy beside the tensor's folder when its bytes are a whole
- * numeric array, and its `npy` keys to entry e. Tensors that are not
- * (strings, entries with a problem, inner tensors of a nested one) get
- * none. */
+ * numeric array, and its `npy` keys to entry e; an inner tensor of a
+ * nested one (tensors/NESTED/NAME) gets npy/NESTED/NAME.npy. Tensors that
+ * are not (strings, entries with a problem) get none. */
 static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor *t, mfs_val *e)
 {
     const char *descr = mfs_dtype_npy(t->dtype);
     /* Packed sub-byte elements with their logical shape (an ONNX int4)
      * have no numpy form. */
     if (descr == NULL || dir == MFS_ROOT || mfs_obj_get(e, "problem") != NULL ||
-        mfs_obj_get(e, "nested_in") != NULL || mfs_obj_get(e, "element_bits") != NULL)
+        mfs_obj_get(e, "element_bits") != NULL)
         return;
     /* Bytes kept big-endian as stored (a table key `byte_order: "big"`):
      * the twin says so, and numpy swaps on use. */
@@ -238,7 +238,17 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     /* Tensors come folder by folder: one look-up per folder, not per
      * tensor. */
     if (m->impl->npy_of != dir) {
-        m->impl->npy_dir = mfs_tree_mkdirs(m->impl->tree, mfs_tree_node(m->impl->tree, dir)->parent, "npy");
+        mfs_tree *tr = m->impl->tree;
+        uint32_t parent = mfs_tree_node(tr, dir)->parent;
+        if (mfs_obj_get(e, "nested_in") == NULL) {
+            m->impl->npy_dir = mfs_tree_mkdirs(tr, parent, "npy");
+        } else {
+            /* dir is tensors/NESTED: the twin goes in npy/NESTED. */
+            uint32_t npy = mfs_tree_mkdirs(tr, mfs_tree_node(tr, parent)->parent, "npy");
+            char *nested = mfs_xstrdup(mfs_tree_node(tr, dir)->name);
+            m->impl->npy_dir = npy == MFS_NONE ? MFS_NONE : mfs_tree_mkdirs(tr, npy, nested);
+            free(nested);
+        }
         m->impl->npy_of = dir;
     }
     uint32_t ndir = m->impl->npy_dir;
