@@ -138,7 +138,7 @@ const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
     v = atomic_load_explicit(&m->vol, memory_order_acquire);
     if (v == NULL) {
         mfs_tree *tree = calloc(1, sizeof *tree);
-        mfs_origin o = { NULL, { 0, 0 } };
+        mfs_origin o = { NULL, { 0, 0 }, NULL };
         mfs_err e = { 0 };
         if (tree == NULL) {
             pthread_mutex_unlock(&m->lock);
@@ -161,6 +161,20 @@ const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
                 pthread_mutex_unlock(&m->lock);
                 return NULL;
             }
+        }
+        else {
+            /* models.json says what loaded: the file may have been
+             * replaced by another model (or format) since it was found. */
+            if (o.format != NULL && (m->format == NULL || strcmp(m->format, o.format) != 0)) {
+                char *was = m->format;
+                m->format = strdup(o.format);
+                if (m->format == NULL)
+                    m->format = was;
+                else
+                    free(was);
+            }
+            if (o.src != NULL)
+                m->size = o.src->size;
         }
         mfs_volume *nv = volume_new(tree, &o, f->pool, k + 1);
         atomic_store_explicit(&m->vol, nv, memory_order_release);

@@ -29,6 +29,7 @@ struct loading {
     mfs_err *e;
     mfs_model m;
     bool started;
+    const char *loaded_as;     /* the format's name, once one claims it */
 };
 
 /* Probes (a file), describes the model, builds and finishes the tree. */
@@ -39,6 +40,7 @@ static int load_guarded(void *arg)
     if (f == NULL)
         return mfs_fail(l->e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format (%s)",
                         mfs_format_names());
+    l->loaded_as = f->name;
     mfs_model *m = &l->m;
     mfs_model_init(m, l->tree, l->path, l->src ? l->src->size : 0);
     l->started = true;
@@ -74,7 +76,7 @@ static void inject_alloc_failure(const char *path)
 }
 
 static int load(mfs_tree *tree, const char *path, mfs_src *src, const mfs_format *format,
-                const mfs_load_opts *opts, mfs_err *e)
+                const mfs_load_opts *opts, const char **loaded_as, mfs_err *e)
 {
     struct loading l = { .tree = tree, .path = path, .src = src, .format = format, .opts = opts,
                          .e = e };
@@ -91,6 +93,8 @@ static int load(mfs_tree *tree, const char *path, mfs_src *src, const mfs_format
         r = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory while loading the model");
     if (l.started)
         mfs_model_destroy(&l.m);
+    if (r == 0 && loaded_as != NULL)
+        *loaded_as = l.loaded_as;
     /* Building the documents churned through far more heap than the tree
      * keeps; a long-lived daemon should not hold on to it. */
     malloc_trim(0);
@@ -100,7 +104,7 @@ static int load(mfs_tree *tree, const char *path, mfs_src *src, const mfs_format
 int mfs_load_src(mfs_tree *tree, mfs_src *src, const char *path, const mfs_load_opts *opts,
                  mfs_err *e)
 {
-    return load(tree, path, src, NULL, opts, e);
+    return load(tree, path, src, NULL, opts, NULL, e);
 }
 
 int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_load_opts *opts,
@@ -114,13 +118,13 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
         if (best == NULL)
             return mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET,
                             "a folder that is not a model of a known format (%s)", mfs_format_names());
-        return load(tree, path, NULL, best, opts, e);
+        return load(tree, path, NULL, best, opts, &o->format, e);
     }
     o->src = mfs_src_local_open(path, e);
     if (o->src == NULL)
         return -1;
     o->mtime = o->src->mtime;
-    return mfs_load_src(tree, o->src, path, opts, e);
+    return load(tree, path, o->src, NULL, opts, &o->format, e);
 }
 
 int mfs_load_fd(mfs_tree *tree, mfs_origin *o, int fd, const char *path,
@@ -131,5 +135,5 @@ int mfs_load_fd(mfs_tree *tree, mfs_origin *o, int fd, const char *path,
     if (o->src == NULL)
         return -1;
     o->mtime = o->src->mtime;
-    return mfs_load_src(tree, o->src, path, opts, e);
+    return load(tree, path, o->src, NULL, opts, &o->format, e);
 }

@@ -16,6 +16,7 @@
 typedef struct mfs_origin {
     mfs_src *src;            /* the model file; NULL for a folder model */
     struct timespec mtime;   /* the file's or the folder's */
+    const char *format;      /* the format that loaded it ("rten"), or NULL */
 } mfs_origin;
 
 void mfs_origin_close(mfs_origin *o);

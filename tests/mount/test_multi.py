@@ -394,6 +394,19 @@ def check_swaps(c, build, gen, env, tmp):
                         "swap: %s: ERROR says why: %r" % (rel, text))
         c.check(os.path.exists(os.path.join(mnt, "sub2", "b.rten", "model.json")),
                 "swap: an untouched model still loads")
+        # A model replaced by another format before its first use:
+        # models.json says what loaded, not what probing found.
+        other = os.path.join(gen, "safetensors", "gen_dtypes.safetensors")
+        if os.path.isfile(other):
+            shutil.copy(other, os.path.join(d, "sub2", "n.rten"))
+            with open(os.path.join(mnt, "models.json")) as f:
+                listed = {m["path"]: m for m in json.load(f)}
+            got = listed.get("sub2/n.rten", {})
+            c.equal((got.get("format"), got.get("size"), got.get("status")),
+                    ("safetensors", os.path.getsize(other), "ok"),
+                    "swap: models.json gives the format and size of the model that loaded")
+        else:
+            c.skip("no generated safetensors model: the replaced-model check")
         got = mfstest.walk_tree(os.path.join(mnt, "link2.rten"))
         alone = mfstest.ls_tree(ls, os.path.join(d, "link2.rten"), env)
         c.equal(sorted(got.items(), key=str), sorted(alone.items(), key=str),
