@@ -19,6 +19,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_onnx,
     &mfs_format_pytorch,
     &mfs_format_gguf,
+    &mfs_format_tflite,
     NULL,
 };
 

@@ -17,6 +17,7 @@ extern const mfs_format mfs_format_numpy;
 extern const mfs_format mfs_format_onnx;
 extern const mfs_format mfs_format_pytorch;
 extern const mfs_format mfs_format_gguf;
+extern const mfs_format mfs_format_tflite;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];
