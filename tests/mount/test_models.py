@@ -48,7 +48,8 @@ def toml_text(s):
 
 
 def tensor_key(t):
-    return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []))
+    # A TFLite tensor's subgraph is its index (subgraph 0 the main one).
+    return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []), t.get("subgraph", 0))
 
 
 def strided_bytes(model, t):
@@ -251,7 +252,7 @@ def main(argv):
     shard, nshards = mfstest.take_shard(dirs)
     for k, (model, expect) in enumerate(mfstest.expected_models(
             c, dirs, ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch",
-                      "gguf"))):
+                      "gguf", "tflite"))):
         if k % nshards == shard and os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)
