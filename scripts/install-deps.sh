@@ -22,6 +22,9 @@ PKGS="build-essential cmake pkg-config
       flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.
+# npm fetches the real TFLite models (scripts/fetch_tflite.sh); the image's
+# own Node.js may bring it, and Debian's would fight that one.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 if [ "$BENCH" -eq 1 ]; then
     PKGS="$PKGS squashfuse fuse-zip squashfs-tools zstd time"
 fi
