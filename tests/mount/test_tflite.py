@@ -450,6 +450,7 @@ def shared_table_bomb(n, name_len):
     """A model whose tensors vector holds n references to one Tensor table
     with a long name: 4 bytes of file per tensor entry."""
     import flatbuffers
+    import numpy as np
     b = flatbuffers.Builder(1024)
     name = b.CreateString("n" * name_len)
     b.StartVector(4, 1, 4)
@@ -460,8 +461,13 @@ def shared_table_bomb(n, name_len):
     b.PrependUOffsetTRelativeSlot(3, name, 0)
     t = b.EndObject()
     b.StartVector(4, n, 4)
-    for _ in range(n):
-        b.PrependUOffsetTRelative(t)
+    # n PrependUOffsetTRelative(t) at once (the builder took 5 s for a
+    # million): the k-th (from 0) goes 4 (k + 1) bytes below the head and
+    # holds its distance to t.
+    off0 = b.Offset()
+    vals = (off0 + 4 * np.arange(1, n + 1, dtype=np.int64) - t).astype("<u4")
+    b.head -= 4 * n
+    b.Bytes[b.head:b.head + 4 * n] = vals[::-1].tobytes()
     tensors = b.EndVector()
     b.StartObject(1)
     b.PrependUOffsetTRelativeSlot(0, tensors, 0)
