@@ -393,8 +393,7 @@ void npy_dtype_read(const mfs_val *descr, npy_dtype *d)
     simple t;
     const char *s = descr->type == MFS_V_STR ? descr->u.s.p : "";
     size_t n = descr->type == MFS_V_STR ? descr->u.s.len : 0;
-    /* '|S0' would be numpy's "bytes", modelfs's name for raw bytes. */
-    if (!parse_simple(s, n, &t) || t.kind == 'O' || (t.kind == 'S' && t.size == 0)) {
+    if (!parse_simple(s, n, &t) || t.kind == 'O') {
         snprintf(d->problem, sizeof d->problem, "dtype '%.40s' has no tensor form: its bytes are "
                  "served raw%s", s, n > 0 && t.kind == 'O' ? " (object arrays hold a pickle, "
                  "not the values)" : "");

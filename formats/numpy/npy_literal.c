@@ -9,9 +9,11 @@
 #include "strbuf.h"
 #include "utf8.h"
 
-/* A header dict nests two levels for a plain array; structured dtypes
- * nest a few more (fields of sub-arrays of records). */
-#define LIT_DEPTH 32
+/* A header dict nests two levels for a plain array; a structured dtype
+ * two more per record (a list of tuples): room for npy_descr's
+ * NPY_DESCR_DEPTH records, so that deeper ones are served raw there,
+ * not refused here. */
+#define LIT_DEPTH 64
 /* Values in one header: it is at most a few KiB (the reader bounds the
  * text), so this only stops a list of a million empty tuples. */
 #define LIT_VALUES 100000
