@@ -91,10 +91,7 @@ static bool time_unit(const char *s, size_t n, size_t *i, simple *t)
     for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
         if (strlen(units[k]) != ulen || memcmp(units[k], s + *i, ulen) != 0)
             continue;
-        if (strcmp(units[k], "generic") == 0) {
-            if (has_mult)
-                return false;
-        } else {
+        if (strcmp(units[k], "generic") != 0) {  /* numpy drops a generic multiplier */
             t->unit = units[k];
             t->mult = has_mult ? mult : 1;
         }
@@ -119,7 +116,7 @@ static bool parse_simple(const char *s, size_t n, simple *t)
     if (i >= n)
         return false;
     char c = s[i++];
-    if (i == n || ((c == 'M' || c == 'm') && s[i] == '[')) {
+    if (i == n) {
         for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++) {
             if (codes[k].code != c)
                 continue;
@@ -255,20 +252,26 @@ static bool sub_shape(walk *w, const mfs_val *shape, size_t field, uint64_t *cou
     if (shape->type != MFS_V_ARR || shape->u.arr.n > NPY_DESCR_SUBDIMS)
         return fail(w, "field %zu: a subarray shape that is not a tuple of at most %d integers",
                     field, NPY_DESCR_SUBDIMS);
+    /* numpy: at most 2^31-1 elements (a dimension 0 anywhere makes 0). */
+    bool zero = false;
+    for (size_t k = 0; k < shape->u.arr.n; k++)
+        zero |= shape->u.arr.items[k]->type == MFS_V_INT && shape->u.arr.items[k]->u.i == 0;
     mfs_sb_addc(&w->lit, '(');
     for (size_t k = 0; k < shape->u.arr.n; k++) {
         const mfs_val *v = shape->u.arr.items[k];
         if (v->type != MFS_V_INT || v->u.i < 0 || (uint64_t)v->u.i > C_INT_MAX)
             return fail(w, "field %zu: a subarray dimension that is not an integer from 0 to "
                         "2^31-1", field);
-        if (!mfs_mul_u64(*count, (uint64_t)v->u.i, count))
-            return fail(w, "field %zu: the subarray's size overflows", field);
+        if (!zero && (!mfs_mul_u64(*count, (uint64_t)v->u.i, count) || *count > C_INT_MAX))
+            return fail(w, "field %zu: a subarray of more than 2^31-1 elements", field);
         mfs_sb_addf(&w->lit, k ? " %llu" : "%llu", (ull)v->u.i);
         if (k + 1 < shape->u.arr.n || k == 0)
             mfs_sb_addc(&w->lit, ',');
     }
     mfs_sb_addc(&w->lit, ')');
     *sub = shape->u.arr.n > 0;
+    if (zero)
+        *count = 0;
     return true;
 }
 
@@ -298,7 +301,8 @@ static bool field(walk *w, const mfs_val *f, size_t index, unsigned depth, key *
     put_str(&w->lit, name->u.s.p, name->u.s.len);
     mfs_sb_adds(&w->lit, title != NULL ? "), " : ", ");
     uint64_t esize = 0;
-    bool nested = type->type == MFS_V_ARR, is_void = false;
+    bool nested = type->type == MFS_V_ARR, is_void = false, unsized = false;
+    char kind = 0;
     if (nested) {
         if (!record(w, type, depth + 1, &esize))
             return false;
@@ -306,15 +310,24 @@ static bool field(walk *w, const mfs_val *f, size_t index, unsigned depth, key *
         simple t;
         if (type->type != MFS_V_STR || !parse_simple(type->u.s.p, type->u.s.len, &t))
             return fail(w, "field %zu: a descr numpy would not read (or modelfs does not)", index);
-        if (t.kind == 'O')
-            return fail(w, "field %zu holds Python objects (a pickle, not the values)", index);
         esize = t.size;
+        kind = t.kind;
         is_void = t.kind == 'V';
+        unsized = t.size == 0 && strchr("SUV", t.kind) != NULL;
         put_str(&w->lit, type->u.s.p, type->u.s.len);
     }
     uint64_t count = 1;
     bool sub = false;
-    if (shape != NULL) {
+    if (shape != NULL && unsized) {
+        /* numpy: an unsized S, U or V with an int is that type of that
+         * size ("U0", 3 is U3), with a tuple refused. */
+        if (shape->type != MFS_V_INT || shape->u.i < 0 ||
+            (uint64_t)shape->u.i > (kind == 'U' ? C_INT_MAX / 4 : C_INT_MAX))
+            return fail(w, "field %zu: an unsized string numpy would not size so", index);
+        esize = (uint64_t)shape->u.i * (kind == 'U' ? 4 : 1);
+        mfs_sb_adds(&w->lit, ", ");
+        mfs_sb_addu(&w->lit, (ull)shape->u.i);
+    } else if (shape != NULL) {
         mfs_sb_adds(&w->lit, ", ");
         if (!sub_shape(w, shape, index, &count, &sub))
             return false;
@@ -323,8 +336,10 @@ static bool field(walk *w, const mfs_val *f, size_t index, unsigned depth, key *
     if (!mfs_mul_u64(esize, count, size) || *size > C_INT_MAX)
         return fail(w, "field %zu is larger than numpy's 2^31-1 bytes", index);
     /* numpy drops padding: an untitled '' of a void type (V, or a
-     * subarray) that is not a record. */
+     * subarray, even of objects) that is not a record. */
     bool pad = title == NULL && name->u.s.len == 0 && !nested && (is_void || sub);
+    if (kind == 'O' && !pad)
+        return fail(w, "field %zu holds Python objects (a pickle, not the values)", index);
     if (!pad) {
         keys[(*nk)++] = (key){ name->u.s.p, name->u.s.len };
         if (title != NULL)
