@@ -275,8 +275,9 @@ static bool sub_shape(walk *w, const mfs_val *shape, size_t field, uint64_t *cou
     return true;
 }
 
-/* One field (name or (title, name), descr[, shape]) at `off` of its
- * record: its names go to keys (padding has none), its size to *size. */
+/* One field (name or (title, name), descr[, shape]) of a record, written
+ * to the literal: its names go to keys (padding has none), its size to
+ * *size. */
 static bool field(walk *w, const mfs_val *f, size_t index, unsigned depth, key *keys, size_t *nk,
                   uint64_t *size)
 {
