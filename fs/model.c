@@ -196,20 +196,23 @@ static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dim
  * are not (strings, entries with a problem) get none. */
 static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor *t, mfs_val *e)
 {
-    const char *descr = mfs_dtype_npy(t->dtype);
+    const char *descr = t->npy_descr ? t->npy_descr : mfs_dtype_npy(t->dtype);
     /* Packed sub-byte elements with their logical shape (an ONNX int4)
      * have no numpy form. */
     if (descr == NULL || dir == MFS_ROOT || mfs_obj_get(e, "problem") != NULL ||
         mfs_obj_get(e, "element_bits") != NULL)
         return;
     /* Bytes kept big-endian as stored (a table key `byte_order: "big"`):
-     * the twin says so, and numpy swaps on use. */
-    char swapped[8];
+     * the twin says so, and numpy swaps on use. A driver's own descr
+     * says it already. */
+    char plain[8], quoted[16];
     const mfs_val *bo = mfs_obj_get(e, "byte_order");
-    if (bo && bo->type == MFS_V_STR && bo->u.s.len == 3 && memcmp(bo->u.s.p, "big", 3) == 0 &&
-        descr[0] == '<') {
-        snprintf(swapped, sizeof swapped, ">%s", descr + 1);
-        descr = swapped;
+    bool swap = bo && bo->type == MFS_V_STR && bo->u.s.len == 3 && memcmp(bo->u.s.p, "big", 3) == 0 &&
+                descr[0] == '<';
+    if (t->npy_descr == NULL) {
+        snprintf(plain, sizeof plain, "%s%s", swap ? ">" : "", swap ? descr + 1 : descr);
+        snprintf(quoted, sizeof quoted, "'%s'", plain);
+        descr = quoted;
     }
     /* Bytes stored in another memory order keep it: the stored shape in C
      * order, so they are still served zero-copy; npy_axes turns it back. */
@@ -222,7 +225,8 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     if (ok && !stored && ndim)
         memcpy(dims, t->shape, ndim * sizeof *dims);
     /* Only when the shape covers the bytes exactly (what np.load checks). */
-    uint64_t want = strcmp(t->dtype, "bytes") == 0 ? 1 : mfs_dtype_size(t->dtype);
+    uint64_t want = t->npy_descr ? t->npy_itemsize
+                    : strcmp(t->dtype, "bytes") == 0 ? 1 : mfs_dtype_size(t->dtype);
     for (size_t i = 0; ok && i < ndim; i++) {
         if (dims[i] != 0 && want > UINT64_MAX / dims[i])
             ok = false;
@@ -284,8 +288,8 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     char *path = mfs_tree_path(m->impl->tree, twin);
     mfs_obj_set(e, "npy", mfs_str(path));
     free(path);
-    if (strcmp(mfs_npy_name(descr), t->dtype) != 0)
-        mfs_obj_set(e, "npy_dtype", mfs_str(mfs_npy_name(descr)));
+    if (t->npy_descr == NULL && strcmp(mfs_npy_name(plain), t->dtype) != 0)
+        mfs_obj_set(e, "npy_dtype", mfs_str(mfs_npy_name(plain)));
     if (stored) {
         /* np.transpose(a, npy_axes) is the tensor in its logical order:
          * the inverse of dim_order. */

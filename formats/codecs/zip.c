@@ -229,7 +229,8 @@ static int central_entry(mfs_span f, uint64_t pos, uint64_t end, uint64_t *rec, 
 /* First pass over the directory f (all of it): every entry well formed,
  * their number agrees with the end record, and how much room the kept
  * names need. */
-static int scan_dir(mfs_span f, const cdir *cd, size_t *kept, uint64_t *name_bytes, mfs_err *e)
+static int scan_dir(mfs_span f, const cdir *cd, bool keep_nul, size_t *kept, uint64_t *name_bytes,
+                    mfs_err *e)
 {
     uint64_t pos = 0, end = f.len, records = 0, rec;
     *kept = 0;
@@ -239,7 +240,7 @@ static int scan_dir(mfs_span f, const cdir *cd, size_t *kept, uint64_t *name_byt
             return -1;
         uint16_t nlen = 0;
         (void)mfs_rd_u16(f, pos + 28, &nlen);
-        if (memchr(f.p + pos + CENTRAL_LEN, 0, nlen) == NULL) {
+        if (keep_nul || memchr(f.p + pos + CENTRAL_LEN, 0, nlen) == NULL) {
             (*kept)++;
             *name_bytes += (uint64_t)nlen + 1;
         }
@@ -350,7 +351,7 @@ static mfs_zip_method method_of(uint16_t m)
 
 /* Second pass over the directory f that scan_dir accepted: fills the
  * entries (no local header is read here). */
-static int fill_entries(mfs_zip *z, mfs_span f, mfs_err *e)
+static int fill_entries(mfs_zip *z, mfs_span f, bool keep_nul, mfs_err *e)
 {
     uint64_t pos = 0, end = f.len, rec;
     char *names = z->names;
@@ -367,7 +368,8 @@ static int fill_entries(mfs_zip *z, mfs_span f, mfs_err *e)
                mfs_rd_u32(f, pos + 24, &size32) && mfs_rd_u16(f, pos + 28, &nlen) &&
                mfs_rd_u16(f, pos + 30, &xlen) && mfs_rd_u32(f, pos + 42, &lho32));
         const char *name = (const char *)f.p + pos + CENTRAL_LEN;
-        if (memchr(name, 0, nlen) != NULL) {
+        const char *nul = memchr(name, 0, nlen);
+        if (nul != NULL && !keep_nul) {
             z->skipped++;
             pos += rec;
             continue;
@@ -384,12 +386,16 @@ static int fill_entries(mfs_zip *z, mfs_span f, mfs_err *e)
             return MFS_CORRUPT(e, at(f, pos), "local header offset %llu is outside the members' area "
                                "(before byte %llu)", (ull)lho, (ull)z->cd_offset);
         mfs_zip_entry *en = &z->entries[z->count];
+        /* A kept name with a NUL is cut there, as Python's zipfile reads it. */
+        en->nul_cut = nul != NULL;
+        if (nul != NULL)
+            nlen = (uint16_t)(nul - name);
         memcpy(names, name, nlen);
         names[nlen] = '\0';
         en->name = names;
         names += nlen + 1;
         en->is_dir = nlen > 0 && name[nlen - 1] == '/';
-        en->unsafe = en->is_dir || !mfs_path_ok(name, nlen);
+        en->unsafe = en->is_dir || en->nul_cut || !mfs_path_ok(name, nlen);
         en->encrypted = (flags & 1) != 0;
         en->raw_method = method;
         en->method = method_of(method);
@@ -474,7 +480,7 @@ void mfs_zip_reader_span(mfs_zip_reader *rd, const mfs_span *file)
     *rd = (mfs_zip_reader){ (void *)(uintptr_t)file, file->base + file->len, span_get, NULL };
 }
 
-int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e)
+static int open_zip(mfs_zip *z, const mfs_zip_reader *rd, bool keep_nul, mfs_err *e)
 {
     memset(z, 0, sizeof *z);
     z->rd = *rd;
@@ -485,7 +491,7 @@ int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e)
     if (read_end(rd, &cd, e) != 0 || get(rd, cd.offset, cd.size, &dir, e) != 0)
         return -1;
     z->cd_offset = cd.offset;
-    if (scan_dir(dir, &cd, &kept, &name_bytes, e) != 0) {
+    if (scan_dir(dir, &cd, keep_nul, &kept, &name_bytes, e) != 0) {
         put(rd, dir);
         memset(z, 0, sizeof *z);
         return -1;
@@ -494,7 +500,7 @@ int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e)
      * names are copied: the directory is let go of below. */
     z->entries = mfs_xcalloc(kept ? kept : 1, sizeof *z->entries);
     z->names = mfs_xmalloc(name_bytes ? (size_t)name_bytes : 1);
-    int r = fill_entries(z, dir, e);
+    int r = fill_entries(z, dir, keep_nul, e);
     put(rd, dir);
     if (r != 0) {
         mfs_zip_close(z);
@@ -502,6 +508,16 @@ int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e)
     }
     set_limits(z);
     return 0;
+}
+
+int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e)
+{
+    return open_zip(z, rd, false, e);
+}
+
+int mfs_zip_open_keep_nul(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e)
+{
+    return open_zip(z, rd, true, e);
 }
 
 void mfs_zip_close(mfs_zip *z)

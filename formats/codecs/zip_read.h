@@ -34,12 +34,16 @@ typedef enum { MFS_ZIP_STORED, MFS_ZIP_DEFLATE, MFS_ZIP_ZSTD, MFS_ZIP_OTHER } mf
 
 typedef struct mfs_zip_entry {
     char *name;                 /* as stored, NUL-terminated (entries whose
-                                   name contains a NUL are skipped) */
+                                   name contains a NUL are skipped, unless
+                                   kept: mfs_zip_open_keep_nul) */
     bool unsafe;                /* not a path mfs_path_ok accepts (a ".." or "."
                                    component, an absolute path, a backslash, an
                                    empty component, also the empty name, or a
                                    component over 255 bytes), or a directory
-                                   entry: the caller skips it with a warning */
+                                   entry, or nul_cut: the caller skips it with a
+                                   warning */
+    bool nul_cut;               /* (mfs_zip_open_keep_nul) the stored name holds a
+                                   NUL: `name` is what comes before it */
     bool is_dir;                /* the name ends in '/' */
     bool encrypted;             /* general-purpose flag bit 0: decode refuses it */
     mfs_zip_method method;
@@ -76,7 +80,8 @@ typedef struct mfs_zip_reader {
 typedef struct mfs_zip {
     mfs_zip_entry *entries;     /* in central-directory order; duplicate names kept */
     size_t count;
-    size_t skipped;             /* central directory entries dropped (NUL in the name) */
+    size_t skipped;             /* central directory entries dropped (NUL in the name;
+                                   none with mfs_zip_open_keep_nul) */
     char *names;                /* one block holding every entry's name */
     mfs_zip_reader rd;          /* as given to mfs_zip_open: must stay usable
                                    until mfs_zip_close */
@@ -92,6 +97,11 @@ void mfs_zip_reader_span(mfs_zip_reader *rd, const mfs_span *file);
  * failure fills `e` (MFS_E_CORRUPT with the absolute offset of the bad
  * record; MFS_E_IO when the reader fails) and returns -1 with *z empty. */
 int mfs_zip_open(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e);
+
+/* The same, keeping the entries whose name holds a NUL, their name cut
+ * at the first NUL as Python's zipfile reads it (np.load lists such a
+ * member under what comes before the NUL): nul_cut and unsafe are set. */
+int mfs_zip_open_keep_nul(mfs_zip *z, const mfs_zip_reader *rd, mfs_err *e);
 void mfs_zip_close(mfs_zip *z);
 
 /* Reads en's local header (one small range) and fills en->data_offset,

@@ -12,6 +12,9 @@ static const struct { const char *name; size_t size; const char *npy; } dtypes[]
     { "uint32", 4, "<u4" },     { "int64", 8, "<i8" },      { "uint64", 8, "<u8" },
     { "float16", 2, "<f2" },    { "bfloat16", 2, "<u2" },   { "float32", 4, "<f4" },
     { "float64", 8, "<f8" },    { "complex64", 8, "<c8" },  { "complex128", 16, "<c16" },
+    /* numpy's long double and its complex (12 and 24 bytes on 32-bit x86). */
+    { "float128", 16, "<f16" }, { "complex256", 32, "<c32" },
+    { "float96", 12, "<f12" },  { "complex192", 24, "<c24" },
     { "float8_e4m3fn", 1, "|u1" }, { "float8_e4m3fnuz", 1, "|u1" }, { "float8_e5m2", 1, "|u1" },
     { "float8_e5m2fnuz", 1, "|u1" }, { "complex32", 4, "<u4" },
     { "qint8", 1, "|i1" },      { "quint8", 1, "|u1" },     { "qint32", 4, "<i4" },
@@ -64,7 +67,8 @@ const char *mfs_npy_name(const char *descr)
         { "|b1", "bool" },   { "|i1", "int8" },   { "|u1", "uint8" },  { "<i2", "int16" },
         { "<u2", "uint16" }, { "<i4", "int32" },  { "<u4", "uint32" }, { "<i8", "int64" },
         { "<u8", "uint64" }, { "<f2", "float16" }, { "<f4", "float32" }, { "<f8", "float64" },
-        { "<c8", "complex64" }, { "<c16", "complex128" },
+        { "<c8", "complex64" }, { "<c16", "complex128" }, { "<f16", "float128" },
+        { "<c32", "complex256" }, { "<f12", "float96" }, { "<c24", "complex192" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(names[i].descr, descr) == 0)

@@ -53,6 +53,12 @@ typedef struct mfs_tensor {
     const char *storage;     /* e.g. "inline" / "external"; NULL to leave out */
     mfs_val *extra;          /* object of format-specific table keys, or NULL;
                                 ownership passes to the model */
+    const char *npy_descr;   /* the .npy twin's descr as a Python literal
+                                ("'<U5'", "[('a', '<i4')]") for a dtype that
+                                has none in the dtype table (numpy's own:
+                                datetime64, str, structured...), used as it is
+                                (no byte order applied); NULL: from dtype */
+    uint64_t npy_itemsize;   /* with npy_descr: bytes per element (may be 0) */
 } mfs_tensor;
 
 typedef struct mfs_model mfs_model;

@@ -35,51 +35,6 @@ int npy_header_len(mfs_span s, uint64_t *len, mfs_err *e)
     return 0;
 }
 
-/* numpy's name for a simple descr's kind and size, or NULL. */
-static const char *simple_name(char kind, unsigned size)
-{
-    static const struct { char kind; unsigned size; const char *name; } names[] = {
-        { 'b', 1, "bool" },    { 'i', 1, "int8" },    { 'i', 2, "int16" },   { 'i', 4, "int32" },
-        { 'i', 8, "int64" },   { 'u', 1, "uint8" },   { 'u', 2, "uint16" },  { 'u', 4, "uint32" },
-        { 'u', 8, "uint64" },  { 'f', 2, "float16" }, { 'f', 4, "float32" }, { 'f', 8, "float64" },
-        { 'c', 8, "complex64" }, { 'c', 16, "complex128" },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (names[i].kind == kind && names[i].size == size)
-            return names[i].name;
-    return NULL;
-}
-
-/* A descr string: byte order, kind, size ("<f4", "|b1", ">i8", "|S10",
- * "<U3", "|O", "<M8[ns]"). Known numeric types get their name; others keep
- * the itemsize when it is fixed (their bytes are served raw). */
-static void read_descr(npy_header *h, const char *d, size_t n, uint64_t *itemsize)
-{
-    size_t i = 0;
-    char order = '=';
-    if (n > 0 && strchr("<>|=", d[0]) != NULL)
-        order = d[i++];
-    char kind = i < n ? d[i++] : '\0';
-    unsigned size = 0;
-    bool digits = false;
-    while (i < n && d[i] >= '0' && d[i] <= '9' && size < 100000000) {
-        size = size * 10 + (unsigned)(d[i++] - '0');
-        digits = true;
-    }
-    *itemsize = 0;
-    const char *name = i == n && digits ? simple_name(kind, size) : NULL;
-    if (name != NULL) {
-        h->dtype = name;
-        *itemsize = size;
-        h->big_endian = order == '>' && size > 1;
-        return;
-    }
-    if (i == n && digits && strchr("SUVa", kind) != NULL && size > 0)
-        *itemsize = kind == 'U' ? 4ull * size : size;
-    snprintf(h->problem, sizeof h->problem, "dtype '%.40s' has no tensor form: its bytes are served raw%s",
-             d, kind == 'O' ? " (object arrays hold a pickle, not the values)" : "");
-}
-
 mfs_budget npy_budget(uint64_t size)
 {
     uint64_t left = size > (4ull << 30) / 64 ? (4ull << 30) : (64ull << 20) + 64 * size;
@@ -105,7 +60,7 @@ int npy_header_parse(mfs_span s, uint64_t total, const char *where, mfs_budget *
     size_t tlen = (size_t)(len - pre), err_at = 0;
     char msg[160];
     size_t values = 0;
-    mfs_val *d = npy_literal_parse(text, tlen, &values, &err_at, msg, sizeof msg);
+    mfs_val *d = npy_literal_parse(text, tlen, h->major < 3, &values, &err_at, msg, sizeof msg);
     if (d == NULL)
         return MFS_CORRUPT(e, s.base + pre + err_at, "%sthe .npy header is not a dict literal: %s",
                            where, msg);
@@ -137,19 +92,18 @@ int npy_header_parse(mfs_span s, uint64_t total, const char *where, mfs_budget *
     h->fortran = fo->u.b;
     h->descr = mfs_val_clone(descr);
     mfs_val_free(d);
-    uint64_t itemsize = 0, numel = 1, avail = total - len;
-    if (h->descr->type == MFS_V_STR)
-        read_descr(h, h->descr->u.s.p, h->descr->u.s.len, &itemsize);
-    else
-        snprintf(h->problem, sizeof h->problem,
-                 "structured dtype (a list of fields): its records are served as raw bytes");
+    uint64_t numel = 1, avail = total - len;
+    npy_dtype_read(h->descr, &h->dt);
+    bool raw = h->dt.problem[0] != '\0';
+    h->dtype = raw ? NULL : h->dt.name;
+    h->big_endian = h->dt.big_endian;
     for (size_t i = 0; i < h->ndim; i++)
         if (!mfs_mul_u64(numel, h->shape[i], &numel))
             return MFS_CORRUPT(e, s.base + pre, "%sthe element count of shape overflows", where);
     uint64_t want;
-    if (itemsize != 0 && !mfs_mul_u64(numel, itemsize, &want))
+    if (!raw && !mfs_mul_u64(numel, h->dt.itemsize, &want))
         return MFS_CORRUPT(e, s.base + pre, "%sthe array's byte size overflows", where);
-    if (itemsize == 0) {
+    if (raw) {
         h->nbytes = avail;  /* what follows the header, as it is */
         return 0;
     }
@@ -164,6 +118,7 @@ void npy_header_free(npy_header *h)
 {
     mfs_val_free(h->descr);
     h->descr = NULL;
+    npy_dtype_free(&h->dt);
 }
 
 static mfs_val *uint_list(const uint64_t *v, size_t n, bool reverse)
@@ -198,7 +153,7 @@ uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, siz
         mfs_obj_set(x, "dim_order", uint_list(order, h->ndim, true));
     }
     if (raw) {
-        mfs_obj_set(x, "problem", mfs_str(h->problem));
+        mfs_obj_set(x, "problem", mfs_str(h->dt.problem));
         mfs_obj_set(x, "declared_dtype", mfs_val_clone(h->descr));
         mfs_obj_set(x, "declared_shape", uint_list(h->shape, h->ndim, false));
     }
@@ -213,6 +168,7 @@ uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, siz
         .shape = raw ? blob : h->shape, .ndim = raw ? 1 : h->ndim,
         .stored = stored, .nbytes = h->nbytes, .offset = offset,
         .storage = storage, .extra = x,
+        .npy_descr = raw ? NULL : h->dt.literal, .npy_itemsize = h->dt.itemsize,
     };
     return mfs_model_add_tensor(m, m->tensors_dir, &t);
 }

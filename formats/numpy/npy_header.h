@@ -16,6 +16,7 @@
 #include "doc.h"
 #include "err.h"
 #include "model.h"
+#include "npy_descr.h"
 #include "span.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -28,13 +29,13 @@ typedef struct npy_header {
     unsigned major, minor;
     uint64_t data_offset;            /* prelude + dict: where the array's bytes start */
     mfs_val *descr;                  /* as written: a string, or a list for a structured dtype */
-    const char *dtype;               /* numpy's name; NULL when the bytes are served raw */
+    npy_dtype dt;                    /* what numpy makes of it (dt.problem: served raw) */
+    const char *dtype;               /* numpy's name (dt.name); NULL when the bytes are served raw */
     bool big_endian;                 /* stored big-endian (kept so: table key byte_order) */
     bool fortran;
     uint64_t shape[NPY_MAX_DIMS];
     size_t ndim;
     uint64_t nbytes;                 /* the bytes served (the whole rest for a raw dtype) */
-    char problem[200];               /* why the bytes are served raw ("" when not) */
 } npy_header;
 
 /* The header's length (prelude + dict) from the first bytes `s` (at least
@@ -59,7 +60,8 @@ void npy_header_free(npy_header *h);
 /* Adds the array as a tensor named name[0..len) (its bytes the model's at
  * `offset` when `stored`, else a producer's), with the table keys descr,
  * fortran_order, data_offset, npy_version, and byte_order, stored_shape
- * and dim_order where they apply, plus the keys in `more` (taken).
+ * and dim_order where they apply, plus the keys in `more` (taken); its
+ * twin's descr is h->dt's literal when the dtype table has none.
  * Returns the node. */
 uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, size_t len,
                         bool stored, uint64_t offset, const char *storage, mfs_val *more);

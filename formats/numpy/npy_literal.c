@@ -7,17 +7,25 @@
 #include <string.h>
 
 #include "strbuf.h"
+#include "utf8.h"
 
-/* A header dict nests two levels for a plain array; structured dtypes
- * nest a few more (fields of sub-arrays of records). */
-#define LIT_DEPTH 32
+/* A header dict nests two levels for a plain array; a structured dtype
+ * two more per record (a list of tuples): room for npy_descr's
+ * NPY_DESCR_DEPTH records, so that deeper ones are served raw there,
+ * not refused here. */
+#define LIT_DEPTH 64
 /* Values in one header: it is at most a few KiB (the reader bounds the
  * text), so this only stops a list of a million empty tuples. */
 #define LIT_VALUES 100000
+/* Keys of one dict: a header dict has three (a dict descr, which np.load
+ * does not read, a few). Duplicates are found by a scan, so this bound
+ * keeps the scan from growing quadratic. */
+#define LIT_DICT_KEYS 64
 
 typedef struct lp {
     const char *p;
     size_t n, at, values;
+    bool latin1;         /* NPY 1.0 and 2.0: the text is Latin-1 */
     size_t *err_at;
     char *msg;
     size_t msg_size;
@@ -69,6 +77,25 @@ static bool word(lp *l, const char *w)
 
 static mfs_val *parse_value(lp *l, unsigned depth);
 
+/* The value of the `digits` hex digits at l->at (moved past), or -1. */
+static long hex_escape(lp *l, unsigned digits)
+{
+    if (l->n - l->at < digits)
+        return -1;
+    long v = 0;
+    for (unsigned i = 0; i < digits; i++) {
+        int d = mfs_hexval(l->p[l->at + i]);
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    l->at += digits;
+    return v;
+}
+
+/* A string, its value as UTF-8 (a Latin-1 header's bytes above 0x7f are
+ * characters; a 3.0 header's are UTF-8 already). Escapes are those
+ * repr() writes: \\ \' \" \t \n \r \xHH \uHHHH \UHHHHHHHH. */
 static mfs_val *parse_string(lp *l)
 {
     char q = l->p[l->at++];
@@ -78,23 +105,40 @@ static mfs_val *parse_string(lp *l)
             mfs_sb_free(&sb);
             return fail(l, "a string that is never closed");
         }
-        char c = l->p[l->at++];
-        if (c == q)
+        size_t esc_at = l->at;
+        unsigned char c = (unsigned char)l->p[l->at++];
+        if (c == (unsigned char)q)
             break;
         if (c == '\n') {
             mfs_sb_free(&sb);
             return fail(l, "a line break in a string");
         }
-        if (c == '\\') {
-            char e = l->at < l->n ? l->p[l->at] : '\0';
-            if (e != '\\' && e != '\'' && e != '"') {
-                mfs_sb_free(&sb);
-                return fail(l, "an escape other than \\\\, \\' or \\\" in a string");
-            }
-            l->at++;
-            c = e;
+        if (c >= 0x80 && l->latin1) {
+            mfs_utf8_put(&sb, c);
+            continue;
         }
-        mfs_sb_addc(&sb, c);
+        if (c != '\\') {
+            mfs_sb_addc(&sb, (char)c);
+            continue;
+        }
+        char e = l->at < l->n ? l->p[l->at++] : '\0';
+        long cp = -1;
+        switch (e) {
+        case '\\': case '\'': case '"': cp = (unsigned char)e; break;
+        case 't': cp = '\t'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 'x': cp = hex_escape(l, 2); break;
+        case 'u': cp = hex_escape(l, 4); break;
+        case 'U': cp = hex_escape(l, 8); break;
+        default: break;
+        }
+        if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            l->at = esc_at;
+            mfs_sb_free(&sb);
+            return fail(l, "an escape in a string that is not one repr() writes");
+        }
+        mfs_utf8_put(&sb, (uint32_t)cp);
     }
     mfs_val *v = mfs_strn(sb.buf ? sb.buf : "", sb.len);
     mfs_sb_free(&sb);
@@ -168,6 +212,10 @@ static mfs_val *parse_dict(lp *l, unsigned depth)
             mfs_val_free(d);
             return fail(l, "',' or '}' expected");
         }
+        if (d->u.obj.n == LIT_DICT_KEYS) {
+            mfs_val_free(d);
+            return fail(l, "a dict of more than %d keys", LIT_DICT_KEYS);
+        }
         if (l->at >= l->n || (l->p[l->at] != '\'' && l->p[l->at] != '"')) {
             mfs_val_free(d);
             return fail(l, "a key (a string) expected");
@@ -178,7 +226,7 @@ static mfs_val *parse_dict(lp *l, unsigned depth)
             mfs_val_free(d);
             return NULL;
         }
-        /* A header dict has three keys: a scan is enough. */
+        /* At most LIT_DICT_KEYS keys: a scan is enough. */
         if (mfs_obj_getn(d, k->u.s.p, k->u.s.len) != NULL) {
             l->at = kat;
             mfs_val_free(k);
@@ -242,10 +290,10 @@ static mfs_val *parse_value(lp *l, unsigned depth)
     return fail(l, "unexpected byte 0x%02x", (unsigned char)c);
 }
 
-mfs_val *npy_literal_parse(const char *text, size_t len, size_t *values, size_t *err_at, char *msg,
-                           size_t msg_size)
+mfs_val *npy_literal_parse(const char *text, size_t len, bool latin1, size_t *values, size_t *err_at,
+                           char *msg, size_t msg_size)
 {
-    lp l = { text, len, 0, 0, err_at, msg, msg_size, false };
+    lp l = { text, len, 0, 0, latin1, err_at, msg, msg_size, false };
     mfs_val *v = parse_value(&l, 0);
     *values = l.values;
     if (v == NULL)

@@ -7,8 +7,11 @@
  * Stored member's array is served as its range of the file (its CRC-32
  * checked once, on first open, as np.load checks it); a Deflate
  * member's is decoded on first open through the content layer (like a
- * Carton member), then served from that copy. Entries add `member` and `compression`; members that are
- * not .npy files are skipped and named in metadata `warnings`. */
+ * Carton member), then served from that copy. Entries add `member` and
+ * `compression`. Every member np.load lists is a tensor named by its key
+ * (the name, cut at a NUL as Python's zipfile reads it, without ".npy");
+ * one that is not an .npy array is its bytes (dtype bytes), as np.load
+ * gives them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,16 @@ int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e);
 
 static bool ends_npy(const char *s, size_t n)
 {
-    return n > 4 && memcmp(s + n - 4, ".npy", 4) == 0;
+    return n >= 4 && memcmp(s + n - 4, ".npy", 4) == 0;
+}
+
+/* The length of a member's key, as np.load lists it: its name (cut at a
+ * NUL, as Python's zipfile reads it) without ".npy" ("x.npy" is "x",
+ * ".npy" is "", "notes.txt" stays). */
+static size_t key_len(const char *name)
+{
+    size_t n = strlen(name);
+    return ends_npy(name, n) ? n - 4 : n;
 }
 
 /* A zip whose first local header names a ".npy" member (numpy writes
@@ -44,9 +56,10 @@ static int probe_head(mfs_span f)
     uint32_t sig;
     uint16_t nlen;
     if (!mfs_rd_u32(f, 0, &sig) || sig != SIG_LOCAL || !mfs_rd_u16(f, 26, &nlen) ||
-        !mfs_span_has(f, 30, nlen) || !ends_npy((const char *)f.p + 30, nlen))
+        !mfs_span_has(f, 30, nlen))
         return 0;
-    return 64;
+    const char *name = (const char *)f.p + 30, *nul = memchr(name, 0, nlen);
+    return ends_npy(name, nul ? (size_t)(nul - name) : nlen) ? 64 : 0;
 }
 
 /* The same from the source: its first local header (30 bytes and a name
@@ -196,11 +209,20 @@ static int deflated_prefix(npz_load *l, const mfs_zip_entry *en, size_t want, ui
  * source; else inflated into buf (NPY_PRELUDE_MAX + NPY_HEADER_MAX
  * bytes) as far as the header goes from a piece of its compressed
  * bytes. Either way *got is what the caller releases. */
+static bool has_magic(const uint8_t *p, uint64_t n)
+{
+    return n >= NPY_MAGIC_LEN && memcmp(p, NPY_MAGIC, NPY_MAGIC_LEN) == 0;
+}
+
+/* *array is false for a member whose bytes do not start with the magic
+ * (np.load gives its bytes, not an array), or whose first bytes do not
+ * inflate when its name does not end in ".npy"; head is not set then. */
 static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, uint8_t *buf,
-                       mfs_span *head, mfs_span *got)
+                       mfs_span *head, mfs_span *got, bool *array)
 {
     mfs_src *src = l->m->src;
     *got = (mfs_span){ NULL, 0, 0 };
+    *array = true;
     if (en->encrypted)
         return MFS_CORRUPT(l->e, en->header_offset, "%sencrypted", where);
     if (en->method == MFS_ZIP_STORED) {
@@ -212,6 +234,10 @@ static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, 
         uint64_t n = en->size < NPY_PRELUDE_MAX ? en->size : NPY_PRELUDE_MAX, hlen;
         if (mfs_src_get(src, en->data_offset, n, got, l->e) != 0)
             return -1;
+        if (!has_magic(got->p, got->len)) {
+            *array = false;
+            return 0;
+        }
         mfs_err ignore = { 0 };
         if (npy_header_len(*got, &hlen, &ignore) == 0 && hlen > n) {
             mfs_src_release(src, *got);
@@ -226,14 +252,21 @@ static int member_head(npz_load *l, const mfs_zip_entry *en, const char *where, 
         return MFS_CORRUPT(l->e, en->header_offset, "%scompression %s (numpy writes Stored and "
                            "Deflate members)", where, mfs_zip_method_name(en->method));
     size_t got_n, want = en->size < NPY_PRELUDE_MAX ? (size_t)en->size : NPY_PRELUDE_MAX;
-    if (deflated_prefix(l, en, want, buf, &got_n, got) != 0)
-        return -1;
-    uint64_t hlen;
-    if (npy_header_len((mfs_span){ buf, got_n, 0 }, &hlen, l->e) != 0) {
-        l->e->code = MFS_OK;
-        return MFS_CORRUPT(l->e, en->data_offset, "%snot an .npy array (its first inflated bytes "
-                           "are no \\x93NUMPY header)", where);
+    if (deflated_prefix(l, en, want, buf, &got_n, got) != 0) {
+        if (ends_npy(en->name, strlen(en->name)))
+            return -1;
+        /* Served as its bytes: their decode on open says what is wrong. */
+        *l->e = (mfs_err){ 0 };
+        *array = false;
+        return 0;
     }
+    if (!has_magic(buf, got_n)) {
+        *array = false;
+        return 0;
+    }
+    uint64_t hlen;
+    if (npy_header_len((mfs_span){ buf, got_n, 0 }, &hlen, l->e) != 0)
+        return -1;
     want = hlen < en->size ? (size_t)hlen : (size_t)en->size;
     /* Header text compresses as well as anything: many members with large
      * headers would be much inflating for a small file. */
@@ -274,9 +307,8 @@ static int describe(npz_load *l, const mfs_zip_entry *en, const char *where, mfs
     mfs_val *more = mfs_obj();
     mfs_obj_set(more, "member", mfs_str(en->name));
     mfs_obj_set(more, "compression", mfs_str(mfs_zip_method_name(en->method)));
-    size_t nlen = strlen(en->name) - 4;
     uint64_t offset = stored ? en->data_offset + h.data_offset : en->data_offset;
-    uint32_t node = npy_add_tensor(l->m, &h, en->name, nlen, stored, offset,
+    uint32_t node = npy_add_tensor(l->m, &h, en->name, key_len(en->name), stored, offset,
                                    mfs_zip_method_name(en->method), more);
     if (node != MFS_NONE && h.nbytes > 0) {
         npz_src *s = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *s));
@@ -287,23 +319,66 @@ static int describe(npz_load *l, const mfs_zip_entry *en, const char *where, mfs
     return 0;
 }
 
+/* A member that is not an .npy array: np.load gives its bytes, and so
+ * does its tensor (dtype bytes), a Stored one's range of the file (CRC-32
+ * checked on first open) or a Deflate one decoded on open. */
+static void describe_bytes(npz_load *l, const mfs_zip_entry *en)
+{
+    mfs_val *x = mfs_obj();
+    mfs_obj_set(x, "member", mfs_str(en->name));
+    mfs_obj_set(x, "compression", mfs_str(mfs_zip_method_name(en->method)));
+    bool stored = en->method == MFS_ZIP_STORED;
+    uint64_t shape[1] = { en->size };
+    mfs_tensor t = {
+        .name = en->name, .name_len = key_len(en->name), .dtype = "bytes", .shape = shape,
+        .ndim = 1, .stored = stored, .nbytes = en->size, .offset = en->data_offset,
+        .storage = mfs_zip_method_name(en->method), .extra = x,
+    };
+    uint32_t node = mfs_model_add_tensor(l->m, l->m->tensors_dir, &t);
+    if (node != MFS_NONE && en->size > 0) {
+        npz_src *s = mfs_model_own(l->m, mfs_xcalloc(1, sizeof *s));
+        *s = (npz_src){ l->z, en, 0, en->size };
+        mfs_model_set_producer(l->m, node, stored ? &ops_stored : &ops_member, s);
+    }
+}
+
 static int add_member(npz_load *l, const mfs_zip_entry *en, uint8_t *buf)
 {
     char where[300];
     snprintf(where, sizeof where, "member %.200s: ", en->name);
     mfs_span head, got;
-    int r = member_head(l, en, where, buf, &head, &got);
-    if (r == 0)
+    bool array;
+    int r = member_head(l, en, where, buf, &head, &got, &array);
+    if (r == 0 && array)
         r = describe(l, en, where, head);
+    else if (r == 0)
+        describe_bytes(l, en);
     mfs_src_release(l->m->src, got);
     return r;
+}
+
+/* Why modelfs cannot read a member np.load would give as bytes (then it is
+ * skipped), or NULL. A ".npy" member it cannot read refuses the file. */
+static const char *unreadable(const mfs_zip_entry *en)
+{
+    if (ends_npy(en->name, strlen(en->name)))
+        return NULL;
+    if (en->encrypted)
+        return "encrypted";
+    if (en->method == MFS_ZIP_STORED && !mfs_zip_inplace(en))
+        return "a Stored member whose compressed size is not its size";
+    if (en->method != MFS_ZIP_STORED && en->method != MFS_ZIP_DEFLATE)
+        return "compressed with a method other than Stored or Deflate";
+    return NULL;
 }
 
 int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     mfs_zip *z = mfs_xcalloc(1, sizeof *z);
     mfs_zip_reader rd = mfs_zip_reader_of(src);
-    if (mfs_zip_open(z, &rd, e) != 0) {
+    /* np.load lists a member whose name holds a NUL under what comes
+     * before it. */
+    if (mfs_zip_open_keep_nul(z, &rd, e) != 0) {
         free(z);
         return -1;
     }
@@ -322,9 +397,10 @@ int mfs_npz_load(mfs_model *m, mfs_src *src, mfs_err *e)
     size_t members = 0;
     for (size_t i = 0; r == 0 && i < z->count; i++) {
         const mfs_zip_entry *en = &z->entries[i];
-        if (en->is_dir || !ends_npy(en->name, strlen(en->name))) {
+        const char *why = unreadable(en);
+        if (why != NULL) {
             char w[300];
-            snprintf(w, sizeof w, "%.200s: skipped (not an .npy member)", en->name);
+            snprintf(w, sizeof w, "%.200s: skipped (%s)", en->name, why);
             mfs_arr_push(l.warnings, mfs_str(w));
             continue;
         }

@@ -365,6 +365,27 @@ def expected_models(c, dirs, formats):
                 yield model, expect
 
 
+def npy_descr(v):
+    """An .npy descr as JSON has it (lists for tuples) back to what np.save
+    writes: a list of fields, each a tuple, a (title, name) pair and a
+    shape tuples too."""
+    if isinstance(v, str):
+        return v
+    fields = []
+    for f in v:
+        field = (tuple(f[0]) if isinstance(f[0], list) else f[0], npy_descr(f[1]))
+        if len(f) == 3:
+            field += (tuple(f[2]) if isinstance(f[2], list) else f[2],)
+        fields.append(field)
+    return fields
+
+
+def npy_descr_dtype(v):
+    """numpy's dtype for such a descr, read by numpy itself."""
+    import numpy as np
+    return np.lib.format.descr_to_dtype(npy_descr(v))
+
+
 def flatc_decode(schema, data, tmp):
     """Decodes a flatbuffer with Debian's flatc and one of our schemas: an
     independent reader to check the drivers against."""
