@@ -138,6 +138,7 @@ static mfs_val *shape_val(const uint64_t *shape, size_t ndim)
 typedef struct mfs_npy_heads {
     struct npy_head {
         char descr[16];     /* "" never matches */
+        bool fortran;
         uint64_t *dims;
         size_t ndim;
         uint32_t head;      /* the tree's id (mfs_tree_twin_head) */
@@ -156,19 +157,20 @@ static void npy_heads_free(mfs_npy_heads *c)
 
 /* The tree's head id for (descr, dims): MFS_NONE when the tree has no
  * room for it. */
-static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dims, size_t ndim)
+static uint32_t npy_head_id(mfs_model *m, const char *descr, bool fortran, const uint64_t *dims,
+                            size_t ndim)
 {
     mfs_npy_heads *c = m->impl->npy_heads;
     if (c == NULL)
         c = m->impl->npy_heads = mfs_xcalloc(1, sizeof *c);
     for (unsigned i = 0; i < c->used; i++) {
         const struct npy_head *h = &c->slot[i];
-        if (h->ndim == ndim && h->descr[0] && strcmp(h->descr, descr) == 0 &&
+        if (h->ndim == ndim && h->fortran == fortran && h->descr[0] && strcmp(h->descr, descr) == 0 &&
             (ndim == 0 || memcmp(h->dims, dims, ndim * sizeof *dims) == 0))
             return h->head;
     }
     size_t hlen;
-    char *text = mfs_npy_head_make(descr, dims, ndim, &hlen);
+    char *text = mfs_npy_head_make(descr, fortran, dims, ndim, &hlen);
     uint32_t id = mfs_tree_twin_head(m->impl->tree, text, hlen);
     free(text);
     if (id == MFS_NONE)
@@ -183,6 +185,7 @@ static uint32_t npy_head_id(mfs_model *m, const char *descr, const uint64_t *dim
     if (ndim)
         memcpy(h->dims, dims, ndim * sizeof *dims);
     h->ndim = ndim;
+    h->fortran = fortran;
     snprintf(h->descr, sizeof h->descr, "%s", strlen(descr) < sizeof h->descr ? descr : "");
     h->head = id;
     return id;
@@ -215,8 +218,13 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         descr = quoted;
     }
     /* Bytes stored in another memory order keep it: the stored shape in C
-     * order, so they are still served zero-copy; npy_axes turns it back. */
-    const mfs_val *stored = mfs_obj_get(e, "stored_shape");
+     * order, so they are still served zero-copy; npy_axes turns it back.
+     * Fortran order (a NumPy file's) numpy says itself: the twin has the
+     * shape and fortran_order True, as the file had. */
+    const mfs_val *mo = mfs_obj_get(e, "memory_order");
+    bool fortran = mo && mo->type == MFS_V_STR && mo->u.s.len == 7 &&
+                   memcmp(mo->u.s.p, "fortran", 7) == 0;
+    const mfs_val *stored = fortran ? NULL : mfs_obj_get(e, "stored_shape");
     size_t ndim = t->ndim, cap = stored && stored->type == MFS_V_ARR ? stored->u.arr.n : ndim;
     if (cap > NPY_MAX_DIMS)
         return;
@@ -238,7 +246,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         free(dims);
         return;
     }
-    uint32_t head = npy_head_id(m, descr, dims, ndim);
+    uint32_t head = npy_head_id(m, descr, fortran, dims, ndim);
     /* Tensors come folder by folder: one look-up per folder, not per
      * tensor. */
     if (m->impl->npy_of != dir) {

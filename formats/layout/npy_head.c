@@ -5,7 +5,8 @@
 
 #include "strbuf.h"
 
-char *mfs_npy_head_make(const char *descr, const uint64_t *dims, size_t ndim, size_t *len)
+char *mfs_npy_head_make(const char *descr, bool fortran, const uint64_t *dims, size_t ndim,
+                        size_t *len)
 {
     /* Written in place after room for the prefix (no printf, no second
      * buffer: a million tensors make a million headers). */
@@ -16,7 +17,8 @@ char *mfs_npy_head_make(const char *descr, const uint64_t *dims, size_t ndim, si
     mfs_sb_add(&h, "\x93NUMPY\0\0\0\0\0\0", PRE_MAX);
     mfs_sb_adds(&h, "{'descr': ");
     mfs_sb_adds(&h, descr);
-    mfs_sb_adds(&h, ", 'fortran_order': False, 'shape': (");
+    mfs_sb_adds(&h, fortran ? ", 'fortran_order': True, 'shape': ("
+                            : ", 'fortran_order': False, 'shape': (");
     for (size_t i = 0; i < ndim; i++) {
         if (i)
             mfs_sb_add(&h, ", ", 2);

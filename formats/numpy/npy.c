@@ -1,7 +1,8 @@
 /* A NumPy .npy file: one array (npy_header.h), served from the file as
  * stored: big-endian bytes stay big-endian (table key byte_order: "big";
- * the .npy twin says '>'), Fortran-ordered bytes stay in Fortran order (stored_shape and dim_order, so the twin loads them
- * zero-copy and npy_axes gives the array). Its tensor is named after the
+ * the .npy twin says '>'), Fortran-ordered bytes stay in Fortran order
+ * (stored_shape and dim_order; the twin says fortran_order, so np.load
+ * of it equals np.load of the file). Its tensor is named after the
  * file, without ".npy". Both .npy and .npz are format "numpy". */
 #include <stdbool.h>
 #include <string.h>

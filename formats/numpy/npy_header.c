@@ -143,8 +143,8 @@ uint32_t npy_add_tensor(mfs_model *m, const npy_header *h, const char *name, siz
     if (!raw && h->big_endian)
         mfs_obj_set(x, "byte_order", mfs_str("big"));
     if (!raw && h->fortran && h->ndim > 1) {
-        /* Fortran order is C order of the reversed shape: the .npy twin
-         * keeps the stored bytes, and npy_axes (reversed) turns them back. */
+        /* Fortran order is C order of the reversed shape (stored_shape,
+         * dim_order); the .npy twin says fortran_order as the file does. */
         mfs_obj_set(x, "memory_order", mfs_str("fortran"));
         mfs_obj_set(x, "stored_shape", uint_list(h->shape, h->ndim, true));
         uint64_t order[NPY_MAX_DIMS];

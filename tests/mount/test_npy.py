@@ -87,6 +87,9 @@ def check_model(c, modelfs, model, env):
             if dtype.itemsize == 0:
                 c.equal(raw, b"", what + ": no bytes for elements of size 0")
                 want = np.ndarray(tuple(shape), dtype)  # np.empty makes S0 S1
+            elif t.get("memory_order") == "fortran":
+                # A NumPy file's Fortran order: the twin says so too.
+                want = np.frombuffer(raw, dtype=dtype).reshape(t["shape"], order="F")
             else:
                 want = np.frombuffer(raw, dtype=dtype).reshape(shape)
             # The whole file, and (the same open file) one read across the

@@ -5,8 +5,8 @@ arrays included), np.load of the original file (or np.load(npz)[key])
 against the mounted tensor bytes (as stored: Fortran order and
 big-endian kept), against model.json's dtype (numpy's dtype.name), descr
 (read back with numpy.lib.format.descr_to_dtype) and shape, and against
-np.load of its npy/ twin (same dtype, shape and bytes; np.transpose with
-npy_axes for Fortran order); the table keys descr, fortran_order,
+np.load of its npy/ twin (same dtype, shape and bytes, Fortran order
+too); the table keys descr, fortran_order,
 data_offset, npy_version, byte_order, member and compression against the
 expectation; object arrays and descrs numpy cannot read served raw with a
 `problem` and no twin; a deflated member claiming more bytes than its
@@ -74,8 +74,7 @@ def check_array(c, what, mnt, t, a, data):
     if not c.check("npy" in t, what + " has a twin"):
         return
     twin = np.load(os.path.join(mnt, t["npy"]), mmap_mode="r", max_header_size=HEADER_MAX)
-    if "npy_axes" in t:
-        twin = np.transpose(twin, t["npy_axes"])
+    c.check("npy_axes" not in t, what + ": no npy_axes: the twin is the array as numpy loads it")
     c.check(twin.dtype == a.dtype and twin.shape == a.shape and twin.tobytes() == a.tobytes(),
             what + " np.load of the twin (%s %s) vs the original (%s %s)" %
             (twin.dtype, twin.shape, a.dtype, a.shape))
