@@ -16,6 +16,7 @@ import os
 import struct
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -232,11 +233,47 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
+def torch_zip(members):
+    """Stored members as torch's own writer (caffe2 PyTorchStreamWriter)
+    lays them out: each local header's extra field is an "FB" field that
+    pads the data to a multiple of 64 bytes; the central directory has no
+    extra field. (No ZIP64: the test files are small.)"""
+    out, central = bytearray(), bytearray()
+    for name, data in members:
+        name = name.encode()
+        off = len(out)
+        start = off + 30 + len(name) + 4
+        pad = -start % 64
+        extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+        crc = zlib.crc32(data)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, 0, 0, 0x21, crc, len(data), len(data),
+                           len(name), len(extra)) + name + extra + data
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, 0, 0, 0x21, crc,
+                               len(data), len(data), len(name), 0, 0, 0, 0, 0, off) + name
+    cd = len(out)
+    out += central + struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, len(members), len(members),
+                                 len(central), cd, 0)
+    return bytes(out)
+
+
 def write_checkpoint(path, obj, storages, top="archive", byteorder=None, compress=(),
-                     pickle_bytes=None, extra_members=()):
+                     pickle_bytes=None, extra_members=(), aligned=False):
     """The zip torch.save writes: TOP/data.pkl, TOP/byteorder, TOP/data/KEY
-    (stored unless its key is in `compress`), TOP/version."""
+    (stored unless its key is in `compress`), TOP/version; with `aligned`,
+    laid out by torch's own writer (torch_zip), stored members only."""
     pk = pickle_bytes if pickle_bytes is not None else Pickle().value(obj).stop()
+    if aligned:
+        members = [(top + "/data.pkl", pk)]
+        if byteorder:
+            members.append((top + "/byteorder", byteorder.encode()))
+        for s in sorted(storages, key=lambda s: s.key):
+            data = (s.array.byteswap() if byteorder == "big" else s.array).tobytes()
+            members.append((top + "/data/" + s.key, data))
+        members += [(top + "/" + n, d) for n, d in extra_members]
+        members.append((top + "/version", b"3\n"))
+        with open(path, "wb") as f:
+            f.write(torch_zip(members))
+        return
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
         z.writestr(top + "/data.pkl", pk)

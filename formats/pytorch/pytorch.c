@@ -12,9 +12,10 @@
  *
  * What a load reads: the file's first local header (the legacy magic, the
  * top folder), the zip's end records and central directory, the local
- * headers of data.pkl, byteorder, version and of each storage a tensor
- * uses (not of the other members), and the bytes of data.pkl, byteorder
- * and version; never a storage's bytes.
+ * headers of data.pkl, byteorder and version, and their bytes; never a
+ * storage's bytes. A storage's local header is read at load only when the
+ * file was not laid out by torch's own writer (torch_place), or for a view
+ * made on open; otherwise on its tensor's first open (verify_local).
  *
  * Refused (exit 5, with what they are): the legacy format (before torch
  * 1.6: pickles back to back, no zip), TorchScript archives
@@ -146,6 +147,8 @@ typedef struct load {
     member *members;            /* sorted by name */
     size_t nmembers;
     bool big;
+    bool aligned;               /* written by torch's own zip writer: storages
+                                   are placed by the rule, not located */
     mfs_budget *budget;         /* shared with the walk */
 } load;
 
@@ -179,6 +182,68 @@ static mfs_zip_entry *find_at(const load *l, const char *rest, int *bad)
     *bad = en != NULL && mfs_zip_locate(l->zip, en, l->e) != 0 ? -1 : 0;
     return *bad ? NULL : en;
 }
+
+/* Where torch's own zip writer (caffe2 PyTorchStreamWriter) puts a
+ * member's data: after its local header, its name, the ZIP64 field when
+ * the member or its offset needs one, and an "FB" extra field that pads
+ * the data to a multiple of 64 bytes. A Llama .bin has hundreds of
+ * storages, each local header a read of its own (a seek on disk, a request
+ * on a remote source): when the members read anyway (data.pkl, byteorder,
+ * version) sit where this rule says, the storages are placed by it and
+ * their local headers read only when their tensor is first opened
+ * (verify_local). False when the placement would not fit. */
+static bool torch_place(const mfs_zip *z, const mfs_zip_entry *en, uint64_t *data)
+{
+    uint64_t start = en->header_offset, nlen = strlen(en->name);
+    if (en->header_offset >= UINT64_MAX / 2 || nlen > 65535)
+        return false;
+    start += 30 + nlen + 4;
+    if (en->size >= 0xffffffffu || en->comp_size >= 0xffffffffu || en->header_offset >= 0xffffffffu) {
+        start += 4;
+        if (en->size >= 0xffffffffu || en->comp_size >= 0xffffffffu)
+            start += 16;
+        if (en->header_offset >= 0xffffffffu)
+            start += 8;
+    }
+    uint64_t d = (start + 63) / 64 * 64;
+    if (d > z->cd_offset || en->comp_size > z->cd_offset - d ||
+        (en->next != SIZE_MAX && d + en->comp_size > en->limit))
+        return false;
+    *data = d;
+    return true;
+}
+
+static bool torch_placed(const mfs_zip *z, const mfs_zip_entry *en)
+{
+    uint64_t d;
+    return en == NULL || (en->located && torch_place(z, en, &d) && d == en->data_offset);
+}
+
+/* A storage placed by the rule, checked against its local header on
+ * first open. */
+typedef struct placed {
+    const mfs_zip *zip;
+    const mfs_zip_entry *en;
+    uint64_t data;
+} placed;
+
+static int verify_local(void *ctx, const mfs_job *job, const uint8_t *data, uint64_t len,
+                        mfs_err *e)
+{
+    const placed *p = ctx;
+    (void)job, (void)data, (void)len;
+    uint64_t got;
+    if (mfs_zip_data_offset(p->zip, p->en, &got, e) != 0)
+        return -1;
+    if (got != p->data)
+        return mfs_fail(e, MFS_E_CORRUPT, (int64_t)p->en->header_offset,
+                        "member %.200s: its local header puts its data at byte %llu, not at %llu "
+                        "where torch's writer (as for the other members) puts it",
+                        p->en->name, (unsigned long long)got, (unsigned long long)p->data);
+    return 0;
+}
+
+static const mfs_produce_ops placed_ops = { .verify = verify_local };
 
 /* A small member's bytes (version, byteorder): in place or decoded. */
 static char *small_text(const load *l, const mfs_zip_entry *en)
@@ -279,13 +344,21 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
                            "(64 MiB plus 64 bytes per byte of the file)");
     char rest[300];
     snprintf(rest, sizeof rest, "data/%s", t->key);
-    int bad;
-    const mfs_zip_entry *ze = find_at(l, rest, &bad);
-    if (bad)
-        return -1;
+    mfs_zip_entry *ze = find(l, rest);
     if (ze == NULL)
         return MFS_CORRUPT(l->e, t->at, "tensor %.200s: its storage '%.100s' has no member %.200s/%s",
                            en->name, t->key, l->top, rest);
+    /* A stored, contiguous view of a torch-written file: placed by the
+     * rule, its local header read on first open. Anything else (or when
+     * the rule does not fit) is located now. */
+    uint64_t data_offset = 0;
+    bool lazy = !ze->located && l->aligned && contiguous(t) && mfs_zip_inplace(ze) &&
+                torch_place(l->zip, ze, &data_offset);
+    if (!lazy) {
+        if (mfs_zip_locate(l->zip, ze, l->e) != 0)
+            return -1;
+        data_offset = ze->data_offset;
+    }
     uint64_t esize = mfs_dtype_size(t->dtype);
     if (esize == 0)
         return MFS_CORRUPT(l->e, t->at, "tensor %.200s: dtype %s has no element size", en->name,
@@ -341,12 +414,17 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
     }
     mfs_tensor mt = {
         .name = en->name, .name_len = en->name_len, .dtype = t->dtype, .shape = t->shape,
-        .ndim = t->ndim, .nbytes = nbytes, .offset = ze->data_offset + first_byte, .extra = x,
+        .ndim = t->ndim, .nbytes = nbytes, .offset = data_offset + first_byte, .extra = x,
     };
     if (contig && inplace) {
         mt.stored = true;
         mt.storage = "stored";
-        mfs_model_add_tensor(l->m, l->m->tensors_dir, &mt);
+        uint32_t node = mfs_model_add_tensor(l->m, l->m->tensors_dir, &mt);
+        if (lazy && node != MFS_NONE) {
+            placed *p = mfs_model_own(l->m, mfs_xmalloc(sizeof *p));
+            *p = (placed){ l->zip, ze, data_offset };
+            mfs_model_set_producer(l->m, node, &placed_ops, p);
+        }
         return 0;
     }
     uint64_t cap = l->src->size * 4 > GATHER_MIN ? l->src->size * 4 : GATHER_MIN;
@@ -457,6 +535,7 @@ static int load_zip(load *l)
         free(s);
     }
     mfs_model_set_format(l->m, "pytorch", version);
+    l->aligned = torch_placed(l->zip, pkl) && torch_placed(l->zip, bo) && torch_placed(l->zip, ve);
 
     mfs_span s, got = { NULL, 0, 0 };
     uint8_t *decoded = NULL;
