@@ -7,6 +7,8 @@ real mounts:
     expectations; and python3-onnx (onnx.load_tensor + numpy_helper.to_array)
     as an independent reader of every file whose data type onnx 1.12 has:
     dtype, shape and bytes through the mount;
+  - a packed varint run longer than the probe looks at: held to its
+    bounds there, counted at load (a wrong count refused, exit 5);
   - what must not be taken for a TensorProto, since a TensorProto has no
     magic: a SentencePiece-like model, ONNX models and the other ONNX
     protos (Sequence, Optional, Map, Graph, Node, SparseTensor ...),
@@ -303,6 +305,28 @@ def check_names_and_bids(c, build, gen, tmp, env):
     c.equal(fmt(ls, p2, env), "onnx-tensor", "the polyglot's TensorProto alone")
 
 
+def check_big(c, build, tmp, env):
+    """A packed varint run longer than the probe looks at (16 MiB) is held
+    to its bounds by the probe and counted by the load: the right count
+    loads and reads as numpy says, a wrong one within the bounds is refused
+    at load (exit 5), naming the count."""
+    ls = os.path.join(build, "modelfs-ls")
+    n = 17 << 20
+    vals = np.arange(n, dtype=np.uint8) & 0x7f          # one byte a varint
+    run = G.f_bytes(5, vals.tobytes())
+    for name, dims, code in (("big_int8", n, 0), ("big_int8_count", n - 1, 5)):
+        p = os.path.join(tmp, name)
+        with open(p, "wb") as f:
+            f.write(G.f_varint(1, dims) + G.f_varint(2, 3) + G.f_bytes(8, "v") + run)
+        r = subprocess.run([ls, p, "tensors/v"], capture_output=True, env=env, timeout=300)
+        c.equal(r.returncode, code, "%s: exit (%s)" % (name, r.stderr[-300:]))
+        if code == 0:
+            c.check(r.stdout == vals.astype("i1").tobytes(), name + ": its values")
+        else:
+            c.check(b"int32_data holds %d values" % n in r.stderr, "%s: says %r" % (name, r.stderr))
+        os.unlink(p)
+
+
 # ---- ONNX's test data ------------------------------------------------------
 
 def test_data_files(root):
@@ -403,6 +427,7 @@ def main(argv):
         check_generated(c, build, gen, env)
         check_refused(c, build, tmp, env)
         check_names_and_bids(c, build, gen, tmp, env)
+        check_big(c, build, tmp, env)
         check_test_data(c, build, root, tmp, env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
