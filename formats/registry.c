@@ -17,6 +17,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_safetensors,
     &mfs_format_numpy,
     &mfs_format_onnx,
+    &mfs_format_onnx_tensor,
     &mfs_format_pytorch,
     &mfs_format_gguf,
     &mfs_format_tflite,

@@ -15,6 +15,7 @@ extern const mfs_format mfs_format_carton;
 extern const mfs_format mfs_format_safetensors;
 extern const mfs_format mfs_format_numpy;
 extern const mfs_format mfs_format_onnx;
+extern const mfs_format mfs_format_onnx_tensor;
 extern const mfs_format mfs_format_pytorch;
 extern const mfs_format mfs_format_gguf;
 extern const mfs_format mfs_format_tflite;

@@ -583,6 +583,12 @@ static void *job_main(void *arg)
             finish(c, i, r, &b, &e);
         }
     } while (linger(c));
+    /* The daemon may exit once the last thread has said it is done (a
+     * detached thread is not joined): libcrypto's state of this one is
+     * freed first, or LeakSanitizer finds it at exit. */
+    pthread_mutex_unlock(&c->lock);
+    mfs_digest_thread_end();
+    pthread_mutex_lock(&c->lock);
     if (--c->running == 0)
         pthread_cond_broadcast(&c->jobs_done);
     pthread_mutex_unlock(&c->lock);

@@ -19,6 +19,7 @@ done
 run "$here/gen_safetensors.py" "$out/safetensors" "$out/safetensors_sharded"
 run "$here/gen_numpy.py" "$out/numpy"
 run "$here/gen_onnx.py" "$out/onnx"
+run "$here/gen_onnx_tensor.py" "$out/onnx_tensor"
 run "$here/gen_tflite.py" "$out/tflite"
 failed=0
 for p in $pids; do

@@ -14,13 +14,16 @@ for a in "$@"; do
     esac
 done
 
+# libonnx-testdata: ONNX's own test data, thousands of TensorProto files
+# (input_0.pb ...), a sample of which mount.onnx_tensor reads.
 PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
       libjansson-dev
       clang
       flatbuffers-compiler jq attr
-      python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx"
+      python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx
+      libonnx-testdata"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.
 # npm fetches the real TFLite models (scripts/fetch_tflite.sh); the image's
 # own Node.js may bring it, and Debian's would fight that one.

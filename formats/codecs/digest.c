@@ -1,5 +1,6 @@
 #include "digest.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 
@@ -115,4 +116,9 @@ bool mfs_is_sha256_hex(const char *s, size_t len)
         if (mfs_hexval(s[i]) < 0)
             return false;
     return true;
+}
+
+void mfs_digest_thread_end(void)
+{
+    OPENSSL_thread_stop();
 }

@@ -31,6 +31,11 @@ int mfs_sha256_add(mfs_sha256_stream *s, const void *p, uint64_t n, const mfs_jo
 int mfs_sha256_end(mfs_sha256_stream *s, char hex[MFS_SHA256_HEX]);
 void mfs_sha256_abandon(mfs_sha256_stream *s);
 
+/* Frees what libcrypto keeps for the calling thread (OPENSSL_thread_stop).
+ * A detached thread calls it before it says it is done: the process may
+ * exit as soon as it has, before the thread's own exit frees that. */
+void mfs_digest_thread_end(void);
+
 /* True when `s` (len bytes) is 64 hex digits (either case). */
 bool mfs_is_sha256_hex(const char *s, size_t len);
 

@@ -13,11 +13,9 @@
  * key), graph_name, graph_inputs / graph_outputs (names) and inputs /
  * outputs (name, elem_type, dtype, shape with dim_value or dim_param). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "onnx.h"
 #include "format.h"
-#include "xalloc.h"
 
 enum {
     M_IR = 1, M_PRODUCER = 2, M_PRODUCER_VERSION = 3, M_DOMAIN = 4, M_MODEL_VERSION = 5,
@@ -49,47 +47,10 @@ static int model_wire(uint32_t num)
 /* The probe reads the top-level fields' heads (tag, length), not their
  * payloads: a window of PROBE_WINDOW bytes at a time, a new one where a
  * field starts past it, at most PROBE_WINDOWS of them (then what was seen
- * decides). A head is at most 20 bytes (two varints, or a tag and a fixed
- * value): a window holds a whole one or the rest of the file. */
+ * decides). A window holds a whole head (ONNX_FIELD_HEAD_MAX) or the
+ * rest of the file. */
 #define PROBE_WINDOW 4096u
 #define PROBE_WINDOWS 8u
-#define FIELD_HEAD_MAX 20u
-
-/* The field whose head starts `h` (h.base is its offset), in a message
- * that has `left` bytes from there: as mfs_pb_next, which needs the whole
- * payload in hand, judges it. 1 with *f (num, wire, v) and *len (the
- * whole field's bytes), or -1. */
-static int field_head(mfs_span h, uint64_t left, mfs_pb_field *f, uint64_t *len)
-{
-    uint64_t at = 0, tag, n;
-    if (!mfs_pb_varint(h, &at, &tag) || (tag >> 3) == 0 || (tag >> 3) > MFS_PB_FIELD_MAX)
-        return -1;
-    f->num = (uint32_t)(tag >> 3);
-    f->wire = (uint8_t)(tag & 7);
-    f->v = 0;
-    switch (f->wire) {
-    case MFS_PB_VARINT:
-        if (!mfs_pb_varint(h, &at, &f->v))
-            return -1;
-        break;
-    case MFS_PB_I64:
-    case MFS_PB_I32:
-        n = f->wire == MFS_PB_I64 ? 8 : 4;
-        if (!mfs_span_has(h, at, n))
-            return -1;
-        at += n;
-        break;
-    case MFS_PB_LEN:
-        if (!mfs_pb_varint(h, &at, &n) || n > left - at)
-            return -1;
-        at += n;
-        break;
-    default:
-        return -1;
-    }
-    *len = at;
-    return 1;
-}
 
 /* A file cut short (or with a bad field further on) is still an ONNX file
  * once its first fields are: the loader then says what is wrong (exit 5)
@@ -102,7 +63,7 @@ static int probe(mfs_src *src)
     unsigned good = 0, windows = 0;
     while (good < PROBE_FIELDS && pos < size) {
         uint64_t left = size - pos;
-        uint64_t need = left < FIELD_HEAD_MAX ? left : FIELD_HEAD_MAX;
+        uint64_t need = left < ONNX_FIELD_HEAD_MAX ? left : ONNX_FIELD_HEAD_MAX;
         if (!have || pos < w.base || pos - w.base > w.len || need > w.len - (pos - w.base)) {
             if (have)
                 mfs_src_release(src, w);
@@ -114,7 +75,8 @@ static int probe(mfs_src *src)
         }
         mfs_pb_field fl;
         uint64_t len;
-        if (field_head(mfs_span_sub(w, pos - w.base, w.len - (pos - w.base)), left, &fl, &len) != 1) {
+        mfs_span h = mfs_span_sub(w, pos - w.base, w.len - (pos - w.base));
+        if (onnx_field_head(h, left, &fl, &len) != 1) {
             bad = true;
             break;
         }
@@ -155,25 +117,6 @@ static int read_opset(onnx_ctx *c, mfs_span s, mfs_val *opsets)
     return 0;
 }
 
-static int read_prop(onnx_ctx *c, mfs_span s, mfs_val *props)
-{
-    mfs_pb r = mfs_pb_start(s);
-    mfs_pb_field f;
-    mfs_span key = { (const uint8_t *)"", 0, 0 }, val = { (const uint8_t *)"", 0, 0 };
-    int k;
-    while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
-        if (f.num == 1 && f.wire == MFS_PB_LEN)
-            key = f.bytes;
-        else if (f.num == 2 && f.wire == MFS_PB_LEN)
-            val = f.bytes;
-    }
-    if (k < 0 || onnx_spend(c, 2 * MFS_VAL_COST + 2 * (key.len + val.len), s.base) != 0)
-        return -1;
-    if (mfs_obj_getn(props, (const char *)key.p, (size_t)key.len) == NULL)
-        mfs_obj_setn(props, (const char *)key.p, (size_t)key.len, onnx_str(val));
-    return 0;
-}
-
 /* The graph's name, inputs and outputs, as metadata. */
 static int graph_summary(onnx_ctx *c, mfs_span g)
 {
@@ -209,19 +152,8 @@ static int graph_summary(onnx_ctx *c, mfs_span g)
 
 static int load_onnx_bytes(mfs_model *m, mfs_span file, const char *path, mfs_err *e)
 {
-    onnx_ctx c = { .m = m, .e = e };
-    c.budget_total = file.len > ONNX_BUDGET_MAX / ONNX_BUDGET_PER_BYTE ? ONNX_BUDGET_MAX
-                                                                        : file.len * ONNX_BUDGET_PER_BYTE;
-    if (c.budget_total < ONNX_BUDGET_MIN)
-        c.budget_total = ONNX_BUDGET_MIN;
-    c.budget.left = c.budget_total;
-    char *dir = NULL;
-    if (path != NULL) {
-        const char *slash = strrchr(path, '/');
-        dir = slash == NULL ? mfs_xstrdup(".")
-                            : mfs_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
-        c.dir = dir;
-    }
+    onnx_ctx c;
+    char *dir = onnx_ctx_init(&c, m, file.len, path, e);
 
     mfs_val *md = m->metadata;
     mfs_val *opsets = mfs_obj(), *props = mfs_obj();
@@ -258,7 +190,7 @@ static int load_onnx_bytes(mfs_model *m, mfs_span file, const char *path, mfs_er
                 k = -1;
             break;
         case M_PROPS:
-            if (read_prop(&c, f.bytes, props) != 0)
+            if (onnx_read_prop(&c, f.bytes, props) != 0)
                 k = -1;
             break;
         case M_TRAINING: training++; break;

@@ -8,6 +8,9 @@
  *  onnx_decode.c    typed fields that must be decoded (varints, scattered
  *                   fixed-width values), on first open
  *  onnx_external.c  external data: files beside the model, mapped on open
+ *  onnx_tensorproto.c, onnx_tp_check.c
+ *                   a file holding one TensorProto (onnx.save_tensor, the
+ *                   test data's input_0.pb): the format "onnx-tensor"
  */
 #ifndef MFS_ONNX_H
 #define MFS_ONNX_H
@@ -54,12 +57,29 @@ typedef struct onnx_ctx {
 typedef struct onnx_place {
     uint32_t dir;               /* its tensors/ folder */
     const mfs_val *path;        /* graph_path: [] for the main graph */
-    const char *source;         /* "initializer", "Constant op", "sparse_initializer" */
+    const char *source;         /* "initializer", "Constant op", "sparse_initializer",
+                                   "TensorProto" */
     const mfs_val *sparse_dims; /* a sparse initializer's dense shape, or NULL */
 } onnx_place;
 
-/* onnx.c */
+/* onnx_util.c */
+/* A context for describing a file of `file_len` bytes: its budget, and
+ * the model's folder (for external data) when `path` (MODEL as given) is
+ * known. Returns that folder's name, which the caller frees once done. */
+char *onnx_ctx_init(onnx_ctx *c, mfs_model *m, uint64_t file_len, const char *path, mfs_err *e);
 int onnx_spend(onnx_ctx *c, uint64_t bytes, uint64_t where);
+/* The longest field head: two varints, or a tag and a fixed value. */
+#define ONNX_FIELD_HEAD_MAX 20u
+/* The field whose head starts `h` (h.base is its offset, h.len at most
+ * `left`), in a message that has `left` bytes from there: as mfs_pb_next,
+ * which needs the whole payload in hand, judges it. 1 with *f (num, wire,
+ * v, at, and bytes: the payload's offset and length, its pointer only
+ * when h holds it all, else NULL) and *len (the whole field's bytes), or
+ * -1. */
+int onnx_field_head(mfs_span h, uint64_t left, mfs_pb_field *f, uint64_t *len);
+/* A metadata_props entry (StringStringEntryProto) into `props`, the
+ * first of a repeated key kept. */
+int onnx_read_prop(onnx_ctx *c, mfs_span s, mfs_val *props);
 /* A string field's bytes (any bytes) as a document value. */
 mfs_val *onnx_str(mfs_span s);
 
@@ -99,6 +119,40 @@ void onnx_decode_attach(onnx_ctx *c, uint32_t node, mfs_span msg, uint32_t field
  * -1 with e when a value has the wrong wire type or a run is malformed. */
 int onnx_count_values(mfs_span msg, uint32_t field, onnx_wire wire, uint64_t *count, mfs_span *run,
                       int *runs, mfs_err *e);
+
+/* TensorProto fields (onnx/onnx.proto). */
+enum {
+    T_DIMS = 1, T_DATA_TYPE = 2, T_SEGMENT = 3, T_FLOAT = 4, T_INT32 = 5, T_STRING = 6, T_INT64 = 7,
+    T_NAME = 8, T_RAW = 9, T_DOUBLE = 10, T_UINT64 = 11, T_DOC = 12, T_EXTERNAL = 13,
+    T_LOCATION = 14, T_PROPS = 16,
+};
+
+/* onnx_tensor.c: what a TensorProto data type is and where its values go. */
+typedef struct onnx_type {
+    const char *name;
+    unsigned esize;         /* bytes per element; per stored byte when packed;
+                               0 for strings */
+    unsigned per_byte;      /* 0, or elements per byte (4-bit: 2, 2-bit: 4) */
+    uint32_t field;         /* the typed field */
+    onnx_wire wire;
+    unsigned vals;          /* values of that field per element (complex: 2) */
+} onnx_type;
+
+/* The data type `data_type`, NULL when unknown. */
+const onnx_type *onnx_type_of(uint64_t data_type);
+/* "float_data" for T_FLOAT, ... (the typed fields and raw_data). */
+const char *onnx_field_name(uint32_t field);
+/* A decimal offset or length of external_data; false unless it is one. */
+bool onnx_parse_dec(mfs_span s, uint64_t *out);
+
+/* onnx_tp_check.c: whether the whole of `src` is one TensorProto whose
+ * fields agree (README, format "onnx-tensor"). 0, or -1 with e saying
+ * what is wrong and where. `whole`, when the caller has the file in hand,
+ * is read instead of windows of the source. Everything looked at (windows,
+ * nested messages, varint runs) is paid from *scan_left; a varint run
+ * longer than what is left is held to its bounds instead of counted, and
+ * the check fails when anything else would pass it. */
+int onnx_tp_check(mfs_src *src, const mfs_span *whole, uint64_t *scan_left, mfs_err *e);
 
 /* onnx_external.c: external data, checked at mount: `location` below the
  * model's folder (no "..", no absolute path, no symlink on the way), a

@@ -33,21 +33,6 @@
 
 #define PROBLEM_MAX 300
 
-/* TensorProto fields. */
-enum {
-    T_DIMS = 1, T_DATA_TYPE = 2, T_SEGMENT = 3, T_FLOAT = 4, T_INT32 = 5, T_STRING = 6, T_INT64 = 7,
-    T_NAME = 8, T_RAW = 9, T_DOUBLE = 10, T_UINT64 = 11, T_EXTERNAL = 13, T_LOCATION = 14,
-};
-
-typedef struct onnx_type {
-    const char *name;
-    unsigned esize;         /* bytes per element; per stored byte when packed */
-    unsigned per_byte;      /* 0, or elements per byte (4-bit: 2, 2-bit: 4) */
-    uint32_t field;         /* the typed field */
-    onnx_wire wire;
-    unsigned vals;          /* values of that field per element (complex: 2) */
-} onnx_type;
-
 static const onnx_type types[] = {
     [1] = { "float32", 4, 0, T_FLOAT, ONNX_FIXED32, 1 },
     [2] = { "uint8", 1, 0, T_INT32, ONNX_VARINT, 1 },
@@ -78,18 +63,18 @@ static const onnx_type types[] = {
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 
-static const onnx_type *type_of(uint64_t dt)
+const onnx_type *onnx_type_of(uint64_t dt)
 {
     return dt < N_TYPES && types[dt].name != NULL ? &types[dt] : NULL;
 }
 
 const char *onnx_dtype_name(uint64_t data_type)
 {
-    const onnx_type *t = type_of(data_type);
+    const onnx_type *t = onnx_type_of(data_type);
     return t ? t->name : NULL;
 }
 
-static const char *field_name(uint32_t f)
+const char *onnx_field_name(uint32_t f)
 {
     switch (f) {
     case T_FLOAT: return "float_data";
@@ -134,8 +119,7 @@ static void add_dim(tinfo *ti, uint64_t v)
         ti->dims[ti->ndim++] = v;
 }
 
-/* A decimal offset or length of external_data; false unless it is one. */
-static bool parse_dec(mfs_span s, uint64_t *out)
+bool onnx_parse_dec(mfs_span s, uint64_t *out)
 {
     uint64_t v = 0;
     if (s.len == 0 || s.len > 20)
@@ -169,12 +153,12 @@ static int read_external_entry(onnx_ctx *c, tinfo *ti, mfs_span entry, uint64_t 
         ti->location = val;
         ti->has_location = true;
     } else if (key.len == 6 && memcmp(key.p, "offset", 6) == 0) {
-        if (!parse_dec(val, &ti->ext_offset))
+        if (!onnx_parse_dec(val, &ti->ext_offset))
             return MFS_CORRUPT(c->e, at, "external data offset '%.*s' is not a decimal number",
                                (int)(val.len > 40 ? 40 : val.len), (const char *)val.p);
         ti->has_offset = true;
     } else if (key.len == 6 && memcmp(key.p, "length", 6) == 0) {
-        if (!parse_dec(val, &ti->ext_length))
+        if (!onnx_parse_dec(val, &ti->ext_length))
             return MFS_CORRUPT(c->e, at, "external data length '%.*s' is not a decimal number",
                                (int)(val.len > 40 ? 40 : val.len), (const char *)val.p);
         ti->has_length = true;
@@ -387,7 +371,7 @@ static int add_typed(onnx_ctx *c, const onnx_place *pl, mfs_span name, const tin
     mfs_span run = { NULL, 0, ti->msg.base };
     int runs = 0;
     mfs_err why = { 0 };
-    const char *fname = field_name(ty->field);
+    const char *fname = onnx_field_name(ty->field);
     char problem[PROBLEM_MAX] = "";
     uint64_t want = ty->per_byte ? nbytes : elems;
     if (ty->vals == 2 && !mfs_mul_u64(want, 2, &want))
@@ -428,9 +412,10 @@ static int add_from(onnx_ctx *c, const onnx_place *pl, mfs_span name, tinfo *ti)
 {
     if (onnx_spend(c, name_cost(name, pl) + 2 * ti->ndim * MFS_VAL_COST, ti->msg.base) != 0)
         return -1;
-    const onnx_type *ty = ti->has_type ? type_of(ti->data_type) : NULL;
+    const onnx_type *ty = ti->has_type ? onnx_type_of(ti->data_type) : NULL;
     const char *storage = ti->external ? "external" : ti->has_raw ? "raw_data" : "typed_field";
-    const char *fname = ti->external || ti->has_raw ? "raw_data" : ty ? field_name(ty->field) : "raw_data";
+    const char *fname = ti->external || ti->has_raw ? "raw_data"
+                        : ty ? onnx_field_name(ty->field) : "raw_data";
     char problem[PROBLEM_MAX] = "";
     uint64_t elems = 0, nbytes = 0;
 
@@ -625,7 +610,7 @@ int onnx_add_attr_tensor(onnx_ctx *c, mfs_span attr, const char *attr_name, mfs_
     }
     if (onnx_spend(c, name_cost(name, pl), attr.base) != 0)
         return -1;
-    const onnx_type *ty = type_of(ti0.data_type);
+    const onnx_type *ty = onnx_type_of(ti0.data_type);
     uint64_t count = 0;
     mfs_span run = { NULL, 0, attr.base };
     int runs = 0;

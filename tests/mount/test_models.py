@@ -257,8 +257,8 @@ def main(argv):
     dirs = argv[2:]
     shard, nshards = mfstest.take_shard(dirs)
     for k, (model, expect) in enumerate(mfstest.expected_models(
-            c, dirs, ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "pytorch",
-                      "gguf", "tflite"))):
+            c, dirs, ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx",
+                      "onnx-tensor", "pytorch", "gguf", "tflite"))):
         if k % nshards == shard and os.path.isfile(model):
             before = c.failed
             check_model(c, argv[1], model, expect, env)
