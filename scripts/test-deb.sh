@@ -92,6 +92,8 @@ VERSION=$(dpkg-deb -f "$DEB" Version)
 ARCH=$(dpkg --print-architecture)
 [ "$(basename "$DEB")" = "modelfs_${VERSION}_${ARCH}.deb" ] || fail "$DEB: not modelfs_${VERSION}_${ARCH}.deb"
 dpkg-deb -f "$DEB" Depends | grep -qE '(^|, )fuse3(,|$| )' || fail "$DEB does not depend on fuse3"
+# libcurl is opened when a file is first fetched: no link shows it.
+dpkg-deb -f "$DEB" Depends | grep -qE '(^|, )libcurl4(,|$| )' || fail "$DEB does not depend on libcurl4"
 say "$(basename "$DEB"): Depends: $(dpkg-deb -f "$DEB" Depends)"
 
 # --- a model and what the build says of it -------------------------------
