@@ -216,15 +216,9 @@ static inline char *mfs_model_unique_name(mfs_model *m, uint32_t dir, const char
     return m->ops->unique_name(m, dir, name, len);
 }
 
-/* Opens the folder `path` of the model's own files (a folder model's, its
- * external data's) for the life of the tree; NULL with e. In a folder
- * mount it must lie below DIR and is reached with no symlink followed
- * (mfs_folder_open_inside): a folder swapped for a symlink while the model
- * loads cannot lead the daemon out of DIR. */
-static inline mfs_folder *mfs_model_open_folder(mfs_model *m, const char *path, mfs_err *e)
+/* The opened folder f (or NULL) kept, and closed, with the tree. */
+static inline mfs_folder *mfs_model_keep_folder(mfs_model *m, mfs_folder *f)
 {
-    mfs_folder *f = m->opts->inside != NULL ? mfs_folder_open_inside(m->opts->inside, path, e)
-                                            : mfs_folder_open(path, e);
     if (f != NULL) {
         mfs_model_own(m, f);
         mfs_model_on_destroy(m, mfs_folder_close, f);
@@ -232,16 +226,23 @@ static inline mfs_folder *mfs_model_open_folder(mfs_model *m, const char *path, 
     return f;
 }
 
+/* Opens the folder `path` of the model's own files (a folder model's, its
+ * external data's) for the life of the tree; NULL with e. In a folder
+ * mount it must lie below DIR and is reached with no symlink followed
+ * (mfs_folder_open_inside): a folder swapped for a symlink while the model
+ * loads cannot lead the daemon out of DIR. */
+static inline mfs_folder *mfs_model_open_folder(mfs_model *m, const char *path, mfs_err *e)
+{
+    return mfs_model_keep_folder(m, m->opts->inside != NULL
+                                        ? mfs_folder_open_inside(m->opts->inside, path, e)
+                                        : mfs_folder_open(path, e));
+}
+
 /* Opens a folder the user named (Carton's -o links_dir), followed as
  * given, for the life of the tree; NULL with e. */
 static inline mfs_folder *mfs_model_open_user_folder(mfs_model *m, const char *path, mfs_err *e)
 {
-    mfs_folder *f = mfs_folder_open(path, e);
-    if (f != NULL) {
-        mfs_model_own(m, f);
-        mfs_model_on_destroy(m, mfs_folder_close, f);
-    }
-    return f;
+    return mfs_model_keep_folder(m, mfs_folder_open(path, e));
 }
 
 #endif

@@ -32,6 +32,16 @@ void mfs_folder_close(void *arg)
     r->fd = -1;
 }
 
+/* The folder of `fd`, named `path` in messages (one allocation). */
+static mfs_folder *folder_new(int fd, const char *path)
+{
+    size_t n = strlen(path) + 1;
+    mfs_folder *r = mfs_xmalloc(sizeof *r + n);
+    r->fd = fd;
+    r->path = memcpy((char *)(r + 1), path, n);
+    return r;
+}
+
 mfs_folder *mfs_folder_open(const char *path, mfs_err *e)
 {
     /* The folder itself is the mounter's choice: a symlink to it is fine. */
@@ -40,11 +50,7 @@ mfs_folder *mfs_folder_open(const char *path, mfs_err *e)
         mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open the folder %s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t n = strlen(path) + 1;
-    mfs_folder *r = mfs_xmalloc(sizeof *r + n);
-    r->fd = fd;
-    r->path = memcpy((char *)(r + 1), path, n);
-    return r;
+    return folder_new(fd, path);
 }
 
 int mfs_folder_open_at(const mfs_folder *r, const char *rel, bool dir)
@@ -144,11 +150,7 @@ mfs_folder *mfs_folder_open_inside(const char *root, const char *path, mfs_err *
                      "replaced by a symbolic link)" : "");
         return NULL;
     }
-    size_t n = strlen(path) + 1;
-    mfs_folder *r = mfs_xmalloc(sizeof *r + n);
-    r->fd = fd;
-    r->path = memcpy((char *)(r + 1), path, n);
-    return r;
+    return folder_new(fd, path);
 }
 
 /* ---- mapped files ---------------------------------------------------------- */
