@@ -520,6 +520,20 @@ def lazy_local_headers(c, build, env):
             c.equal((data7, err), (None, errno.EIO), "moved.pt: w007's local header disagrees: EIO")
             c.equal(open(os.path.join(mnt, "tensors", "w008"), "rb").read(), storages[8].array.tobytes(),
                     "moved.pt: w008 reads as written")
+        # Cut short under the mount before any tensor was opened: the
+        # model changed, so its tensors read as EIO (the one whose local
+        # header is past the cut too), never other bytes, and the daemon
+        # answers.
+        cut = os.path.join(work, "cut.pt")
+        shutil.copy(path, cut)
+        with mfstest.mounted(os.path.join(build, "modelfs"), cut, env) as mnt:
+            os.truncate(cut, os.path.getsize(cut) // 2)
+            mfstest.evict(cut)
+            last, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "w%03d" % (n - 1)))
+            c.equal((last, err), (None, errno.EIO), "cut.pt: a tensor past the cut reads as EIO")
+            first, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "w000"))
+            c.equal((first, err), (None, errno.EIO), "cut.pt: w000 of the changed file reads as EIO")
+            c.check(os.path.exists(os.path.join(mnt, "model.json")), "cut.pt: the mount still answers")
         r = subprocess.run([ls, bad, "tensors/w007"], capture_output=True, env=env, timeout=60)
         c.check(r.returncode == 8 and b'"archive/data/7"' in r.stderr,
                 "moved.pt: modelfs-ls refuses w007 naming its member: exit %d %r"
