@@ -7,6 +7,22 @@ set -eu
 out=${1:?usage: gen_models.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
+
+# What the models depend on: every script and schema here, and the
+# versions of the tools the generators call. MFS_GEN_REUSE=DIR copies DIR
+# instead (another build's models) when it was made from the same.
+stamp=$( (cat "$here"/*.py "$here"/gen_models.sh "$here"/../schemas/*;
+          "$py" -c 'import numpy, onnx, sys; print(sys.version, numpy.__version__, onnx.__version__)';
+          flatc --version 2>/dev/null || true) | sha256sum | cut -d' ' -f1)
+reuse=${MFS_GEN_REUSE:-}
+if [ -n "$reuse" ] && [ -f "$reuse/.stamp" ] && [ "$(cat "$reuse/.stamp")" = "$stamp" ]; then
+    rm -rf "$out"
+    mkdir -p "$out"
+    cp -a "$reuse/." "$out/"
+    echo "gen_models: models copied from $reuse (made from the same scripts and tools)"
+    exit 0
+fi
+rm -f "$out/.stamp"
 pids=""
 run() {
     "$py" "$@" &
@@ -29,4 +45,5 @@ if [ "$failed" -ne 0 ]; then
     echo "gen_models: a generator failed (above)" >&2
     exit 1
 fi
+echo "$stamp" >"$out/.stamp"
 echo "gen_models: models written to $out"

@@ -8,13 +8,15 @@
 #
 # The normal build runs every test. The sanitizer build runs those labelled
 # `asan` (ctest -L asan): the unit tests, the fuzz replays, and one mount
-# test per format plus every hostile, malformed, truncated, stuck and load
-# mount test (tests/mount/CMakeLists.txt lists them and why). The mount
+# test per format plus every hostile, truncated, stuck and load mount test
+# (tests/mount/CMakeLists.txt lists them and why; mount.malformed there
+# mounts mutants of the formats with no mount test of their own). The mount
 # tests it skips (mount.models.*, mount.npy.*, mount.sha256sums.gen/shared,
 # the 200-model mount.multi.zoo*, formats.rten_flatc) read the same driver
 # code over more models, against independent readers, in the normal build;
 # under ASan they only took minutes more. MODELFS_ASAN_ALL=1 runs every
 # test in the sanitizer build too.
+# The sanitizer build compiles while the normal build's tests run.
 # At the end: the five slowest tests of each build.
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,13 +24,16 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 ./scripts/install-deps.sh
 
-build_and_test() {
+configure_and_build() {
     dir=$1
-    labels=$2
-    shift 2
-    echo "== $dir: configure and build"
+    shift
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELFS_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j "$jobs"
+}
+
+run_ctest() {
+    dir=$1
+    labels=$2
     echo "== $dir: ctest $labels"
     # shellcheck disable=SC2086
     # One more test than cores: many tests wait part of the time (a
@@ -44,11 +49,31 @@ slowest() {
         "$1/Testing/Temporary/LastTest.log" | sort -rn | head -5
 }
 
-build_and_test build ""
+echo "== build: configure and build"
+configure_and_build build
+# The sanitizer build compiles while the normal build's tests run, at the
+# lowest priority: it takes the CPU those tests leave while they wait.
+# It copies the normal build's generated models (the same scripts make them).
+asan_flags="-DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE=$PWD/build/generated"
+echo "== build-asan: configure and build (in the background, log in build-asan/build.log)"
+mkdir -p build-asan
+# Its own process group (setsid), so that a failure here stops all of it.
+nice -n 19 setsid sh -c "cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMODELFS_WERROR=ON $asan_flags >/dev/null && cmake --build build-asan -j $jobs" \
+    >build-asan/build.log 2>&1 &
+asan_build=$!
+trap 'kill -- "-$asan_build" 2>/dev/null || true' EXIT
+run_ctest build ""
+if ! wait "$asan_build"; then
+    tail -50 build-asan/build.log
+    echo "test.sh: the sanitizer build failed (build-asan/build.log)" >&2
+    exit 1
+fi
+trap - EXIT
 if [ "${MODELFS_ASAN_ALL:-0}" = 1 ]; then
-    build_and_test build-asan "" -DMODELFS_SANITIZE=ON
+    run_ctest build-asan ""
 else
-    build_and_test build-asan "-L asan" -DMODELFS_SANITIZE=ON
+    run_ctest build-asan "-L asan"
 fi
 echo "== the five slowest tests of each build"
 slowest build

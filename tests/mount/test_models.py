@@ -52,13 +52,24 @@ def tensor_key(t):
     return (t["name"], tuple(t.get("graph_path", t.get("graph", [])) or []), t.get("subgraph", 0))
 
 
+_file_bytes = {}
+
+
+def file_bytes(path):
+    """The bytes of a model (or its external data) file, read once per
+    model: the offsets of thousands of tensors are checked against them."""
+    if path not in _file_bytes:
+        with open(path, "rb") as f:
+            _file_bytes[path] = f.read()
+    return _file_bytes[path]
+
+
 def strided_bytes(model, t):
     """The C-order bytes of a view that starts at t["offset"] in the file
     and steps by t["stride"] elements."""
     import numpy as np
     item = t["nbytes"] // max(1, int(np.prod(t["shape"])))
-    with open(model, "rb") as f:
-        raw = np.frombuffer(f.read(), np.uint8)
+    raw = np.frombuffer(file_bytes(model), np.uint8)
     dims = [(n - 1) * s for n, s in zip(t["shape"], t["stride"]) if n > 0]
     if t["offset"] + (sum(dims) + 1) * item > len(raw):
         return b""  # reaches past the file: the check fails
@@ -85,6 +96,7 @@ def check_refused(c, build, model, expect, env):
 
 
 def check_model(c, build, model, expect, env):
+    _file_bytes.clear()
     name = os.path.basename(model)
     modelfs = os.path.join(build, "modelfs")
     modelfs_ls = os.path.join(build, "modelfs-ls")
@@ -211,9 +223,7 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
             pass
         elif t.get("contiguous", True):
             src = os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
-            with open(src, "rb") as f:
-                f.seek(t["offset"])
-                raw = f.read(want["nbytes"])
+            raw = file_bytes(src)[t["offset"]:t["offset"] + want["nbytes"]]
             c.equal(hashlib.sha256(raw).hexdigest(), want["sha256"], what + " offset points at its bytes")
         elif want["nbytes"] > 0:
             # A strided view (pytorch): the offset is its first element's,
