@@ -144,22 +144,24 @@ void mfs_obj_reserve(mfs_val *obj, size_t n)
 /* The keys of every tensor table entry and graph node are shared, not
  * copied: a million entries made ten million small allocations of the
  * same few words. */
-static const char common_keys[] =
-    "alignment\0attrs\0dtype\0graph\0index\0inputs\0kind\0name\0"
-    "nbytes\0npy\0npy_dtype\0offset\0op\0outputs\0path\0shape\0"
-    "storage";
-static const struct { unsigned short at, len; } common[] = {
-    { 0, 9 }, { 10, 5 }, { 16, 5 }, { 22, 5 }, { 28, 5 }, { 34, 6 }, { 41, 4 }, { 46, 4 },
-    { 51, 6 }, { 58, 3 }, { 62, 9 }, { 72, 6 }, { 79, 2 }, { 82, 7 }, { 90, 4 }, { 95, 5 },
-    { 101, 7 },
+static const char common_keys[][24] = {
+    "alignment", "attribute", "attributes", "attrs", "block_size", "contiguous", "data_offset",
+    "data_offsets", "data_type", "decoded", "descr", "dim_order", "domain", "dtype",
+    "elem_type", "file", "format", "graph", "graph_path", "has_tensor_layout", "header_index",
+    "id", "index", "initializers", "inputs", "kind", "location", "memory_order", "metadata",
+    "name", "nbytes", "node", "nodes", "npy", "npy_dtype", "offset", "onnx_data_type",
+    "onnx_field", "op", "op_type", "outputs", "path", "problem", "scalar_type", "segment_index",
+    "segment_users", "shape", "size", "source", "st_dtype", "storage", "stride", "subgraph",
+    "subgraphs", "tensors", "type", "value",
 };
 
 static char *key_copy(const char *key, size_t klen)
 {
-    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
-        if (common[i].len == klen && memcmp(common_keys + common[i].at, key, klen) == 0 &&
-            common_keys[common[i].at + klen] == '\0')
-            return (char *)(uintptr_t)(common_keys + common[i].at);
+    if (klen > 0 && klen < sizeof common_keys[0])
+        for (size_t i = 0; i < sizeof common_keys / sizeof common_keys[0]; i++)
+            if (common_keys[i][0] == key[0] && common_keys[i][klen] == '\0' &&
+                common_keys[i][klen - 1] != '\0' && memcmp(common_keys[i], key, klen) == 0)
+                return (char *)(uintptr_t)common_keys[i];
     return mfs_xstrndup(key, klen);
 }
 
@@ -177,6 +179,13 @@ mfs_val *mfs_obj_pop(mfs_val *obj)
     size_t i = --obj->u.obj.n;
     key_free(obj->u.obj.keys[i]);
     return obj->u.obj.vals[i];
+}
+
+mfs_val *mfs_arr_pop(mfs_val *arr)
+{
+    if (arr == NULL || arr->type != MFS_V_ARR || arr->u.arr.n == 0)
+        return NULL;
+    return arr->u.arr.items[--arr->u.arr.n];
 }
 
 mfs_val *mfs_obj_setn(mfs_val *obj, const char *key, size_t klen, mfs_val *v)
@@ -222,12 +231,16 @@ mfs_val *mfs_val_clone(const mfs_val *v)
     case MFS_V_DATETIME: return mfs_datetime(v->dt, v->u.s.p, v->u.s.len);
     case MFS_V_ARR: {
         mfs_val *r = mfs_arr();
+        if (v->u.arr.n)
+            mfs_arr_reserve(r, v->u.arr.n);
         for (size_t i = 0; i < v->u.arr.n; i++)
             mfs_arr_push(r, mfs_val_clone(v->u.arr.items[i]));
         return r;
     }
     case MFS_V_OBJ: {
         mfs_val *r = mfs_obj();
+        if (v->u.obj.n)
+            mfs_obj_reserve(r, v->u.obj.n);
         for (size_t i = 0; i < v->u.obj.n; i++)
             mfs_obj_setn(r, v->u.obj.keys[i], v->u.obj.klens[i], mfs_val_clone(v->u.obj.vals[i]));
         return r;

@@ -90,6 +90,8 @@ mfs_val *mfs_obj_set(mfs_val *obj, const char *key, mfs_val *v);
 /* Takes the last key's value out of `obj` (the caller owns it) and
  * removes the key; NULL when there is none. */
 mfs_val *mfs_obj_pop(mfs_val *obj);
+/* Takes the last item out of `arr` (the caller owns it); NULL when empty. */
+mfs_val *mfs_arr_pop(mfs_val *arr);
 mfs_val *mfs_obj_setn(mfs_val *obj, const char *key, size_t klen, mfs_val *v);
 /* The value under `key`, or NULL. */
 mfs_val *mfs_obj_get(const mfs_val *obj, const char *key);

@@ -84,8 +84,10 @@ int onnx_read_prop(onnx_ctx *c, mfs_span s, mfs_val *props);
 mfs_val *onnx_str(mfs_span s);
 
 /* onnx_graph.c: the graph at `g` (a GraphProto) and its subgraphs;
- * describes it into `out` (its graph.json object). */
-int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_parent,
+ * describes it into `out` (its graph.json object). `path` (its
+ * graph_path) grows by two names while a subgraph is walked and is back
+ * as it was on return, so nesting costs no copy per level. */
+int onnx_walk_graph(onnx_ctx *c, mfs_span g, mfs_val *path, uint32_t dir_parent,
                     uint32_t tensors_dir, unsigned depth, mfs_val *out);
 /* A graph's inputs or outputs (ValueInfoProto) as [{name, elem_type,
  * dtype, shape}] into `list`. */

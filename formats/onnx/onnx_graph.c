@@ -453,7 +453,7 @@ static uint64_t path_cost(const mfs_val *path)
 /* Walks one subgraph `g` of node `ni`'s attribute `attr` (its folder
  * name and path element). */
 static int walk_sub(onnx_ctx *c, mfs_span g, const node_info *ni, uint32_t *node_dir,
-                    const char *attr, size_t attr_len, const mfs_val *path, uint32_t dir_parent,
+                    const char *attr, size_t attr_len, mfs_val *path, uint32_t dir_parent,
                     unsigned depth, mfs_val *subs)
 {
     mfs_model *t = c->m;
@@ -475,20 +475,20 @@ static int walk_sub(onnx_ctx *c, mfs_span g, const node_info *ni, uint32_t *node
     uint32_t tdir = mfs_model_mkdirs(t, attr_dir, "tensors");
     if (attr_dir == MFS_NONE || tdir == MFS_NONE)
         return mfs_fail(c->e, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add a subgraph folder");
-    mfs_val *sub_path = mfs_val_clone(path);
-    mfs_arr_push(sub_path, mfs_strn(ni->name.p, (size_t)ni->name.len));
-    mfs_arr_push(sub_path, mfs_strn(attr, attr_len));
+    mfs_arr_push(path, mfs_strn(ni->name.p, (size_t)ni->name.len));
+    mfs_arr_push(path, mfs_strn(attr, attr_len));
     mfs_val *entry = mfs_arr_push(subs, mfs_obj());
     mfs_obj_set(entry, "node", mfs_strn(ni->name.p, (size_t)ni->name.len));
     mfs_obj_set(entry, "attribute", mfs_strn(attr, attr_len));
-    mfs_obj_set(entry, "path", mfs_val_clone(sub_path));
+    mfs_obj_set(entry, "path", mfs_val_clone(path));
     mfs_val *gdoc = mfs_obj_set(entry, "graph", mfs_obj());
-    int r = onnx_walk_graph(c, g, sub_path, attr_dir, tdir, depth + 1, gdoc);
-    mfs_val_free(sub_path);
+    int r = onnx_walk_graph(c, g, path, attr_dir, tdir, depth + 1, gdoc);
+    mfs_val_free(mfs_arr_pop(path));
+    mfs_val_free(mfs_arr_pop(path));
     return r;
 }
 
-static int walk_subgraphs(onnx_ctx *c, mfs_span n, const mfs_val *path, uint32_t dir_parent,
+static int walk_subgraphs(onnx_ctx *c, mfs_span n, mfs_val *path, uint32_t dir_parent,
                           unsigned depth, mfs_val *subs)
 {
     node_info ni;
@@ -533,7 +533,7 @@ static int walk_subgraphs(onnx_ctx *c, mfs_span n, const mfs_val *path, uint32_t
     return k < 0 ? -1 : 0;
 }
 
-int onnx_walk_graph(onnx_ctx *c, mfs_span g, const mfs_val *path, uint32_t dir_parent,
+int onnx_walk_graph(onnx_ctx *c, mfs_span g, mfs_val *path, uint32_t dir_parent,
                     uint32_t tensors_dir, unsigned depth, mfs_val *out)
 {
     if (depth > ONNX_MAX_DEPTH)
