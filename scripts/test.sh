@@ -16,6 +16,7 @@
 # code over more models, against independent readers, in the normal build;
 # under ASan they only took minutes more. MODELFS_ASAN_ALL=1 runs every
 # test in the sanitizer build too.
+# The sanitizer build compiles while the normal build's tests run.
 # At the end: the five slowest tests of each build.
 set -eu
 cd "$(dirname "$0")/.."
@@ -50,11 +51,25 @@ slowest() {
 
 echo "== build: configure and build"
 configure_and_build build
+# The sanitizer build compiles while the normal build's tests run, at the
+# lowest priority: it takes the CPU those tests leave while they wait.
+# It copies the normal build's generated models (the same scripts make them).
+asan_flags="-DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE=$PWD/build/generated"
+echo "== build-asan: configure and build (in the background, log in build-asan/build.log)"
+mkdir -p build-asan
+# Its own process group (setsid), so that a failure here stops all of it.
+nice -n 19 setsid sh -c "cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMODELFS_WERROR=ON $asan_flags >/dev/null && cmake --build build-asan -j $jobs" \
+    >build-asan/build.log 2>&1 &
+asan_build=$!
+trap 'kill -- "-$asan_build" 2>/dev/null || true' EXIT
 run_ctest build ""
-# The sanitizer build copies the normal build's generated models (made by
-# the same scripts and tools: gen_models.sh checks).
-echo "== build-asan: configure and build"
-configure_and_build build-asan -DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE="$PWD/build/generated"
+if ! wait "$asan_build"; then
+    tail -50 build-asan/build.log
+    echo "test.sh: the sanitizer build failed (build-asan/build.log)" >&2
+    exit 1
+fi
+trap - EXIT
 if [ "${MODELFS_ASAN_ALL:-0}" = 1 ]; then
     run_ctest build-asan ""
 else
