@@ -54,13 +54,13 @@ configure_and_build build
 # The sanitizer build compiles while the normal build's tests run, at the
 # lowest priority: it takes the CPU those tests leave while they wait.
 # It copies the normal build's generated models (the same scripts make them).
-asan_flags="-DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE=$PWD/build/generated"
 echo "== build-asan: configure and build (in the background, log in build-asan/build.log)"
 mkdir -p build-asan
 # Its own process group (setsid), so that a failure here stops all of it.
-nice -n 19 setsid sh -c "cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DMODELFS_WERROR=ON $asan_flags >/dev/null && cmake --build build-asan -j $jobs" \
-    >build-asan/build.log 2>&1 &
+GEN_REUSE="$PWD/build/generated" JOBS=$jobs nice -n 19 setsid sh -c '
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMODELFS_WERROR=ON \
+          -DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE="$GEN_REUSE" >/dev/null &&
+    cmake --build build-asan -j "$JOBS"' >build-asan/build.log 2>&1 &
 asan_build=$!
 trap 'kill -- "-$asan_build" 2>/dev/null || true' EXIT
 run_ctest build ""
