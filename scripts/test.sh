@@ -8,13 +8,15 @@
 #
 # The normal build runs every test. The sanitizer build runs those labelled
 # `asan` (ctest -L asan): the unit tests, the fuzz replays, and one mount
-# test per format plus every hostile, truncated, stuck and load mount test
+# test per format plus the hostile, truncated, stuck and load mount tests
 # (tests/mount/CMakeLists.txt lists them and why; mount.malformed there
 # mounts mutants of the formats with no mount test of their own). The mount
 # tests it skips (mount.models.*, mount.npy.*, mount.sha256sums.gen/shared,
 # the 200-model mount.multi.zoo*, formats.rten_flatc) read the same driver
 # code over more models, against independent readers, in the normal build;
-# under ASan they only took minutes more. MODELFS_ASAN_ALL=1 runs every
+# under ASan they only took minutes more; mount.hostile_mount and
+# mount.sha256sums.head check time and memory bounds, which only the
+# normal build measures. MODELFS_ASAN_ALL=1 runs every
 # test in the sanitizer build too.
 # The sanitizer build compiles while the normal build's tests run.
 # At the end: the five slowest tests of each build.
