@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "folder.h"
+#include "http.h"
 #include "local.h"
 #include "log.h"
 #include "path.h"
@@ -160,7 +161,7 @@ bool mfs_collect_is_single(const char *const *args, size_t n)
     struct stat st;
     if (n != 1)
         return false;
-    if (stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
+    if (mfs_is_http_url(args[0]) || stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
         return true;  /* a file (or an error to report as before) */
     return mfs_format_detect_dir(args[0]) != NULL;
 }
@@ -187,6 +188,21 @@ static const char *base_name(const char *path, char *buf, size_t size)
     return buf;
 }
 
+/* The last part of a URL's path (no query, no fragment), or its host. */
+static const char *url_name(const char *url, char *buf, size_t size)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    size_t end = strcspn(p, "?#");
+    while (end > 0 && p[end - 1] == '/')
+        end--;
+    size_t start = end;
+    while (start > 0 && p[start - 1] != '/')
+        start--;
+    snprintf(buf, size, "%.*s", (int)(end - start), p + start);
+    return buf;
+}
+
 int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, const char **bad,
                      mfs_err *e)
 {
@@ -195,6 +211,14 @@ int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, con
     char base[PATH_MAX];
     for (size_t i = 0; i < n; i++) {
         struct stat st;
+        if (mfs_is_http_url(args[i])) {
+            /* A remote model: named by the last part of its URL's path,
+             * fetched (and its format known) when first loaded. */
+            memset(&st, 0, sizeof st);
+            add_found(&w, "", url_name(args[i], base, sizeof base), args[i], args[i], NULL, NULL,
+                      &st);
+            continue;
+        }
         if (stat(args[i], &st) != 0) {
             *bad = args[i];
             mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot open: %s", strerror(errno));

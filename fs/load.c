@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "guard.h"
+#include "http.h"
 #include "local.h"
 #include "model_build.h"
 #include "registry.h"
@@ -112,6 +113,13 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
 {
     struct stat st;
     memset(o, 0, sizeof *o);
+    if (mfs_is_http_url(path)) {
+        o->src = mfs_src_http_open(path, NULL, e);
+        if (o->src == NULL)
+            return -1;
+        o->mtime = o->src->mtime;
+        return load(tree, path, o->src, NULL, opts, &o->format, e);
+    }
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         o->mtime = st.st_mtim;
         const mfs_format *best = mfs_format_detect_dir(path);

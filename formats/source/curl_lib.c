@@ -40,7 +40,11 @@ static void open_curl(void)
         sym(lib, "curl_easy_setopt", &api.easy_setopt, sizeof api.easy_setopt) != 0 ||
         sym(lib, "curl_easy_perform", &api.easy_perform, sizeof api.easy_perform) != 0 ||
         sym(lib, "curl_easy_cleanup", &api.easy_cleanup, sizeof api.easy_cleanup) != 0 ||
-        sym(lib, "curl_easy_strerror", &api.easy_strerror, sizeof api.easy_strerror) != 0)
+        sym(lib, "curl_easy_strerror", &api.easy_strerror, sizeof api.easy_strerror) != 0 ||
+        sym(lib, "curl_easy_getinfo", &api.easy_getinfo, sizeof api.easy_getinfo) != 0 ||
+        sym(lib, "curl_easy_reset", &api.easy_reset, sizeof api.easy_reset) != 0 ||
+        sym(lib, "curl_slist_append", &api.slist_append, sizeof api.slist_append) != 0 ||
+        sym(lib, "curl_slist_free_all", &api.slist_free_all, sizeof api.slist_free_all) != 0)
         return;  /* kept open: a half-found library is not worth unloading */
     CURLcode rc = global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {

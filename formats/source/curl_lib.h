@@ -12,6 +12,10 @@ typedef struct mfs_curl_api {
     CURLcode (*easy_perform)(CURL *);
     void (*easy_cleanup)(CURL *);
     const char *(*easy_strerror)(CURLcode);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_reset)(CURL *);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
 } mfs_curl_api;
 
 /* The functions, libcurl opened and globally initialised once (thread

@@ -20,6 +20,7 @@
 
 #include "load.h"
 #include "registry.h"
+#include "http.h"
 #include "multi.h"
 #include "ll.h"
 #include "open_files.h"
@@ -298,7 +299,7 @@ int main(int argc, char **argv)
     /* The models first: a missing one is what went wrong (exit 3), even
      * when the mount point is missing too. */
     for (size_t i = 0; i < nmodels; i++) {
-        if (stat(cli.paths[i], &mst) != 0) {
+        if (!mfs_is_http_url(cli.paths[i]) && stat(cli.paths[i], &mst) != 0) {
             fprintf(stderr, "%s: %s: cannot open: %s\n", prog, cli.paths[i], strerror(errno));
             rc = mfs_exit_code(MFS_E_IO);
             goto out_args;

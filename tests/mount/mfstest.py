@@ -348,6 +348,17 @@ def ls_sums(modelfs_ls, model, paths, env=None):
     return sums, r.returncode, r.stderr.decode("utf-8", "replace").strip()
 
 
+def ls_sums_args(modelfs_ls, args, paths, env=None):
+    """ls_sums with several models (`modelfs-ls --sha256 A B -- PATH...`)."""
+    r = subprocess.run([modelfs_ls, "--sha256"] + list(args) + list(paths), capture_output=True,
+                       env=env)
+    sums = {}
+    for line in r.stdout.decode("utf-8", "surrogateescape").splitlines():
+        sha, size, path = line.split("  ", 2)
+        sums[path] = (sha, int(size))
+    return sums, r.returncode, r.stderr.decode("utf-8", "replace").strip()
+
+
 def expected_models(c, dirs, formats):
     """(model path, expectation) for every NAME.expect.json of one of
     `formats` in `dirs`; a dir that does not exist is skipped, visibly."""

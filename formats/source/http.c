@@ -1,0 +1,578 @@
+#include "http.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "curl_lib.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define DEFAULT_BLOCK (256u << 10)
+#define DEFAULT_BUDGET (256u << 20)
+#define MAX_RUN_BYTES (16u << 20)   /* one GET fetches at most this much */
+#define MAX_HANDLES 8               /* idle connections kept */
+#define MAX_RETRY_AFTER 10.0        /* seconds: a longer Retry-After fails */
+
+enum { B_EMPTY, B_LOADING, B_READY };
+
+typedef struct block {
+    uint64_t index;
+    uint8_t *data;
+    uint32_t len;
+    uint8_t state;
+    uint64_t used;           /* tick of the last copy out: LRU */
+} block;
+
+typedef struct http_src {
+    mfs_src src;
+    char *url;                  /* as given: what is fetched */
+    char etag[256];             /* pinned at open; "" when the server gave none */
+    bool strong;                /* send If-Match (a weak ETag cannot be) */
+    uint64_t block;
+    mfs_http_opts o;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    block *slots;               /* open addressing by index, linear probing */
+    size_t nslots, used_slots, max_blocks;
+    uint64_t tick;
+    bool changed;               /* seen once: every later get fails */
+    CURL *idle[MAX_HANDLES];
+    size_t nidle;
+    mfs_http_stats stats;
+} http_src;
+
+bool mfs_is_http_url(const char *s)
+{
+    return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0;
+}
+
+/* ---- one GET ------------------------------------------------------------ */
+
+typedef struct reply {
+    uint8_t *buf;
+    uint64_t cap, got;
+    bool overflow;              /* more body than asked: a 200, or a lie */
+    long status;
+    char etag[256];
+    bool has_range;
+    uint64_t r_first, r_last, r_total;
+    bool total_unknown;
+    double retry_after;         /* seconds; < 0: none */
+} reply;
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    reply *r = arg;
+    size_t len = size * n;
+    if (len > r->cap - r->got) {
+        r->overflow = true;
+        return 0;   /* stops the transfer: CURLE_WRITE_ERROR */
+    }
+    memcpy(r->buf + r->got, p, len);
+    r->got += len;
+    return len;
+}
+
+static bool header_is(const char *line, size_t len, const char *name, const char **value,
+                      size_t *vlen)
+{
+    size_t n = strlen(name);
+    if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
+        return false;
+    const char *v = line + n + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *value = v;
+    *vlen = (size_t)(end - v);
+    return true;
+}
+
+static bool parse_u64(const char **p, const char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *s = *p;
+    if (s >= end || !isdigit((unsigned char)*s))
+        return false;
+    for (; s < end && isdigit((unsigned char)*s); s++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *p = s;
+    *out = v;
+    return true;
+}
+
+/* "bytes FIRST-LAST/TOTAL" or "bytes * /TOTAL" (no space). */
+static void parse_content_range(reply *r, const char *v, size_t len)
+{
+    const char *p = v, *end = v + len;
+    if (len < 6 || strncasecmp(p, "bytes ", 6) != 0)
+        return;
+    p += 6;
+    if (p < end && *p == '*') {
+        p++;
+        r->r_first = 1;
+        r->r_last = 0;
+    } else if (!parse_u64(&p, end, &r->r_first) || p >= end || *p++ != '-' ||
+               !parse_u64(&p, end, &r->r_last)) {
+        return;
+    }
+    if (p >= end || *p++ != '/')
+        return;
+    if (p < end && *p == '*') {
+        r->total_unknown = true;
+        p++;
+    } else if (!parse_u64(&p, end, &r->r_total)) {
+        return;
+    }
+    r->has_range = p == end;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    reply *r = arg;
+    size_t len = size * n;
+    const char *v;
+    size_t vlen;
+    if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
+        /* A new response (after a redirect or a 100): forget the last. */
+        r->etag[0] = '\0';
+        r->has_range = r->total_unknown = false;
+        r->retry_after = -1;
+    } else if (header_is(p, len, "ETag", &v, &vlen)) {
+        if (vlen < sizeof r->etag) {
+            memcpy(r->etag, v, vlen);
+            r->etag[vlen] = '\0';
+        }
+    } else if (header_is(p, len, "Content-Range", &v, &vlen)) {
+        parse_content_range(r, v, vlen);
+    } else if (header_is(p, len, "Retry-After", &v, &vlen)) {
+        uint64_t s;
+        const char *q = v;
+        if (parse_u64(&q, v + vlen, &s) && q == v + vlen)
+            r->retry_after = s > 3600 ? 3600.0 : (double)s;
+    }
+    return len;
+}
+
+static CURL *take_handle(http_src *h, const mfs_curl_api *c)
+{
+    pthread_mutex_lock(&h->mu);
+    CURL *k = h->nidle ? h->idle[--h->nidle] : NULL;
+    pthread_mutex_unlock(&h->mu);
+    return k ? k : c->easy_init();
+}
+
+static void give_handle(http_src *h, const mfs_curl_api *c, CURL *k)
+{
+    pthread_mutex_lock(&h->mu);
+    if (h->nidle < MAX_HANDLES) {
+        h->idle[h->nidle++] = k;
+        k = NULL;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (k)
+        c->easy_cleanup(k);
+}
+
+/* The URL as messages show it: no user or password. */
+static void shown_url(const char *url, char *out, size_t size)
+{
+    const char *scheme_end = strstr(url, "://");
+    const char *host = scheme_end ? scheme_end + 3 : url;
+    const char *slash = strchr(host, '/');
+    const char *at = strchr(host, '@');
+    if (at != NULL && (slash == NULL || at < slash))
+        snprintf(out, size, "%.*s%s", (int)(host - url), url, at + 1);
+    else
+        snprintf(out, size, "%s", url);
+}
+
+static void sleep_seconds(double s)
+{
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static bool transient(CURLcode rc)
+{
+    return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
+           rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
+}
+
+/* GETs bytes [off, off + len) into buf (len bytes of room); first == true
+ * at open, when the size is not known yet (the answer may be shorter).
+ * 0, or -1 with e. */
+static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool first, reply *out,
+                 mfs_err *e)
+{
+    const mfs_curl_api *c = mfs_curl();
+    if (c == NULL)
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot fetch: %s", mfs_curl_error());
+    char range[80], ifmatch[300];
+    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
+    snprintf(ifmatch, sizeof ifmatch, "If-Match: %s", h->etag);
+    double backoff = 0.5;
+    for (unsigned attempt = 0;; attempt++) {
+        CURL *k = take_handle(h, c);
+        if (k == NULL)
+            return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot fetch: out of memory");
+        struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
+        if (hdr != NULL && !first && h->strong)
+            hdr = c->slist_append(hdr, ifmatch);
+        reply r = { .buf = buf, .cap = len, .retry_after = -1 };
+        bool https = strncasecmp(h->url, "https://", 8) == 0;
+        c->easy_reset(k);
+        c->easy_setopt(k, CURLOPT_URL, h->url);
+        c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
+        c->easy_setopt(k, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
+        c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 1L);
+        c->easy_setopt(k, CURLOPT_MAXREDIRS, 10L);
+        c->easy_setopt(k, CURLOPT_RANGE, range);
+        c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
+        c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+        c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
+        c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.connect_timeout * 1000));
+        c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        c->easy_setopt(k, CURLOPT_LOW_SPEED_TIME, (long)(h->o.stall_timeout + 0.999));
+        c->easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
+        c->easy_setopt(k, CURLOPT_WRITEDATA, &r);
+        c->easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
+        c->easy_setopt(k, CURLOPT_HEADERDATA, &r);
+        c->easy_setopt(k, CURLOPT_FILETIME, 1L);
+        CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+        c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
+        if (first && rc == CURLE_OK) {
+            curl_off_t ft = -1;
+            if (c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft) == CURLE_OK && ft > 0)
+                h->src.mtime.tv_sec = (time_t)ft;
+        }
+        c->slist_free_all(hdr);
+        give_handle(h, c, k);
+        pthread_mutex_lock(&h->mu);
+        h->stats.requests++;
+        h->stats.bytes += r.got;
+        pthread_mutex_unlock(&h->mu);
+        *out = r;
+        if (r.overflow || (rc == CURLE_OK && r.status == 200))
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                            "the server answered a range request with the whole file "
+                            "(HTTP %ld): it does not serve byte ranges", r.status);
+        if (r.status == 412 || (r.status == 206 && h->etag[0] && strcmp(r.etag, h->etag) != 0))
+            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                            "changed on the server since the mount (ETag %s, now %s)",
+                            h->etag, r.status == 412 ? "different" : r.etag[0] ? r.etag : "none");
+        bool retry = attempt < h->o.retries &&
+                     ((rc == CURLE_OK && (r.status >= 500 || r.status == 429)) || transient(rc));
+        if (retry) {
+            double wait = r.retry_after >= 0 ? r.retry_after : backoff;
+            if (wait <= MAX_RETRY_AFTER) {
+                sleep_seconds(wait);
+                backoff *= 2;
+                continue;
+            }
+        }
+        if (rc != CURLE_OK)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", c->easy_strerror(rc));
+        if (first && r.status == 416 && r.has_range && r.r_total == 0 && !r.total_unknown)
+            return 0;  /* an empty file: no byte to give */
+        if (r.status != 206)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s", r.status,
+                            r.status == 404 ? " Not Found" : r.status == 403 ? " Forbidden"
+                            : r.status == 401 ? " Unauthorized" : "");
+        uint64_t want_last = off + len - 1;
+        if (first && r.has_range && !r.total_unknown && r.r_total > 0 && r.r_total - 1 < want_last)
+            want_last = r.r_total - 1;   /* the file is shorter than a block */
+        if (!r.has_range || r.total_unknown || r.r_first != off || r.r_last != want_last ||
+            (!first && r.r_total != h->src.size))
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                            "the server answered bytes %" PRIu64 "-%" PRIu64
+                            " with a Content-Range that is not it", off, want_last);
+        if (r.got != want_last - off + 1)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                            "%" PRIu64 " bytes for a range of %" PRIu64, r.got,
+                            want_last - off + 1);
+        return 0;
+    }
+}
+
+/* ---- the block cache ------------------------------------------------------ */
+
+static size_t slot_of(const http_src *h, uint64_t index)
+{
+    uint64_t x = index * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 17) & (h->nslots - 1);
+}
+
+/* The slot holding `index`, or NULL. */
+static block *find(http_src *h, uint64_t index)
+{
+    for (size_t i = slot_of(h, index);; i = (i + 1) & (h->nslots - 1)) {
+        block *b = &h->slots[i];
+        if (b->state == B_EMPTY)
+            return NULL;
+        if (b->index == index)
+            return b;
+    }
+}
+
+/* Removes `b` (backward-shift deletion keeps every probe run whole). */
+static void remove_slot(http_src *h, block *b)
+{
+    free(b->data);
+    size_t i = (size_t)(b - h->slots);
+    h->slots[i].state = B_EMPTY;
+    h->slots[i].data = NULL;
+    h->used_slots--;
+    for (size_t j = (i + 1) & (h->nslots - 1); h->slots[j].state != B_EMPTY;
+         j = (j + 1) & (h->nslots - 1)) {
+        size_t home = slot_of(h, h->slots[j].index);
+        /* j's entry may move to i when i lies on its path home..j. */
+        bool between = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+        if (between) {
+            h->slots[i] = h->slots[j];
+            h->slots[j].state = B_EMPTY;
+            h->slots[j].data = NULL;
+            i = j;
+        }
+    }
+}
+
+/* Drops the least recently used ready block; false when none is. */
+static bool evict_one(http_src *h)
+{
+    block *lru = NULL;
+    for (size_t i = 0; i < h->nslots; i++) {
+        block *b = &h->slots[i];
+        if (b->state == B_READY && (lru == NULL || b->used < lru->used))
+            lru = b;
+    }
+    if (lru == NULL)
+        return false;
+    remove_slot(h, lru);
+    return true;
+}
+
+/* A new slot for `index`, LOADING; NULL when the cache is full of loads. */
+static block *claim(http_src *h, uint64_t index)
+{
+    while (h->used_slots >= h->max_blocks)
+        if (!evict_one(h))
+            return NULL;
+    size_t i = slot_of(h, index);
+    while (h->slots[i].state != B_EMPTY)
+        i = (i + 1) & (h->nslots - 1);
+    block *b = &h->slots[i];
+    *b = (block){ .index = index, .state = B_LOADING };
+    h->used_slots++;
+    return b;
+}
+
+static uint64_t block_len(const http_src *h, uint64_t index)
+{
+    uint64_t start = index * h->block;
+    return h->src.size - start < h->block ? h->src.size - start : h->block;
+}
+
+/* Fetches blocks first..last (claimed LOADING by this thread) in one GET
+ * and makes them READY; on failure they are removed. Called unlocked. */
+static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
+{
+    uint64_t off = first * h->block;
+    uint64_t end = (last + 1) * h->block < h->src.size ? (last + 1) * h->block : h->src.size;
+    uint8_t *buf = malloc(end - off);
+    reply r;
+    int rc = buf ? fetch(h, off, end - off, buf, false, &r, e)
+                 : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+    pthread_mutex_lock(&h->mu);
+    if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
+        h->changed = true;
+        mfs_log("modelfs: %s: %s: its reads fail from now on", h->src.name, e->msg);
+    }
+    for (uint64_t i = first; i <= last; i++) {
+        block *b = find(h, i);
+        if (b == NULL)
+            continue;
+        uint8_t *data = rc == 0 ? malloc(block_len(h, i)) : NULL;
+        if (data == NULL) {
+            remove_slot(h, b);
+            continue;
+        }
+        memcpy(data, buf + (i - first) * h->block, block_len(h, i));
+        b->data = data;
+        b->len = (uint32_t)block_len(h, i);
+        b->state = B_READY;
+        b->used = ++h->tick;
+    }
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    free(buf);
+    return rc;
+}
+
+static int http_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    http_src *h = (http_src *)s;
+    uint8_t *dst = malloc(len ? len : 1);
+    if (dst == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, off, "out of memory");
+    uint64_t pos = off, end = off + len;
+    pthread_mutex_lock(&h->mu);
+    while (pos < end) {
+        if (h->changed) {
+            pthread_mutex_unlock(&h->mu);
+            free(dst);
+            return mfs_fail(e, MFS_E_CHANGED, off, "changed on the server since the mount");
+        }
+        uint64_t bi = pos / h->block;
+        block *b = find(h, bi);
+        if (b != NULL && b->state == B_READY) {
+            uint64_t in = pos - bi * h->block;
+            uint64_t n = b->len - in < end - pos ? b->len - in : end - pos;
+            memcpy(dst + (pos - off), b->data + in, n);
+            b->used = ++h->tick;
+            pos += n;
+            continue;
+        }
+        if (b != NULL) {   /* another reader is fetching it: share that */
+            pthread_cond_wait(&h->cv, &h->mu);
+            continue;
+        }
+        /* Claim the run of missing blocks from here on, to the range's
+         * end, at most MAX_RUN_BYTES: one GET. */
+        uint64_t last_needed = (end - 1) / h->block;
+        uint64_t max_last = bi + (MAX_RUN_BYTES / h->block) - 1;
+        uint64_t last = bi;
+        if (claim(h, bi) == NULL) {
+            pthread_cond_wait(&h->cv, &h->mu);
+            continue;
+        }
+        while (last < last_needed && last < max_last && find(h, last + 1) == NULL &&
+               h->used_slots < h->max_blocks && claim(h, last + 1) != NULL)
+            last++;
+        pthread_mutex_unlock(&h->mu);
+        int rc = load_run(h, bi, last, e);
+        pthread_mutex_lock(&h->mu);
+        if (rc != 0) {
+            pthread_mutex_unlock(&h->mu);
+            free(dst);
+            e->offset = (int64_t)off;
+            return -1;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    *out = (mfs_span){ dst, len, off };
+    return 0;
+}
+
+static void http_release(mfs_src *s, mfs_span got)
+{
+    (void)s;
+    free((void *)got.p);
+}
+
+static bool http_unchanged(const mfs_src *s)
+{
+    http_src *h = (http_src *)s;
+    pthread_mutex_lock(&h->mu);
+    bool ok = !h->changed;
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+static void http_close(mfs_src *s)
+{
+    http_src *h = (http_src *)s;
+    const mfs_curl_api *c = mfs_curl();
+    for (size_t i = 0; i < h->nidle; i++)
+        if (c)
+            c->easy_cleanup(h->idle[i]);
+    for (size_t i = 0; i < h->nslots; i++)
+        free(h->slots[i].data);
+    free(h->slots);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h->url);
+    free(s->name);
+    free(h);
+}
+
+static const mfs_src_ops http_ops = {
+    .get = http_get, .release = http_release, .unchanged = http_unchanged, .close = http_close,
+};
+
+void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out)
+{
+    http_src *h = (http_src *)s;
+    pthread_mutex_lock(&h->mu);
+    *out = h->stats;
+    pthread_mutex_unlock(&h->mu);
+}
+
+mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e)
+{
+    http_src *h = mfs_xcalloc(1, sizeof *h);
+    if (opts != NULL)
+        h->o = *opts;
+    if (h->o.block == 0)
+        h->o.block = DEFAULT_BLOCK;
+    if (h->o.budget < h->o.block * 4)
+        h->o.budget = h->o.budget ? h->o.block * 4 : DEFAULT_BUDGET;
+    if (h->o.connect_timeout <= 0)
+        h->o.connect_timeout = 10;
+    if (h->o.stall_timeout <= 0)
+        h->o.stall_timeout = 30;
+    if (h->o.retries == 0)
+        h->o.retries = 3;
+    h->block = h->o.block;
+    h->max_blocks = (size_t)(h->o.budget / h->block);
+    for (h->nslots = 16; h->nslots < h->max_blocks * 2; h->nslots *= 2)
+        ;
+    h->slots = mfs_xcalloc(h->nslots, sizeof *h->slots);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->url = mfs_xstrdup(url);
+    char shown[512];
+    shown_url(url, shown, sizeof shown);
+    h->src.ops = &http_ops;
+    h->src.name = mfs_xstrdup(shown);
+    h->src.mtime.tv_sec = time(NULL);
+
+    /* The first block: size, ETag and what the probes read, at once. */
+    uint8_t *buf = mfs_xmalloc(h->block);
+    reply r;
+    if (fetch(h, 0, h->block, buf, true, &r, e) != 0) {
+        free(buf);
+        http_close(&h->src);
+        return NULL;
+    }
+    h->src.size = r.status == 416 ? 0 : r.r_total;
+    snprintf(h->etag, sizeof h->etag, "%s", r.etag);
+    h->strong = h->etag[0] == '"';
+    /* Size and ETag (hashed: an ETag may be longer than the room). */
+    uint64_t fnv = 0xcbf29ce484222325ull;
+    for (const char *p = h->etag; *p; p++)
+        fnv = (fnv ^ (uint8_t)*p) * 0x100000001b3ull;
+    snprintf(h->src.identity, sizeof h->src.identity, "http:%" PRIu64 ":%s%016" PRIx64,
+             h->src.size, h->etag[0] ? "etag:" : "no-etag:", fnv);
+    if (h->src.size > 0) {
+        block *b = claim(h, 0);
+        b->data = buf;
+        b->len = (uint32_t)block_len(h, 0);
+        b->state = B_READY;
+        b->used = ++h->tick;
+    } else {
+        free(buf);
+    }
+    return &h->src;
+}

@@ -1,0 +1,51 @@
+/* A model on an HTTP(S) server as a source (source.h): ranged GETs into
+ * a block cache in memory; drivers never learn about HTTP.
+ *
+ * At open, one GET of the first block (`Range: bytes=0-...`) gives the
+ * size (Content-Range), the identity (ETag) and the bytes every probe
+ * looks at. A server that answers it with 200 (no range support) is
+ * refused after one block's worth of body. Every later GET carries
+ * `If-Match` with the pinned ETag (a strong one) and every answer is
+ * checked: 206, Content-Range exactly as asked, the same ETag, as many
+ * bytes as asked. An object that changed gives MFS_E_CHANGED for that
+ * read and every later one (a log line names it), never bytes of two
+ * versions. Bodies are asked unencoded (`Accept-Encoding: identity`).
+ *
+ * Bounded everywhere: connect and stall timeouts, at most 10 redirects
+ * (never from https to http), 5xx and 429 retried a few times with
+ * backoff (Retry-After honoured up to a limit), a body longer than asked
+ * cut off. Two readers of a missing block share one fetch; the cache
+ * holds at most `budget` bytes of blocks, least recently used dropped. */
+#ifndef MFS_HTTP_H
+#define MFS_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "source.h"
+
+/* True when `s` names an http:// or https:// URL. */
+bool mfs_is_http_url(const char *s);
+
+typedef struct mfs_http_opts {
+    uint64_t block;           /* bytes per block (0: 256 KiB) */
+    uint64_t budget;          /* bytes of blocks kept (0: 256 MiB) */
+    double connect_timeout;   /* seconds (0: 10) */
+    double stall_timeout;     /* seconds without a byte (0: 30) */
+    unsigned retries;         /* more tries after a 5xx/429/cut body (0: 3) */
+} mfs_http_opts;
+
+/* Opens `url` (one GET); NULL with e: MFS_E_IO naming the reason (the
+ * status, the network error, a server without ranges). `opts` may be
+ * NULL. */
+mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e);
+
+/* What it fetched so far (tests, benchmarks, modelfs-ls progress). */
+typedef struct mfs_http_stats {
+    uint64_t requests;        /* GETs answered (retries included) */
+    uint64_t bytes;           /* body bytes received */
+} mfs_http_stats;
+void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out);
+
+#endif

@@ -1,0 +1,151 @@
+"""A small HTTP/1.1 server for the remote-model tests, on loopback only:
+serves the files of one folder with byte ranges (`Range: bytes=A-B`,
+one range), a strong ETag per file, `If-Match` (412 when it does not
+match), `Last-Modified`; and, under /fault/KIND/PATH, the same file
+served wrongly on purpose:
+
+  norange    200 and the whole body for a range request
+  badrange   206 with a Content-Range other than the one asked
+  etagflip   a different ETag from the second request on
+  short      206 whose body stops halfway (Content-Length says all)
+  slow       the body trickles out (a byte every 0.2 s), bounded to 30 s
+  503once    503 with Retry-After: 0 for every first request of a range
+  status404  404 for everything
+
+It records every request (method, path, Range, If-Match) for the tests
+to look at. Started in a thread by the test; stops when told.
+"""
+import email.utils
+import hashlib
+import http.server
+import os
+import socketserver
+import threading
+import time
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.serve(head=True)
+
+    def do_GET(self):
+        self.serve(head=False)
+
+    def send_plain(self, code, extra=()):
+        self.send_response(code)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def serve(self, head):
+        srv = self.server
+        path = self.path.split("?", 1)[0]
+        kind = None
+        if path.startswith("/fault/"):
+            kind, _, path = path[len("/fault/"):].partition("/")
+            path = "/" + path
+        rng = self.headers.get("Range")
+        with srv.lock:
+            srv.log.append((self.command, self.path, rng, self.headers.get("If-Match"),
+                            self.headers.get("Accept-Encoding")))
+            n_req = srv.counts.get(self.path, 0)
+            srv.counts[self.path] = n_req + 1
+        if kind == "status404":
+            return self.send_plain(404)
+        full = os.path.realpath(os.path.join(srv.root, path.lstrip("/")))
+        if not full.startswith(srv.root + os.sep) or not os.path.isfile(full):
+            return self.send_plain(404)
+        st = os.stat(full)
+        size = st.st_size
+        etag = '"%s"' % hashlib.sha256(("%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns))
+                                       .encode()).hexdigest()[:32]
+        if kind == "etagflip" and n_req >= 1:
+            etag = '"flipped-%d"' % n_req
+        im = self.headers.get("If-Match")
+        if im is not None and im != "*" and im != etag:
+            return self.send_plain(412, [("ETag", etag)])
+        if kind == "503once" and rng and (self.path, rng) not in srv.seen503:
+            with srv.lock:
+                srv.seen503.add((self.path, rng))
+            return self.send_plain(503, [("Retry-After", "0")])
+        first, last, partial = 0, size - 1, False
+        if rng and kind != "norange":
+            spec = rng[len("bytes="):] if rng.startswith("bytes=") else ""
+            a, _, b = spec.partition("-")
+            try:
+                if a == "":
+                    n = int(b)
+                    first, last = max(0, size - n), size - 1
+                else:
+                    first = int(a)
+                    last = min(int(b), size - 1) if b else size - 1
+            except ValueError:
+                return self.send_plain(400)
+            if first >= size or first > last:
+                return self.send_plain(416, [("Content-Range", "bytes */%d" % size), ("ETag", etag)])
+            partial = True
+        self.send_response(206 if partial else 200)
+        self.send_header("ETag", etag)
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
+        if partial:
+            shown_first, shown_last = (first + 1, last + 1) if kind == "badrange" else (first, last)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (shown_first, shown_last, size))
+        self.send_header("Content-Length", str(last - first + 1))
+        self.end_headers()
+        if head:
+            return
+        with open(full, "rb") as f:
+            f.seek(first)
+            body = f.read(last - first + 1)
+        try:
+            if kind == "short":
+                self.wfile.write(body[:len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+            elif kind == "slow":
+                deadline = time.time() + 30
+                for i in range(len(body)):
+                    if time.time() > deadline or srv.stopping:
+                        break
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.2)
+                self.close_connection = True
+            else:
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def start(root, host="127.0.0.1"):
+    """Serves `root` on host:(a free port); returns the server (.url, .log,
+    .stop())."""
+    srv = Server((host, 0), Handler)
+    srv.root = os.path.realpath(root)
+    srv.lock = threading.Lock()
+    srv.log = []
+    srv.counts = {}
+    srv.seen503 = set()
+    srv.stopping = False
+    srv.url = "http://%s:%d" % (host, srv.server_address[1])
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    t.start()
+
+    def stop():
+        srv.stopping = True
+        srv.shutdown()
+        srv.server_close()
+    srv.stop = stop
+    return srv

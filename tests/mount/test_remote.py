@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""Remote models over HTTP (issue 20), from a range server on 127.0.0.1
+started here (rangeserver.py):
+
+ - every single-file model of the given folders, a folder's models at
+   once (`modelfs-ls URL... --`, as several models mount): the same exit
+   code per model as its file (--check), the same tree (models.json
+   aside: it names each source), and the same sha256 and size of every
+   file; a model with external data (files beside it) is skipped,
+   visibly: not fetched remotely yet;
+ - one model per format mounted from its URL for real: every file read
+   through FUSE has the bytes of the local file's mount, every xattr the
+   same value; the mount's GETs all ask for identity encoding, carry
+   If-Match after the first, and read headers, not tensors (the bytes
+   fetched at mount stay small beside the file);
+ - refusals at mount, exit 3 and one line naming the URL: a server that
+   answers a range with 200, a wrong Content-Range, 404, a body cut short,
+   nothing listening;
+ - a 503 (Retry-After: 0) is retried and the model mounts;
+ - a model whose ETag changes after the mount: its reads give EIO, never
+   bytes of the other version, and the daemon stays up.
+
+usage: test_remote.py BUILD_DIR DIR...
+"""
+import errno
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import mfstest  # noqa: E402
+import rangeserver  # noqa: E402
+
+
+def is_model_file(path):
+    return (os.path.isfile(path) and not path.endswith((".json", ".links")) and
+            not os.path.basename(path).startswith("."))
+
+
+def listing(ls, model, env):
+    r = subprocess.run([ls, model], capture_output=True, env=env, timeout=120)
+    return r.returncode, r.stdout
+
+
+def run_ls(ls, args, env):
+    r = subprocess.run([ls] + args, capture_output=True, env=env, timeout=600)
+    return r.returncode, r.stdout.decode("utf-8", "surrogateescape"), \
+        r.stderr.decode("utf-8", "replace")
+
+
+def check_same_models(c, ls, pairs, env):
+    """The models of one folder, local files and their URLs, each side in
+    one modelfs-ls run per step (as `modelfs A B MNT` loads them): the
+    same exit code per model (--check), the same tree, and the same
+    sha256 and size of every file of every model that loads."""
+    files, urls = [p for p, _ in pairs], [u for _, u in pairs]
+    where = os.path.relpath(os.path.dirname(files[0]))
+    _, codes_l, _ = run_ls(ls, ["--check"] + files, env)
+    _, codes_r, err_r = run_ls(ls, ["--check"] + urls, env)
+    cl = [int(line.split("  ", 1)[0]) for line in codes_l.splitlines()]
+    cr = [int(line.split("  ", 1)[0]) for line in codes_r.splitlines()]
+    if not c.equal(len(cr), len(files), "%s: --check of every URL: %s" % (where, err_r[-300:])):
+        return
+    keep = []
+    for (p, u), a, b in zip(pairs, cl, cr):
+        if a == 0 and b == 3 and external_data(ls, p, env):
+            # Files beside the model over HTTP: not yet (issue 20).
+            c.skip("%s: external data, not fetched remotely yet" % os.path.basename(p))
+            continue
+        c.equal(b, a, "%s: exit code, remote vs local" % os.path.relpath(p))
+        if a == 0:
+            keep.append((p, u))
+    if not keep:
+        return
+    # models.json names each model's source (the URL or the file): left out.
+    def tree(args):
+        _, out, err = run_ls(ls, args + ["--"], env)
+        return [line for line in out.splitlines() if not line.endswith(" models.json")], err
+    tree_l, _ = tree([p for p, _ in keep])
+    tree_r, err = tree([u for _, u in keep])
+    differ = sorted(set(tree_l) ^ set(tree_r))
+    c.check(not differ, "%s: tree of its models, remote vs local, differ in %d lines: %s (%s)"
+            % (where, len(differ), differ[:4], err[-300:]))
+    paths = [line.split(None, 2)[2] for line in tree_l if line.startswith("f ")]
+    for i in range(0, len(paths), 2000):
+        chunk = paths[i:i + 2000]
+        want, want_code, _ = mfstest.ls_sums_args(ls, [p for p, _ in keep] + ["--"], chunk, env)
+        got, code, err = mfstest.ls_sums_args(ls, [u for _, u in keep] + ["--"], chunk, env)
+        c.equal(code, want_code, "%s: modelfs-ls --sha256 of the URLs: %s" % (where, err[-300:]))
+        differ = sorted(p for p in set(got) | set(want) if got.get(p) != want.get(p))
+        c.check(not differ, "%s: sha256 and size, remote vs local, differ for %d files: %s"
+                % (where, len(differ), differ[:5]))
+
+
+def external_data(ls, path, env):
+    """True when the model reads files beside it (ONNX external data)."""
+    r = subprocess.run([ls, path, "model.json"], capture_output=True, env=env)
+    return r.returncode == 0 and any("location" in t for t in json.loads(r.stdout)["tensors"])
+
+
+def xattrs(path):
+    try:
+        return {k: os.getxattr(path, k) for k in sorted(os.listxattr(path))}
+    except OSError as e:
+        return "errno %d" % e.errno
+
+
+def check_mounted(c, build, url, path, srv, env):
+    """The URL mounted for real against the file mounted for real."""
+    name = os.path.relpath(path)
+    modelfs = os.path.join(build, "modelfs")
+    before = len(srv.log)
+    try:
+        with mfstest.mounted(modelfs, url, env) as rmnt, mfstest.mounted(modelfs, path, env) as lmnt:
+            mount_log = list(srv.log[before:])
+            fetched = sum(int(r[2].split("-")[1]) - int(r[2].split("=")[1].split("-")[0]) + 1
+                          for r in mount_log if r[2])
+            size = os.path.getsize(path)
+            c.check(fetched <= max(size // 4, 1 << 20) or size <= (1 << 20),
+                    "%s: the mount fetched %d bytes of %d" % (name, fetched, size))
+            tree_l = mfstest.walk_tree(lmnt)
+            c.equal(mfstest.walk_tree(rmnt), tree_l, "%s: tree, remote vs local mount" % name)
+            for p, size in sorted(tree_l.items()):
+                rp, lp = os.path.join(rmnt, p), os.path.join(lmnt, p)
+                c.equal(xattrs(rp), xattrs(lp), "%s: %s xattrs" % (name, p))
+                if size is None:
+                    continue
+                c.equal(mfstest.read_or_errno(rp), mfstest.read_or_errno(lp), "%s: %s bytes" % (name, p))
+    except RuntimeError as e:
+        c.check(False, "%s: mount: %s" % (name, e))
+        return
+    log = srv.log[before:]
+    c.check(all(r[4] == "identity" for r in log), "%s: every GET asks for identity encoding" % name)
+    c.check(all(r[3] for r in log[1:] if r[1] == log[0][1]),
+            "%s: every GET after the first carries If-Match" % name)
+
+
+def refused(c, build, url, want, env):
+    """modelfs URL MNT exits 3 with one line naming the URL and `want`."""
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    try:
+        r = subprocess.run([os.path.join(build, "modelfs"), url, mnt], capture_output=True,
+                           text=True, env=env, timeout=120)
+        c.equal(r.returncode, 3, "%s: exit code (%s)" % (url, r.stderr.strip()))
+        lines = r.stderr.strip().splitlines()
+        c.check(len(lines) == 1 and url in lines[0] and want in lines[0],
+                "%s: one line naming it and %r: %r" % (url, want, r.stderr))
+    finally:
+        if os.path.ismount(mnt):
+            mfstest.unmount(mnt)
+        os.rmdir(mnt)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main(argv):
+    build, dirs = argv[1], argv[2:]
+    c = mfstest.Checker("remote tests")
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
+    ls = os.path.join(build, "modelfs-ls")
+    # Served from a copy (the changed-model case edits files there).
+    root = mfstest.scratch("modelfs-remote-")
+    models = []
+    for d in dirs:
+        if not os.path.isdir(d):
+            c.skip("%s is absent: its models are not checked" % d)
+            continue
+        sub = os.path.join(root, "%d-%s" % (len(models), os.path.basename(d)))
+        os.mkdir(sub)
+        for f in sorted(os.listdir(d)):
+            p = os.path.join(d, f)
+            if os.path.isdir(p):
+                shutil.copytree(p, os.path.join(sub, f), symlinks=True,  # external data
+                                ignore=lambda d, names: [n for n in names if not (
+                                    os.path.isfile(os.path.join(d, n)) or
+                                    os.path.isdir(os.path.join(d, n)))])
+            elif os.path.isfile(p):
+                shutil.copy(p, sub)
+                if is_model_file(p):
+                    models.append(os.path.join(sub, f))
+    srv = rangeserver.start(root)
+    try:
+        def url_of(p, fault=None):
+            rel = os.path.relpath(p, root)
+            return srv.url + ("/fault/%s/" % fault if fault else "/") + rel
+        by_dir = {}
+        for p in models:
+            by_dir.setdefault(os.path.dirname(p), []).append((p, url_of(p)))
+        for d in sorted(by_dir):
+            check_same_models(c, ls, by_dir[d], env)
+        if mfstest.can_mount():
+            # One model per format: the first modelfs-ls accepts.
+            seen = set()
+            for p in models:
+                r = subprocess.run([ls, p, "model.json"], capture_output=True, env=env)
+                fmt = json.loads(r.stdout)["format"] if r.returncode == 0 else None
+                if fmt and fmt not in seen and not external_data(ls, p, env):
+                    seen.add(fmt)
+                    check_mounted(c, build, url_of(p), p, srv, env)
+            c.check(len(seen) >= 5, "mounted one model of each of %s" % sorted(seen))
+            good = next(p for p in models if p.endswith(".safetensors"))
+            refused(c, build, url_of(good, "norange"), "does not serve byte ranges", env)
+            refused(c, build, url_of(good, "badrange"), "Content-Range", env)
+            refused(c, build, url_of(good, "status404"), "HTTP 404", env)
+            refused(c, build, url_of(good, "short"), url_of(good, "short"), env)
+            refused(c, build, "http://127.0.0.1:%d/x.safetensors" % free_port(), "http://127.0.0.1",
+                    env)
+            # Retried: a 503 with Retry-After: 0 for each first ask.
+            code, out = listing(ls, url_of(good, "503once"), env)
+            c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
+            check_changed(c, build, srv, models, url_of, env)
+        else:
+            c.skip("no /dev/fuse: the mount half of this test")
+    finally:
+        srv.stop()
+    mfstest.check_sanitizer_reports(c, logdir)
+    shutil.rmtree(root, ignore_errors=True)
+    return c.finish()
+
+
+def check_changed(c, build, srv, models, url_of, env):
+    """A model replaced on the server after the mount: reads of bytes not
+    fetched yet fail with EIO (If-Match answered 412), none gives bytes of
+    the new version, and the daemon answers on."""
+    big = max((p for p in models if p.endswith(".safetensors")), key=os.path.getsize)
+    with open(big, "rb") as f:
+        old = f.read()
+    with mfstest.mounted(os.path.join(build, "modelfs"), url_of(big), env) as mnt:
+        tensors = sorted(os.listdir(os.path.join(mnt, "tensors")))
+        # The new version: every byte after the header flipped.
+        hlen = 8 + int.from_bytes(old[:8], "little")
+        with open(big, "wb") as f:
+            f.write(old[:hlen] + bytes(b ^ 0xff for b in old[hlen:]))
+        os.utime(big, ns=(1, 1))
+        bad = 0
+        for t in tensors:
+            got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", t))
+            if got is None:
+                c.equal(err, errno.EIO, "changed model: %s errno" % t)
+                bad += 1
+            else:
+                # Only bytes of the old version (cached before the change).
+                c.check(hashlib.sha256(got).digest() in old_digests(old, hlen, t, mnt),
+                        "changed model: %s read bytes of the new version" % t)
+        c.check(bad > 0 or len(old) <= 256 << 10, "changed model: some read failed (%d)" % bad)
+        c.check(os.path.exists(os.path.join(mnt, "model.json")), "changed model: the daemon answers")
+    with open(big, "wb") as f:
+        f.write(old)
+
+
+def old_digests(old, hlen, t, mnt):
+    """The sha256 the tensor file `t` had in the old version."""
+    doc = json.loads(old[8:hlen])
+    name = t.replace("%2F", "/")
+    for k, v in doc.items():
+        if k == name:
+            a, b = v["data_offsets"]
+            return {hashlib.sha256(old[hlen + a:hlen + b]).digest()}
+    return set()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
