@@ -114,7 +114,9 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
     struct stat st;
     memset(o, 0, sizeof *o);
     if (mfs_is_http_url(path)) {
-        o->src = mfs_src_http_open(path, NULL, e);
+        mfs_http_opts ho = { 0 };
+        mfs_http_opts_from_env(&ho);
+        o->src = mfs_src_http_open(path, &ho, e);
         if (o->src == NULL)
             return -1;
         o->mtime = o->src->mtime;

@@ -654,19 +654,24 @@ static int probe(mfs_src *src)
 {
     static const char name[] = "carton.toml";
     const size_t len = sizeof name - 1;
-    mfs_zip_reader rd = mfs_zip_reader_of(src);
-    if (mfs_zip_has_name(&rd, name, len))
-        return 120;  /* end record, directory signature, an 11-byte name */
     mfs_span f;
     if (mfs_src_get_head(src, 30 + len, &f, NULL) != 0)
         return 0;
-    uint32_t sig;
+    uint32_t sig = 0;
     uint16_t nlen;
     int bid = 0;
     if (mfs_rd_u32(f, 0, &sig) && sig == SIG_LOCAL && mfs_rd_u16(f, 26, &nlen) && nlen == len &&
         mfs_span_has(f, 30, nlen) && memcmp(f.p + 30, name, len) == 0)
         bid = 100;
     mfs_src_release(src, f);
+    /* The end records only for a zip (it starts with a local header, or
+     * is an empty zip's end record): any other file is not read at its
+     * tail, a round trip fewer for a remote one. */
+    if (sig != SIG_LOCAL && sig != 0x06054b50u)
+        return bid;
+    mfs_zip_reader rd = mfs_zip_reader_of(src);
+    if (mfs_zip_has_name(&rd, name, len))
+        return 120;  /* end record, directory signature, an 11-byte name */
     return bid;
 }
 

@@ -47,6 +47,32 @@ typedef struct http_src {
     mfs_http_stats stats;
 } http_src;
 
+/* Whether the program is stopping (set by the daemon: its FUSE session
+ * ended); a fetch then gives up within a second. */
+static bool (*stopping)(void);
+
+void mfs_http_set_stop(bool (*fn)(void))
+{
+    stopping = fn;
+}
+
+static bool stop_now(void)
+{
+    bool (*fn)(void) = stopping;
+    return fn != NULL && fn();
+}
+
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)arg;
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return stop_now() ? 1 : 0;   /* non-zero: CURLE_ABORTED_BY_CALLBACK */
+}
+
 bool mfs_is_http_url(const char *s)
 {
     return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0;
@@ -197,11 +223,15 @@ static void shown_url(const char *url, char *out, size_t size)
         snprintf(out, size, "%s", url);
 }
 
+/* Waits `s` seconds, in slices of 0.1 s, less when the program stops. */
 static void sleep_seconds(double s)
 {
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    for (double left = s; left > 0 && !stop_now(); left -= 0.1) {
+        double d = left < 0.1 ? left : 0.1;
+        struct timespec ts = { 0, (long)(d * 1e9) };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
 }
 
 static bool transient(CURLcode rc)
@@ -250,6 +280,8 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         c->easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
         c->easy_setopt(k, CURLOPT_HEADERDATA, &r);
         c->easy_setopt(k, CURLOPT_FILETIME, 1L);
+        c->easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
+        c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
         CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
         if (first && rc == CURLE_OK) {
@@ -272,7 +304,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
             return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
                             "changed on the server since the mount (ETag %s, now %s)",
                             h->etag, r.status == 412 ? "different" : r.etag[0] ? r.etag : "none");
-        bool retry = attempt < h->o.retries &&
+        bool retry = attempt < h->o.retries && !stop_now() &&
                      ((rc == CURLE_OK && (r.status >= 500 || r.status == 429)) || transient(rc));
         if (retry) {
             double wait = r.retry_after >= 0 ? r.retry_after : backoff;
@@ -282,6 +314,12 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
                 continue;
             }
         }
+        if (rc == CURLE_ABORTED_BY_CALLBACK)
+            return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
+        if (rc == CURLE_OPERATION_TIMEDOUT)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s (no byte for %.0f s, or no connection "
+                            "within %.0f s)", c->easy_strerror(rc), h->o.stall_timeout,
+                            h->o.connect_timeout);
         if (rc != CURLE_OK)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", c->easy_strerror(rc));
         if (first && r.status == 416 && r.has_range && r.r_total == 0 && !r.total_unknown)
@@ -420,9 +458,22 @@ static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
     return rc;
 }
 
+static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e);
+
+/* A thread cancelled in a fetch or a wait would leave its blocks loading
+ * forever and the lock held (libfuse cancels its workers at unmount):
+ * not here; the fetch stops on its own (mfs_http_set_stop). */
 static int http_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
 {
-    http_src *h = (http_src *)s;
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    int r = get_blocks((http_src *)s, off, len, out, e);
+    pthread_setcancelstate(old, NULL);
+    return r;
+}
+
+static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
     uint8_t *dst = malloc(len ? len : 1);
     if (dst == NULL)
         return mfs_fail(e, MFS_E_NOMEM, off, "out of memory");
@@ -510,6 +561,15 @@ static void http_close(mfs_src *s)
 static const mfs_src_ops http_ops = {
     .get = http_get, .release = http_release, .unchanged = http_unchanged, .close = http_close,
 };
+
+void mfs_http_opts_from_env(mfs_http_opts *o)
+{
+    const char *b = getenv("MODELFS_HTTP_BUDGET"), *t = getenv("MODELFS_HTTP_STALL");
+    if (b != NULL && *b)
+        o->budget = strtoull(b, NULL, 10);
+    if (t != NULL && *t)
+        o->stall_timeout = strtod(t, NULL);
+}
 
 void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out)
 {

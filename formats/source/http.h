@@ -41,6 +41,14 @@ typedef struct mfs_http_opts {
  * NULL. */
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e);
 
+/* `fn` says when the program stops (the daemon: its FUSE session ended):
+ * every fetch then ends within a second, with MFS_E_CANCELLED. */
+void mfs_http_set_stop(bool (*fn)(void));
+
+/* Test knobs from the environment: MODELFS_HTTP_BUDGET (bytes of blocks
+ * kept) and MODELFS_HTTP_STALL (seconds without a byte), into `o`. */
+void mfs_http_opts_from_env(mfs_http_opts *o);
+
 /* What it fetched so far (tests, benchmarks, modelfs-ls progress). */
 typedef struct mfs_http_stats {
     uint64_t requests;        /* GETs answered (retries included) */

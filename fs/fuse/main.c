@@ -241,8 +241,18 @@ static void *ready_thread(void *arg)
     return NULL;
 }
 
+/* The session, for remote fetches to see it end (mfs_http_set_stop). */
+static struct fuse_session *the_session;
+
+static bool session_ended(void)
+{
+    return the_session != NULL && fuse_session_exited(the_session);
+}
+
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
 {
+    the_session = se;
+    mfs_http_set_stop(session_ended);
     pthread_t t;
     if (pthread_create(&t, NULL, ready_thread, o->mountpoint) != 0) {
         daemon_ready(1);

@@ -8,7 +8,10 @@ served wrongly on purpose:
   badrange   206 with a Content-Range other than the one asked
   etagflip   a different ETag from the second request on
   short      206 whose body stops halfway (Content-Length says all)
-  slow       the body trickles out (a byte every 0.2 s), bounded to 30 s
+  slow       from the second request on, the body trickles out (a byte
+             every 0.2 s), bounded to 30 s
+  stall      from the second request on, the headers and then nothing
+             (until the server stops, or 30 s)
   503once    503 with Retry-After: 0 for every first request of a range
   status404  404 for everything
 
@@ -109,7 +112,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(body[:len(body) // 2])
                 self.wfile.flush()
                 self.close_connection = True
-            elif kind == "slow":
+            elif kind == "stall" and n_req >= 1:
+                self.wfile.flush()
+                deadline = time.time() + 30
+                while time.time() < deadline and not srv.stopping:
+                    time.sleep(0.05)
+                self.close_connection = True
+            elif kind == "slow" and n_req >= 1:
                 deadline = time.time() + 30
                 for i in range(len(body)):
                     if time.time() > deadline or srv.stopping:

@@ -18,7 +18,9 @@ started here (rangeserver.py):
    nothing listening;
  - a 503 (Retry-After: 0) is retried and the model mounts;
  - a model whose ETag changes after the mount: its reads give EIO, never
-   bytes of the other version, and the daemon stays up.
+   bytes of the other version, and the daemon stays up;
+ - a server that stops sending: the read fails with EIO after the stall
+   timeout; SIGTERM to a daemon waiting on it ends it within 10 s.
 
 usage: test_remote.py BUILD_DIR DIR...
 """
@@ -27,10 +29,13 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -222,6 +227,7 @@ def main(argv):
             code, out = listing(ls, url_of(good, "503once"), env)
             c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
             check_changed(c, build, srv, models, url_of, env)
+            check_stalls(c, build, srv, root, env)
         else:
             c.skip("no /dev/fuse: the mount half of this test")
     finally:
@@ -259,6 +265,57 @@ def check_changed(c, build, srv, models, url_of, env):
         c.check(os.path.exists(os.path.join(mnt, "model.json")), "changed model: the daemon answers")
     with open(big, "wb") as f:
         f.write(old)
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file of uint8 tensors {name: bytes}, in that order."""
+    header, off = {}, 0
+    for name, data in tensors.items():
+        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
+
+
+def check_stalls(c, build, srv, root, env):
+    """A server that stops sending: a read fails (EIO) once no byte came
+    for the stall timeout (MODELFS_HTTP_STALL=2 here); and SIGTERM to a
+    daemon whose read waits on such a server ends it within 10 s."""
+    path = os.path.join(root, "stall.safetensors")
+    write_safetensors(path, {"a": bytes(range(256)) * 4, "far": os.urandom(2 << 20)})
+    url = srv.url + "/fault/stall/stall.safetensors"
+    modelfs = os.path.join(build, "modelfs")
+    fast = dict(env, MODELFS_HTTP_STALL="2")
+    with mfstest.mounted(modelfs, url, fast) as mnt:
+        t0 = time.time()
+        got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "far"))
+        took = time.time() - t0
+        c.equal((got, err), (None, errno.EIO), "stalled server: the read fails with EIO")
+        c.check(took < 15, "stalled server: the read failed after %.1f s (stall timeout 2 s)" % took)
+        c.equal(mfstest.read_or_errno(os.path.join(mnt, "tensors", "a"))[0], bytes(range(256)) * 4,
+                "stalled server: what was fetched at mount still reads")
+    # Another URL (the server stalls from a URL's second request on).
+    ctx = mfstest.mounted(modelfs, url + "?again", env)
+    mnt = ctx.__enter__()
+    try:
+        pid = mfstest.daemon_pid(mnt)
+        before = len(srv.log)
+        reader = threading.Thread(target=mfstest.read_or_errno,
+                                  args=(os.path.join(mnt, "tensors", "far"),), daemon=True)
+        reader.start()
+        deadline = time.time() + 10
+        while len(srv.log) == before and time.time() < deadline:
+            time.sleep(0.05)
+        c.check(len(srv.log) > before, "stalled server: the read asked for its bytes")
+        os.kill(pid, signal.SIGTERM)
+        t0 = time.time()
+        c.check(mfstest.pid_gone(pid, 10), "SIGTERM during a stalled fetch: the daemon ends in 10 s")
+        c.check(time.time() - t0 < 10, "SIGTERM: ended after %.1f s" % (time.time() - t0))
+        reader.join(10)
+    finally:
+        ctx.__exit__(None, None, None)
 
 
 def old_digests(old, hlen, t, mnt):
