@@ -32,6 +32,7 @@ typedef struct block {
 typedef struct http_src {
     mfs_src src;
     char *url;                  /* as given: what is fetched */
+    char *ca_file;              /* CURL_CA_BUNDLE or SSL_CERT_FILE, else NULL: the system's */
     char etag[256];             /* pinned at open; "" when the server gave none */
     bool strong;                /* send If-Match (a weak ETag cannot be) */
     uint64_t block;
@@ -271,6 +272,8 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         c->easy_setopt(k, CURLOPT_RANGE, range);
         c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
         c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+        if (h->ca_file != NULL)
+            c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
         c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
         c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.connect_timeout * 1000));
         c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -554,6 +557,7 @@ static void http_close(mfs_src *s)
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     free(h->url);
+    free(h->ca_file);
     free(s->name);
     free(h);
 }
@@ -602,6 +606,13 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->url = mfs_xstrdup(url);
+    /* As the curl tool takes them (libcurl itself uses its built-in
+     * bundle): a CA a test or a company made. */
+    const char *ca = getenv("CURL_CA_BUNDLE");
+    if (ca == NULL || *ca == '\0')
+        ca = getenv("SSL_CERT_FILE");
+    if (ca != NULL && *ca != '\0')
+        h->ca_file = mfs_xstrdup(ca);
     char shown[512];
     shown_url(url, shown, sizeof shown);
     h->src.ops = &http_ops;

@@ -14,6 +14,8 @@ served wrongly on purpose:
              (until the server stops, or 30 s)
   503once    503 with Retry-After: 0 for every first request of a range
   status404  404 for everything
+  redirect   302 to srv.redirect_base + PATH (another server)
+  loop       302 to itself, for ever
 
 It records every request (method, path, Range, If-Match) for the tests
 to look at. Started in a thread by the test; stops when told.
@@ -23,6 +25,7 @@ import hashlib
 import http.server
 import os
 import socketserver
+import ssl
 import threading
 import time
 
@@ -61,6 +64,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             srv.counts[self.path] = n_req + 1
         if kind == "status404":
             return self.send_plain(404)
+        if kind == "redirect":
+            return self.send_plain(302, [("Location", srv.redirect_base + path)])
+        if kind == "loop":
+            return self.send_plain(302, [("Location", self.path)])
         full = os.path.realpath(os.path.join(srv.root, path.lstrip("/")))
         if not full.startswith(srv.root + os.sep) or not os.path.isfile(full):
             return self.send_plain(404)
@@ -138,17 +145,22 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
-def start(root, host="127.0.0.1"):
-    """Serves `root` on host:(a free port); returns the server (.url, .log,
-    .stop())."""
+def start(root, host="127.0.0.1", tls=None):
+    """Serves `root` on host:(a free port), over TLS with tls=(certfile,
+    keyfile); returns the server (.url, .log, .stop())."""
     srv = Server((host, 0), Handler)
+    if tls is not None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*tls)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     srv.root = os.path.realpath(root)
     srv.lock = threading.Lock()
     srv.log = []
     srv.counts = {}
     srv.seen503 = set()
     srv.stopping = False
-    srv.url = "http://%s:%d" % (host, srv.server_address[1])
+    srv.redirect_base = ""
+    srv.url = "%s://%s:%d" % ("https" if tls else "http", host, srv.server_address[1])
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     t.start()
 

@@ -20,7 +20,10 @@ started here (rangeserver.py):
  - a model whose ETag changes after the mount: its reads give EIO, never
    bytes of the other version, and the daemon stays up;
  - a server that stops sending: the read fails with EIO after the stall
-   timeout; SIGTERM to a daemon waiting on it ends it within 10 s.
+   timeout; SIGTERM to a daemon waiting on it ends it within 10 s;
+ - a cache of 4 blocks under 8 readers at once: the right bytes;
+ - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
+   without), no redirect from https to http, redirect loops refused.
 
 usage: test_remote.py BUILD_DIR DIR...
 """
@@ -28,6 +31,7 @@ import errno
 import hashlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -216,7 +220,8 @@ def main(argv):
                     seen.add(fmt)
                     check_mounted(c, build, url_of(p), p, srv, env)
             c.check(len(seen) >= 5, "mounted one model of each of %s" % sorted(seen))
-            good = next(p for p in models if p.endswith(".safetensors"))
+            good = next(p for p in models if p.endswith(".safetensors") and
+                        listing(ls, p, env)[0] == 0)
             refused(c, build, url_of(good, "norange"), "does not serve byte ranges", env)
             refused(c, build, url_of(good, "badrange"), "Content-Range", env)
             refused(c, build, url_of(good, "status404"), "HTTP 404", env)
@@ -228,6 +233,8 @@ def main(argv):
             c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
             check_changed(c, build, srv, models, url_of, env)
             check_stalls(c, build, srv, root, env)
+            check_cache(c, build, srv, root, env)
+            check_tls(c, build, srv, root, good, env)
         else:
             c.skip("no /dev/fuse: the mount half of this test")
     finally:
@@ -316,6 +323,92 @@ def check_stalls(c, build, srv, root, env):
         reader.join(10)
     finally:
         ctx.__exit__(None, None, None)
+
+
+def check_cache(c, build, srv, root, env):
+    """A block cache of 4 blocks (MODELFS_HTTP_BUDGET=1 MiB) under 8
+    readers of random ranges of a 3 MiB tensor at once: every range has
+    the file's bytes (blocks dropped and fetched again, shared fetches),
+    and a whole read after it too."""
+    path = os.path.join(root, "cache.safetensors")
+    data = os.urandom(3 << 20)
+    write_safetensors(path, {"t": data})
+    hlen = os.path.getsize(path) - len(data)
+    small = dict(env, MODELFS_HTTP_BUDGET=str(1 << 20))
+    before = len(srv.log)
+    with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/cache.safetensors",
+                         small) as mnt:
+        t = os.path.join(mnt, "tensors", "t")
+        bad = []
+
+        def reader(seed):
+            rnd = random.Random(seed)
+            fd = os.open(t, os.O_RDONLY)
+            try:
+                for _ in range(60):
+                    off = rnd.randrange(len(data))
+                    n = rnd.choice([1, 4096, 65536, 300000])
+                    if os.pread(fd, n, off) != data[off:off + n]:
+                        bad.append((off, n))
+            finally:
+                os.close(fd)
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        c.equal(bad[:5], [], "small cache, 8 readers: ranges with other bytes")
+        mfstest.evict(t)
+        c.equal(mfstest.read_or_errno(t), (data, 0), "small cache: the whole tensor after")
+    gets = [r for r in srv.log[before:] if r[2]]
+    fetched = sum(int(r[2].split("-")[1]) - int(r[2].split("=")[1].split("-")[0]) + 1 for r in gets)
+    c.check(fetched > len(data) + hlen, "small cache: blocks were dropped and fetched again "
+            "(%d bytes in %d GETs)" % (fetched, len(gets)))
+
+
+def check_tls(c, build, srv, root, good, env):
+    """https with a CA made here: trusted through CURL_CA_BUNDLE (the same
+    listing as the file), refused without it (exit 3, the certificate
+    named); a redirect from https to http refused; a redirect loop ends."""
+    ls = os.path.join(build, "modelfs-ls")
+    tmp = tempfile.mkdtemp(prefix="modelfs-tls-")
+    ca, key = os.path.join(tmp, "ca.pem"), os.path.join(tmp, "ca.key")
+    cert, ckey, csr = (os.path.join(tmp, n) for n in ("srv.pem", "srv.key", "srv.csr"))
+    ext = os.path.join(tmp, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run = lambda *a: subprocess.run(a, capture_output=True, check=True)  # noqa: E731
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", ca,
+        "-days", "2", "-subj", "/CN=modelfs test CA")
+    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", ckey, "-out", csr,
+        "-subj", "/CN=127.0.0.1")
+    run("openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", key, "-CAcreateserial",
+        "-out", cert, "-days", "2", "-extfile", ext)
+    tls = rangeserver.start(root, tls=(cert, ckey))
+    try:
+        rel = os.path.relpath(good, root)
+        url = tls.url + "/" + rel
+        trusted = dict(env, CURL_CA_BUNDLE=ca)
+        c.equal(listing(ls, url, trusted), listing(ls, good, env), "https, CA trusted: the listing")
+        r = subprocess.run([ls, url], capture_output=True, text=True, env=env, timeout=60)
+        c.check(r.returncode == 3 and url in r.stderr and "certificate" in r.stderr.lower(),
+                "https, CA not trusted: refused naming the certificate: %d %r"
+                % (r.returncode, r.stderr))
+        tls.redirect_base = srv.url
+        r = subprocess.run([ls, tls.url + "/fault/redirect/" + rel], capture_output=True, text=True,
+                           env=trusted, timeout=60)
+        c.equal(r.returncode, 3, "https redirected to http: refused (%s)" % r.stderr.strip())
+        srv.redirect_base = tls.url
+        r = subprocess.run([ls, srv.url + "/fault/redirect/" + rel], capture_output=True,
+                           text=True, env=trusted, timeout=60)
+        c.equal(r.returncode, 0, "http redirected to https: followed (%s)" % r.stderr.strip())
+        r = subprocess.run([ls, srv.url + "/fault/loop/" + rel], capture_output=True, text=True,
+                           env=env, timeout=60)
+        c.check(r.returncode == 3 and "redirect" in r.stderr.lower(),
+                "a redirect loop: refused (%d %r)" % (r.returncode, r.stderr))
+    finally:
+        tls.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def old_digests(old, hlen, t, mnt):
