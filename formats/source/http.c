@@ -1,6 +1,5 @@
 #include "http.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 
 #include "curl_lib.h"
+#include "http_parse.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -106,87 +106,36 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-static bool header_is(const char *line, size_t len, const char *name, const char **value,
-                      size_t *vlen)
-{
-    size_t n = strlen(name);
-    if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
-        return false;
-    const char *v = line + n + 1, *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    *value = v;
-    *vlen = (size_t)(end - v);
-    return true;
-}
-
-static bool parse_u64(const char **p, const char *end, uint64_t *out)
-{
-    uint64_t v = 0;
-    const char *s = *p;
-    if (s >= end || !isdigit((unsigned char)*s))
-        return false;
-    for (; s < end && isdigit((unsigned char)*s); s++) {
-        if (v > (UINT64_MAX - 9) / 10)
-            return false;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *p = s;
-    *out = v;
-    return true;
-}
-
-/* "bytes FIRST-LAST/TOTAL" or "bytes * /TOTAL" (no space). */
-static void parse_content_range(reply *r, const char *v, size_t len)
-{
-    const char *p = v, *end = v + len;
-    if (len < 6 || strncasecmp(p, "bytes ", 6) != 0)
-        return;
-    p += 6;
-    if (p < end && *p == '*') {
-        p++;
-        r->r_first = 1;
-        r->r_last = 0;
-    } else if (!parse_u64(&p, end, &r->r_first) || p >= end || *p++ != '-' ||
-               !parse_u64(&p, end, &r->r_last)) {
-        return;
-    }
-    if (p >= end || *p++ != '/')
-        return;
-    if (p < end && *p == '*') {
-        r->total_unknown = true;
-        p++;
-    } else if (!parse_u64(&p, end, &r->r_total)) {
-        return;
-    }
-    r->has_range = p == end;
-}
-
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
     reply *r = arg;
     size_t len = size * n;
-    const char *v;
-    size_t vlen;
-    if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
+    mfs_http_header hd;
+    switch (mfs_http_parse_header(p, len, &hd)) {
+    case MFS_HTTP_H_STATUS:
         /* A new response (after a redirect or a 100): forget the last. */
         r->etag[0] = '\0';
         r->has_range = r->total_unknown = false;
         r->retry_after = -1;
-    } else if (header_is(p, len, "ETag", &v, &vlen)) {
-        if (vlen < sizeof r->etag) {
-            memcpy(r->etag, v, vlen);
-            r->etag[vlen] = '\0';
+        break;
+    case MFS_HTTP_H_ETAG:
+        if (hd.len < sizeof r->etag) {
+            memcpy(r->etag, hd.value, hd.len);
+            r->etag[hd.len] = '\0';
         }
-    } else if (header_is(p, len, "Content-Range", &v, &vlen)) {
-        parse_content_range(r, v, vlen);
-    } else if (header_is(p, len, "Retry-After", &v, &vlen)) {
-        uint64_t s;
-        const char *q = v;
-        if (parse_u64(&q, v + vlen, &s) && q == v + vlen)
-            r->retry_after = s > 3600 ? 3600.0 : (double)s;
+        break;
+    case MFS_HTTP_H_RANGE:
+        r->has_range = hd.range_ok;
+        r->total_unknown = hd.total_unknown;
+        r->r_first = hd.first;
+        r->r_last = hd.last;
+        r->r_total = hd.total;
+        break;
+    case MFS_HTTP_H_RETRY_AFTER:
+        r->retry_after = hd.seconds > 3600 ? 3600.0 : (double)hd.seconds;
+        break;
+    default:
+        break;
     }
     return len;
 }
