@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "guard.h"
+#include "disk_cache.h"
 #include "http.h"
 #include "local.h"
 #include "model_build.h"
@@ -116,7 +117,12 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
     if (mfs_is_http_url(path)) {
         mfs_http_opts ho = { 0 };
         mfs_http_opts_from_env(&ho);
+        char *dflt = opts && opts->cache_dir ? NULL : mfs_disk_cache_default_dir();
+        ho.cache_dir = opts && opts->cache_dir ? opts->cache_dir : dflt;
+        ho.cache_max = opts ? opts->cache_max : 0;
+        ho.offline = opts && opts->offline;
         o->src = mfs_src_http_open(path, &ho, e);
+        free(dflt);
         if (o->src == NULL)
             return -1;
         o->mtime = o->src->mtime;

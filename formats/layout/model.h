@@ -35,6 +35,9 @@ typedef struct mfs_load_opts {
     uint64_t fetch_reserve;  /* -o fetch_reserve: 0 = the default reserve */
     const char *inside;      /* a model found below a folder mount's DIR (its real
                                 path): the folders it opens must be below it too */
+    const char *cache_dir;   /* -o cache_dir: remote blocks on disk (NULL: the default) */
+    uint64_t cache_max;      /* -o cache_max: 0 = 10 GiB */
+    bool offline;            /* -o offline: remote models from cache_dir only */
 } mfs_load_opts;
 
 typedef struct mfs_tensor {

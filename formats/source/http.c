@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "curl_lib.h"
+#include "disk_cache.h"
 #include "http_parse.h"
 #include "log.h"
 #include "xalloc.h"
@@ -43,6 +44,8 @@ typedef struct http_src {
     size_t nslots, used_slots, max_blocks;
     uint64_t tick;
     bool changed;               /* seen once: every later get fails */
+    mfs_disk_cache *disk;       /* blocks kept between mounts, or NULL */
+    char key[65];               /* this version's key there */
     CURL *idle[MAX_HANDLES];
     size_t nidle;
     mfs_http_stats stats;
@@ -190,6 +193,64 @@ static bool transient(CURLcode rc)
            rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
+/* What every request of `h` sets: the URL, where redirects may go, the
+ * headers, TLS, timeouts, the stop check, and `r` for what comes back. */
+static void setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl_slist *hdr,
+                  reply *r)
+{
+    bool https = strncasecmp(h->url, "https://", 8) == 0;
+    c->easy_reset(k);
+    c->easy_setopt(k, CURLOPT_URL, h->url);
+    c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
+    c->easy_setopt(k, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
+    c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 1L);
+    c->easy_setopt(k, CURLOPT_MAXREDIRS, 10L);
+    c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
+    c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+    if (h->ca_file != NULL)
+        c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
+    c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
+    c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.connect_timeout * 1000));
+    c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    c->easy_setopt(k, CURLOPT_LOW_SPEED_TIME, (long)(h->o.stall_timeout + 0.999));
+    c->easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
+    c->easy_setopt(k, CURLOPT_WRITEDATA, r);
+    c->easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
+    c->easy_setopt(k, CURLOPT_HEADERDATA, r);
+    c->easy_setopt(k, CURLOPT_FILETIME, 1L);
+    c->easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
+    c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
+}
+
+/* One HEAD: is the URL still the object `o` (same ETag and size)? Its
+ * answer's time into h->src.mtime. False on any doubt (then a GET
+ * decides). */
+static bool still_same(http_src *h, const mfs_disk_object *o)
+{
+    const mfs_curl_api *c = mfs_curl();
+    CURL *k = c ? take_handle(h, c) : NULL;
+    if (k == NULL)
+        return false;
+    struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
+    reply r = { .buf = NULL, .cap = 0, .retry_after = -1 };
+    setup(c, k, h, hdr, &r);
+    c->easy_setopt(k, CURLOPT_NOBODY, 1L);
+    CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+    curl_off_t clen = -1, ft = -1;
+    c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
+    c->easy_getinfo(k, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
+    c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft);
+    c->slist_free_all(hdr);
+    give_handle(h, c, k);
+    pthread_mutex_lock(&h->mu);
+    h->stats.requests++;
+    pthread_mutex_unlock(&h->mu);
+    if (ft > 0)
+        h->src.mtime.tv_sec = (time_t)ft;
+    return rc == CURLE_OK && r.status == 200 && clen >= 0 && (uint64_t)clen == o->size &&
+           o->etag[0] == '"' && strcmp(r.etag, o->etag) == 0;
+}
+
 /* GETs bytes [off, off + len) into buf (len bytes of room); first == true
  * at open, when the size is not known yet (the answer may be shorter).
  * 0, or -1 with e. */
@@ -211,29 +272,8 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         if (hdr != NULL && !first && h->strong)
             hdr = c->slist_append(hdr, ifmatch);
         reply r = { .buf = buf, .cap = len, .retry_after = -1 };
-        bool https = strncasecmp(h->url, "https://", 8) == 0;
-        c->easy_reset(k);
-        c->easy_setopt(k, CURLOPT_URL, h->url);
-        c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
-        c->easy_setopt(k, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
-        c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 1L);
-        c->easy_setopt(k, CURLOPT_MAXREDIRS, 10L);
+        setup(c, k, h, hdr, &r);
         c->easy_setopt(k, CURLOPT_RANGE, range);
-        c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
-        c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-        if (h->ca_file != NULL)
-            c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
-        c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
-        c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.connect_timeout * 1000));
-        c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        c->easy_setopt(k, CURLOPT_LOW_SPEED_TIME, (long)(h->o.stall_timeout + 0.999));
-        c->easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
-        c->easy_setopt(k, CURLOPT_WRITEDATA, &r);
-        c->easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
-        c->easy_setopt(k, CURLOPT_HEADERDATA, &r);
-        c->easy_setopt(k, CURLOPT_FILETIME, 1L);
-        c->easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
-        c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
         CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
         if (first && rc == CURLE_OK) {
@@ -376,13 +416,45 @@ static uint64_t block_len(const http_src *h, uint64_t index)
 
 /* Fetches blocks first..last (claimed LOADING by this thread) in one GET
  * and makes them READY; on failure they are removed. Called unlocked. */
+/* Blocks first..last into buf: those the disk cache holds from it, each
+ * run of the others in one GET (then kept on disk). Offline, a block the
+ * disk does not hold is an error. */
+static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t *buf, mfs_err *e)
+{
+    bool have[MAX_RUN_BYTES / 4096] = { false };
+    for (uint64_t i = first; h->disk != NULL && i <= last; i++)
+        have[i - first] = mfs_disk_cache_read(h->disk, h->key, i, buf + (i - first) * h->block,
+                                              (uint32_t)block_len(h, i));
+    for (uint64_t i = first; i <= last;) {
+        if (have[i - first]) {
+            i++;
+            continue;
+        }
+        uint64_t j = i;
+        while (j < last && !have[j + 1 - first])
+            j++;
+        if (h->o.offline)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                            "offline, and bytes %" PRIu64 "-%" PRIu64 " are not in the cache",
+                            i * h->block, i * h->block + block_len(h, i) - 1);
+        uint64_t off = i * h->block, end = j * h->block + block_len(h, j);
+        reply r;
+        if (fetch(h, off, end - off, buf + (i - first) * h->block, false, &r, e) != 0)
+            return -1;
+        for (uint64_t k = i; h->disk != NULL && k <= j; k++)
+            mfs_disk_cache_write(h->disk, h->key, k, buf + (k - first) * h->block,
+                                 (uint32_t)block_len(h, k));
+        i = j + 1;
+    }
+    return 0;
+}
+
 static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
 {
     uint64_t off = first * h->block;
     uint64_t end = (last + 1) * h->block < h->src.size ? (last + 1) * h->block : h->src.size;
     uint8_t *buf = malloc(end - off);
-    reply r;
-    int rc = buf ? fetch(h, off, end - off, buf, false, &r, e)
+    int rc = buf ? fill_run(h, first, last, buf, e)
                  : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
     pthread_mutex_lock(&h->mu);
     if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
@@ -532,6 +604,25 @@ void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* What the size and the ETag decide: If-Match or not, the identity, the
+ * key of this version's blocks on disk. */
+static void finish_open(http_src *h)
+{
+    h->strong = h->etag[0] == '"';
+    /* Size and ETag (hashed: an ETag may be longer than the room). */
+    uint64_t fnv = 0xcbf29ce484222325ull;
+    for (const char *p = h->etag; *p; p++)
+        fnv = (fnv ^ (uint8_t)*p) * 0x100000001b3ull;
+    snprintf(h->src.identity, sizeof h->src.identity, "http:%" PRIu64 ":%s%016" PRIx64,
+             h->src.size, h->etag[0] ? "etag:" : "no-etag:", fnv);
+    char size[32];
+    snprintf(size, sizeof size, "%" PRIu64, h->src.size);
+    const char *parts[] = { "block", h->url, h->etag, size };
+    mfs_disk_cache_key(h->key, parts, 4);
+    if (!h->strong)
+        h->disk = NULL;   /* a weak ETag does not name one version */
+}
+
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e)
 {
     http_src *h = mfs_xcalloc(1, sizeof *h);
@@ -547,6 +638,10 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
         h->o.stall_timeout = 30;
     if (h->o.retries == 0)
         h->o.retries = 3;
+    if (h->o.block < 4096)
+        h->o.block = 4096;   /* fill_run's table holds a run's blocks of at least that */
+    if (h->o.cache_max == 0)
+        h->o.cache_max = 10ull << 30;
     h->block = h->o.block;
     h->max_blocks = (size_t)(h->o.budget / h->block);
     for (h->nslots = 16; h->nslots < h->max_blocks * 2; h->nslots *= 2)
@@ -568,6 +663,33 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     h->src.name = mfs_xstrdup(shown);
     h->src.mtime.tv_sec = time(NULL);
 
+    if (h->o.cache_dir != NULL) {
+        h->disk = mfs_disk_cache_get_shared(h->o.cache_dir, h->o.cache_max, e);
+        if (h->disk == NULL) {
+            http_close(&h->src);
+            return NULL;
+        }
+    }
+    char ukey[65];
+    const char *uparts[] = { "url", url };
+    mfs_disk_cache_key(ukey, uparts, 2);
+    mfs_disk_object seen;
+    bool known = h->disk != NULL && mfs_disk_cache_object(h->disk, ukey, &seen);
+    if (known && (h->o.offline || still_same(h, &seen))) {
+        /* The version on disk: its blocks, no GET. */
+        h->src.size = seen.size;
+        snprintf(h->etag, sizeof h->etag, "%s", seen.etag);
+        if (h->o.offline && seen.mtime > 0)
+            h->src.mtime.tv_sec = (time_t)seen.mtime;
+        finish_open(h);
+        return &h->src;
+    }
+    if (h->o.offline) {
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "offline, and not in the cache (%s)",
+                 h->o.cache_dir ? h->o.cache_dir : "no cache_dir");
+        http_close(&h->src);
+        return NULL;
+    }
     /* The first block: size, ETag and what the probes read, at once. */
     uint8_t *buf = mfs_xmalloc(h->block);
     reply r;
@@ -578,13 +700,15 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     }
     h->src.size = r.status == 416 ? 0 : r.r_total;
     snprintf(h->etag, sizeof h->etag, "%s", r.etag);
-    h->strong = h->etag[0] == '"';
-    /* Size and ETag (hashed: an ETag may be longer than the room). */
-    uint64_t fnv = 0xcbf29ce484222325ull;
-    for (const char *p = h->etag; *p; p++)
-        fnv = (fnv ^ (uint8_t)*p) * 0x100000001b3ull;
-    snprintf(h->src.identity, sizeof h->src.identity, "http:%" PRIu64 ":%s%016" PRIx64,
-             h->src.size, h->etag[0] ? "etag:" : "no-etag:", fnv);
+    finish_open(h);
+    if (h->disk != NULL && h->strong) {
+        /* Only a strong ETag names one version: a weak one is not kept. */
+        mfs_disk_object o = { .size = h->src.size, .mtime = (int64_t)h->src.mtime.tv_sec };
+        snprintf(o.etag, sizeof o.etag, "%s", h->etag);
+        if (h->src.size > 0)
+            mfs_disk_cache_write(h->disk, h->key, 0, buf, (uint32_t)block_len(h, 0));
+        mfs_disk_cache_set_object(h->disk, ukey, &o);
+    }
     if (h->src.size > 0) {
         block *b = claim(h, 0);
         b->data = buf;

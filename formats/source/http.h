@@ -34,11 +34,16 @@ typedef struct mfs_http_opts {
     double connect_timeout;   /* seconds (0: 10) */
     double stall_timeout;     /* seconds without a byte (0: 30) */
     unsigned retries;         /* more tries after a 5xx/429/cut body (0: 3) */
+    const char *cache_dir;    /* blocks kept on disk there (disk_cache.h), or NULL */
+    uint64_t cache_max;       /* bytes it may take (0: 10 GiB) */
+    bool offline;             /* from cache_dir only: no request at all */
 } mfs_http_opts;
 
-/* Opens `url` (one GET); NULL with e: MFS_E_IO naming the reason (the
- * status, the network error, a server without ranges). `opts` may be
- * NULL. */
+/* Opens `url` (one GET of the first block; with a cache_dir that saw
+ * this URL, one HEAD that finds it unchanged instead; offline, none);
+ * NULL with e: MFS_E_IO naming the reason (the status, the network
+ * error, a server without ranges, offline and never cached). `opts` may
+ * be NULL. */
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e);
 
 /* `fn` says when the program stops (the daemon: its FUSE session ended):

@@ -45,6 +45,9 @@ struct cli {
     char *fetch_max;    /* -o fetch_max=SIZE */
     char *fetch_timeout;    /* -o fetch_timeout=SECONDS */
     char *fetch_reserve;    /* -o fetch_reserve=SIZE */
+    char *cache_dir;    /* -o cache_dir=DIR */
+    char *cache_max;    /* -o cache_max=SIZE */
+    int offline;        /* -o offline */
 };
 
 enum { KEY_HELP, KEY_VERSION };
@@ -55,6 +58,9 @@ static const struct fuse_opt cli_opts[] = {
     { "fetch_max=%s", offsetof(struct cli, fetch_max), 0 },
     { "fetch_timeout=%s", offsetof(struct cli, fetch_timeout), 0 },
     { "fetch_reserve=%s", offsetof(struct cli, fetch_reserve), 0 },
+    { "cache_dir=%s", offsetof(struct cli, cache_dir), 0 },
+    { "cache_max=%s", offsetof(struct cli, cache_max), 0 },
+    { "offline", offsetof(struct cli, offline), 1 },
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -121,6 +127,10 @@ static void usage(FILE *f)
             "                     together (default 3600)\n"
             "    fetch_reserve=SIZE  stop a fetch before links_dir's file system has less\n"
             "                     than this free (default 1G, or 5%% of it if less)\n"
+            "    cache_dir=DIR    where blocks of remote models are kept between mounts\n"
+            "                     (default $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs)\n"
+            "    cache_max=SIZE   most bytes cache_dir may take (default 10G)\n"
+            "    offline          remote models from cache_dir only: no request\n"
             "  -h, --help      this text and FUSE's options\n"
             "  -V, --version   version\n"
             "\n"
@@ -341,7 +351,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: cache_size=%s: not a size (e.g. 512M)\n", prog, cli.cache_size);
         goto out_opts;
     }
-    mfs_load_opts lopts = { .links_dir = cli.links_dir };
+    mfs_load_opts lopts = { .links_dir = cli.links_dir, .cache_dir = cli.cache_dir,
+                            .offline = cli.offline != 0 };
+    if (!size_opt("cache_max", cli.cache_max, &lopts.cache_max))
+        goto out_opts;
     if (!size_opt("fetch_max", cli.fetch_max, &lopts.fetch_max) ||
         !size_opt("fetch_reserve", cli.fetch_reserve, &lopts.fetch_reserve))
         goto out_opts;
@@ -437,6 +450,8 @@ out_opts:
     free(cli.fetch_max);
     free(cli.fetch_timeout);
     free(cli.fetch_reserve);
+    free(cli.cache_dir);
+    free(cli.cache_max);
     free(cli.links_dir);
 out_args:
     free(cli.paths);

@@ -56,6 +56,10 @@ static void usage(FILE *f)
             "                        together (default 3600)\n"
             "  --fetch-reserve SIZE  stop a fetch before the links_dir file system has less\n"
             "                        than this free (default 1G, or 5%% of it if less)\n"
+            "  --cache-dir DIR  where blocks of remote models are kept between runs\n"
+            "                   (default $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs)\n"
+            "  --cache-max SIZE most bytes the cache may take (default 10G)\n"
+            "  --offline      remote models from the cache only: no request\n"
             "  -h, --help     this text\n"
             "  -V, --version\n"
             "\n"
@@ -389,6 +393,15 @@ int main(int argc, char **argv)
             check = 1;
         } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
             opts.links_dir = argv[++argi];
+        } else if (!strcmp(a, "--cache-dir") && argi + 1 < argc) {
+            opts.cache_dir = argv[++argi];
+        } else if (!strcmp(a, "--offline")) {
+            opts.offline = true;
+        } else if (!strcmp(a, "--cache-max") && argi + 1 < argc) {
+            if (!mfs_parse_size(argv[++argi], &opts.cache_max) || opts.cache_max == 0) {
+                fprintf(stderr, "%s: %s %s: not a size above 0 (e.g. 512M)\n", prog, a, argv[argi]);
+                return mfs_exit_code(MFS_E_USAGE);
+            }
         } else if ((!strcmp(a, "--fetch-max") || !strcmp(a, "--fetch-reserve")) && argi + 1 < argc) {
             uint64_t *to = !strcmp(a, "--fetch-max") ? &opts.fetch_max : &opts.fetch_reserve;
             if (!mfs_parse_size(argv[++argi], to) || *to == 0) {

@@ -23,7 +23,10 @@ started here (rangeserver.py):
    timeout; SIGTERM to a daemon waiting on it ends it within 10 s;
  - a cache of 4 blocks under 8 readers at once: the right bytes;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
-   without), no redirect from https to http, redirect loops refused.
+   without), no redirect from https to http, redirect loops refused;
+ - -o cache_dir: a warm mount asks one HEAD and nothing else, -o offline
+   nothing at all, a block damaged on disk is fetched again, -o cache_max
+   is never exceeded.
 
 usage: test_remote.py BUILD_DIR DIR...
 """
@@ -179,6 +182,9 @@ def main(argv):
     c = mfstest.Checker("remote tests")
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
+    # The default cache_dir, here and not in the user's ~/.cache.
+    caches = tempfile.mkdtemp(prefix="modelfs-caches-")
+    env["XDG_CACHE_HOME"] = caches
     ls = os.path.join(build, "modelfs-ls")
     # Served from a copy (the changed-model case edits files there).
     root = mfstest.scratch("modelfs-remote-")
@@ -235,12 +241,14 @@ def main(argv):
             check_stalls(c, build, srv, root, env)
             check_cache(c, build, srv, root, env)
             check_tls(c, build, srv, root, good, env)
+            check_disk_cache(c, build, srv, root, env)
         else:
             c.skip("no /dev/fuse: the mount half of this test")
     finally:
         srv.stop()
     mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(caches, ignore_errors=True)
     return c.finish()
 
 
@@ -251,6 +259,9 @@ def check_changed(c, build, srv, models, url_of, env):
     big = max((p for p in models if p.endswith(".safetensors")), key=os.path.getsize)
     with open(big, "rb") as f:
         old = f.read()
+    # A cache of its own: the blocks the listings above kept are the old
+    # version's, which a mount pinned to it may serve (and then no EIO).
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
     with mfstest.mounted(os.path.join(build, "modelfs"), url_of(big), env) as mnt:
         tensors = sorted(os.listdir(os.path.join(mnt, "tensors")))
         # The new version: every byte after the header flipped.
@@ -336,8 +347,9 @@ def check_cache(c, build, srv, root, env):
     hlen = os.path.getsize(path) - len(data)
     small = dict(env, MODELFS_HTTP_BUDGET=str(1 << 20))
     before = len(srv.log)
+    # And 512K on disk: dropped blocks come back by GET, not all from disk.
     with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/cache.safetensors",
-                         small) as mnt:
+                         small, extra=("-o", "cache_max=512K")) as mnt:
         t = os.path.join(mnt, "tensors", "t")
         bad = []
 
@@ -409,6 +421,61 @@ def check_tls(c, build, srv, root, good, env):
     finally:
         tls.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def du(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def check_disk_cache(c, build, srv, root, env):
+    """-o cache_dir: a second mount reads warm data with one HEAD and no
+    GET; -o offline asks nothing (and refuses a URL never seen); a block
+    corrupted on disk is fetched again; -o cache_max is never exceeded."""
+    modelfs = os.path.join(build, "modelfs")
+    path = os.path.join(root, "disk.safetensors")
+    data = os.urandom(3 << 20)
+    write_safetensors(path, {"t": data})
+    url = srv.url + "/disk.safetensors"
+    cache = tempfile.mkdtemp(prefix="modelfs-cache-")
+    opt = ("-o", "cache_dir=" + cache)
+
+    def mount_read(extra, what):
+        before = len(srv.log)
+        try:
+            with mfstest.mounted(modelfs, url, env, extra=extra) as mnt:
+                t = os.path.join(mnt, "tensors", "t")
+                c.equal(mfstest.read_or_errno(t), (data, 0), what + ": the tensor's bytes")
+        except RuntimeError as e:
+            c.check(False, "%s: mount: %s" % (what, e))
+        return [(r[0], r[2]) for r in srv.log[before:]]
+
+    cold = mount_read(opt, "cold cache")
+    c.check(any(m == "GET" for m, _ in cold), "cold cache: GETs (%d requests)" % len(cold))
+    warm = mount_read(opt, "warm cache")
+    c.equal(warm, [("HEAD", None)], "warm cache: one HEAD and nothing else")
+    off = mount_read(opt + ("-o", "offline"), "offline")
+    c.equal(off, [], "offline: no request at all")
+    r = subprocess.run([os.path.join(build, "modelfs-ls"), "--offline", "--cache-dir", cache,
+                        srv.url + "/never.safetensors"], capture_output=True, text=True, env=env)
+    c.check(r.returncode == 3 and "offline" in r.stderr, "offline, a URL never seen: exit 3 "
+            "naming it (%d %r)" % (r.returncode, r.stderr))
+    # One block's data damaged on disk: dropped, fetched again, right bytes.
+    blocks = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache, "blocks"))
+                    for f in fs)
+    with open(blocks[len(blocks) // 2], "r+b") as f:
+        f.seek(100)
+        b = f.read(1)
+        f.seek(100)
+        f.write(bytes([b[0] ^ 0xff]))
+    fixed = mount_read(opt, "a corrupt block")
+    c.equal(sum(1 for m, _ in fixed if m == "GET"), 1, "a corrupt block: one GET for it (%r)" % fixed)
+    # A cache of 1 MiB for a 3 MiB tensor: never more on disk.
+    small = tempfile.mkdtemp(prefix="modelfs-cache-")
+    mount_read(("-o", "cache_dir=" + small, "-o", "cache_max=1M"), "cache_max=1M")
+    c.check(du(small + "/blocks") <= 1 << 20, "cache_max=1M: %d bytes of blocks" % du(small + "/blocks"))
+    c.check(du(small + "/blocks") > 0, "cache_max=1M: some blocks kept")
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(small, ignore_errors=True)
 
 
 def old_digests(old, hlen, t, mnt):

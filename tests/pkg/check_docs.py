@@ -104,13 +104,19 @@ OPT_O = re.compile(r"(?<![\w-])-o ([a-z_]+)")
 OPT_KV = re.compile(r"^([a-z_]+)=")
 
 
-def tokens(text):
+OPT_FLAG = re.compile(r"[a-z_]+")
+
+
+def tokens(text, flag_ok=False):
+    """flag_ok: a lone word is an -o flag (a man page's option tag)."""
     text = text.strip()
     found = set(DASH.findall(text))
     found |= {"o:" + n for n in OPT_O.findall(text)}
     m = OPT_KV.match(text)
     if m:
         found.add("o:" + m.group(1))
+    if flag_ok and OPT_FLAG.fullmatch(text):
+        found.add("o:" + text)
     return found
 
 
@@ -123,6 +129,10 @@ def help_options(text):
             cur = fuse
             continue
         if not line.startswith(" "):
+            continue
+        flag = re.match(r"    ([a-z_]+)(\s{2,}|$)", line)
+        if flag:  # a -o flag in the option column (4 spaces in), no "="
+            cur.add("o:" + flag.group(1))
             continue
         for field in re.split(r"\s{2,}", line.strip()):
             if field.startswith("-") or OPT_KV.match(field):
@@ -226,7 +236,7 @@ def main(argv):
         # OPTIONS: the same set both ways.
         man_opts = set()
         for tag, _ in tagged(secs.get("OPTIONS", [])):
-            man_opts |= tokens(tag)
+            man_opts |= tokens(tag, flag_ok=True)
         check(not (own | fuse) - man_opts, "%s.1 OPTIONS lacks %s (in --help)"
               % (prog, show((own | fuse) - man_opts)))
         check(not man_opts - (own | fuse), "%s.1 OPTIONS has %s (not in --help)"

@@ -1,0 +1,58 @@
+/* Blocks of remote objects kept on disk between mounts (-o cache_dir).
+ *
+ * DIR/blocks/KEY/INDEX holds block INDEX of the object KEY (the sha256 of
+ * its URL, ETag and size: another version is another key), behind a
+ * header with its index, length and sha256; written to a temporary file
+ * and renamed, so a reader sees a whole block or none. A block whose
+ * header or checksum does not match is removed and reported missing.
+ * DIR/objects/UKEY (the sha256 of the URL) says what the URL was last
+ * seen as (size, ETag, time): what an offline mount goes by.
+ *
+ * The blocks take at most `max` bytes (headers included): before a block
+ * is written, the least recently used ones (by file time; a hit touches
+ * it) are removed until it fits. One cache per process, shared by every
+ * remote model of the mount; thread safe. */
+#ifndef MFS_DISK_CACHE_H
+#define MFS_DISK_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "err.h"
+
+typedef struct mfs_disk_cache mfs_disk_cache;
+
+/* The process's cache in `dir` (made if missing, with its parents), at
+ * most `max` bytes; the same object for the same dir. NULL with e. */
+mfs_disk_cache *mfs_disk_cache_get_shared(const char *dir, uint64_t max, mfs_err *e);
+
+/* The default folder: $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs
+ * (malloc'ed), or NULL when neither is known. */
+char *mfs_disk_cache_default_dir(void);
+
+/* KEY (64 hex digits and a NUL) of `parts` joined by newlines. */
+void mfs_disk_cache_key(char out[65], const char *const *parts, int nparts);
+
+/* Block `index` of `key` (exactly `len` bytes) into buf: true when it was
+ * there whole and checked. */
+bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uint8_t *buf,
+                         uint32_t len);
+/* Keeps the block (best effort: a full disk or an error only logs). */
+void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, const uint8_t *buf,
+                          uint32_t len);
+
+typedef struct mfs_disk_object {
+    uint64_t size;
+    char etag[256];
+    int64_t mtime;
+} mfs_disk_object;
+
+/* What URL key `ukey` was last seen as; false when never. */
+bool mfs_disk_cache_object(mfs_disk_cache *c, const char *ukey, mfs_disk_object *out);
+void mfs_disk_cache_set_object(mfs_disk_cache *c, const char *ukey, const mfs_disk_object *o);
+
+/* Bytes of blocks on disk now (tests). */
+uint64_t mfs_disk_cache_used(mfs_disk_cache *c);
+
+#endif
