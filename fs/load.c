@@ -122,11 +122,17 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
         ho.cache_max = opts ? opts->cache_max : 0;
         ho.offline = opts && opts->offline;
         o->src = mfs_src_http_open(path, &ho, e);
-        free(dflt);
-        if (o->src == NULL)
+        if (o->src == NULL) {
+            free(dflt);
             return -1;
+        }
         o->mtime = o->src->mtime;
-        return load(tree, path, o->src, NULL, opts, &o->format, e);
+        /* Files beside the model (ONNX external data) open the same way. */
+        mfs_load_opts with = opts ? *opts : (mfs_load_opts){ 0 };
+        with.http = &ho;
+        int r = load(tree, path, o->src, NULL, &with, &o->format, e);
+        free(dflt);
+        return r;
     }
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         o->mtime = st.st_mtim;

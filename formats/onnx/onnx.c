@@ -237,6 +237,7 @@ static int load_onnx_bytes(mfs_model *m, mfs_span file, const char *path, mfs_er
     rc = 0;
 out:
     free(dir);
+    free(c.remote);  /* the files stay open with the model */
     return rc;
 }
 

@@ -51,6 +51,8 @@ typedef struct onnx_ctx {
     uint64_t budget_total;
     const char *dir;            /* the model's folder (external data), or NULL */
     const mfs_folder *root;    /* that folder, held open once needed */
+    struct onnx_remote_file *remote;   /* files beside a remote model, opened once each */
+    size_t nremote;
 } onnx_ctx;
 
 /* Where a tensor is in the tree and what it came from. */

@@ -20,12 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "local.h"
 #include "onnx.h"
 #include "path.h"
 #include "xalloc.h"
 
 typedef struct onnx_ext {
+    mfs_src *src;               /* a remote model's file beside it; else: */
     const mfs_folder *root;
     char *location;
     char *label;                /* "LOCATION" for messages */
@@ -49,6 +51,87 @@ static void quote(char *out, size_t n, mfs_span s)
     out[k] = '\0';
 }
 
+/* A remote model's files beside it: each opened once per load (one
+ * source, one pinned ETag, one block cache) and closed with the model. */
+struct onnx_remote_file {
+    char *location;
+    mfs_src *src;
+};
+
+static void close_src(void *arg)
+{
+    mfs_src_close(arg);
+}
+
+/* The URL of `rel` beside the model at URL folder `dir`: the path's bytes
+ * other than unreserved ones and '/' percent-encoded. */
+static char *sibling_url(const char *dir, const char *rel)
+{
+    size_t n = strlen(dir), k = strlen(rel);
+    char *u = mfs_xmalloc(n + 1 + 3 * k + 1), *w = u;
+    memcpy(w, dir, n);
+    w += n;
+    *w++ = '/';
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~/", *p) != NULL)
+            *w++ = (char)*p;
+        else
+            w += sprintf(w, "%%%02X", *p);
+    }
+    *w = '\0';
+    return u;
+}
+
+static void *remote_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool has_len,
+                         uint64_t *len, uint64_t where, const char *q)
+{
+    const mfs_http_opts *ho = c->m->opts ? c->m->opts->http : NULL;
+    if (ho == NULL) {
+        mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)where,
+                 "external data '%s': the model's folder is not known here", q);
+        return NULL;
+    }
+    char *rel = mfs_xstrndup((const char *)location.p, (size_t)location.len);
+    mfs_src *src = NULL;
+    for (size_t i = 0; i < c->nremote && src == NULL; i++)
+        if (strcmp(c->remote[i].location, rel) == 0)
+            src = c->remote[i].src;
+    if (src == NULL) {
+        char *url = sibling_url(c->dir, rel);
+        mfs_err oe = { 0 };
+        src = mfs_src_http_open(url, ho, &oe);
+        free(url);
+        if (src == NULL) {
+            free(rel);
+            mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)where, "external data '%s': %s", q, oe.msg);
+            return NULL;
+        }
+        mfs_model_on_destroy(c->m, close_src, src);
+        c->remote = mfs_xrealloc(c->remote, (c->nremote + 1) * sizeof *c->remote);
+        c->remote[c->nremote++] = (struct onnx_remote_file){ mfs_model_own(c->m, mfs_xstrdup(rel)),
+                                                             src };
+    }
+    if (offset > src->size || (has_len && *len > src->size - offset)) {
+        free(rel);
+        mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)where,
+                 "external data '%s': [%llu, +%llu) runs past its end (%llu bytes)", q,
+                 (unsigned long long)offset, (unsigned long long)(has_len ? *len : 0),
+                 (unsigned long long)src->size);
+        return NULL;
+    }
+    if (!has_len)
+        *len = src->size - offset;
+    onnx_ext *x = mfs_model_own(c->m, mfs_xcalloc(1, sizeof *x));
+    x->src = src;
+    x->location = mfs_model_own(c->m, rel);
+    x->label = mfs_model_own(c->m, mfs_xstrdup(q));
+    x->offset = offset;
+    x->len = *len;
+    x->size = src->size;
+    return x;
+}
+
 void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool has_len,
                          uint64_t *len, uint64_t where)
 {
@@ -65,6 +148,8 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
                  "(no '..', '.', empty component, backslash or leading '/')", q);
         return NULL;
     }
+    if (mfs_is_http_url(c->dir))
+        return remote_open(c, location, offset, has_len, len, where, q);
     if (c->root == NULL) {
         c->root = mfs_model_open_folder(c->m, c->dir, c->e);
         if (c->root == NULL)
@@ -113,10 +198,37 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
     return x;
 }
 
+static void free_bytes(mfs_bytes *b)
+{
+    free((void *)b->data);
+}
+
+/* A remote file's range, fetched (through its block cache) and copied. */
+static int produce_remote(const onnx_ext *x, mfs_bytes *out, mfs_err *e)
+{
+    uint8_t *buf = malloc(x->len ? x->len : 1);
+    if (buf == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for external data %s",
+                        x->label);
+    mfs_span got;
+    if (x->len > 0 && mfs_src_get(x->src, x->offset, x->len, &got, e) != 0) {
+        free(buf);
+        return -1;
+    }
+    if (x->len > 0) {
+        memcpy(buf, got.p, x->len);
+        mfs_src_release(x->src, got);
+    }
+    *out = (mfs_bytes){ .data = buf, .len = x->len, .charge = x->len, .release = free_bytes };
+    return 0;
+}
+
 static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const onnx_ext *x = ctx;
     (void)job;
+    if (x->src != NULL)
+        return produce_remote(x, out, e);
     int fd = mfs_folder_open_at(x->root, x->location, false);
     if (fd < 0) {
         bool swapped = errno == ELOOP || errno == ENOTDIR || errno == ENOENT;

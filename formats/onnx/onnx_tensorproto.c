@@ -81,6 +81,7 @@ static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
     }
     mfs_src_release(src, file);
     free(dir);
+    free(c.remote);  /* the files stay open with the model */
     return r;
 }
 

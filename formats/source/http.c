@@ -670,6 +670,7 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
             return NULL;
         }
     }
+    h->o.cache_dir = NULL;   /* the caller's string: not kept past open */
     char ukey[65];
     const char *uparts[] = { "url", url };
     mfs_disk_cache_key(ukey, uparts, 2);
@@ -686,7 +687,7 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     }
     if (h->o.offline) {
         mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "offline, and not in the cache (%s)",
-                 h->o.cache_dir ? h->o.cache_dir : "no cache_dir");
+                 h->disk ? "never fetched into cache_dir" : "no cache_dir");
         http_close(&h->src);
         return NULL;
     }

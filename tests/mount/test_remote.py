@@ -6,8 +6,7 @@ started here (rangeserver.py):
    once (`modelfs-ls URL... --`, as several models mount): the same exit
    code per model as its file (--check), the same tree (models.json
    aside: it names each source), and the same sha256 and size of every
-   file; a model with external data (files beside it) is skipped,
-   visibly: not fetched remotely yet;
+   file (ONNX external data: the files beside the model's URL);
  - one model per format mounted from its URL for real: every file read
    through FUSE has the bytes of the local file's mount, every xattr the
    same value; the mount's GETs all ask for identity encoding, carry
@@ -81,10 +80,6 @@ def check_same_models(c, ls, pairs, env):
         return
     keep = []
     for (p, u), a, b in zip(pairs, cl, cr):
-        if a == 0 and b == 3 and external_data(ls, p, env):
-            # Files beside the model over HTTP: not yet (issue 20).
-            c.skip("%s: external data, not fetched remotely yet" % os.path.basename(p))
-            continue
         c.equal(b, a, "%s: exit code, remote vs local" % os.path.relpath(p))
         if a == 0:
             keep.append((p, u))
@@ -108,12 +103,6 @@ def check_same_models(c, ls, pairs, env):
         differ = sorted(p for p in set(got) | set(want) if got.get(p) != want.get(p))
         c.check(not differ, "%s: sha256 and size, remote vs local, differ for %d files: %s"
                 % (where, len(differ), differ[:5]))
-
-
-def external_data(ls, path, env):
-    """True when the model reads files beside it (ONNX external data)."""
-    r = subprocess.run([ls, path, "model.json"], capture_output=True, env=env)
-    return r.returncode == 0 and any("location" in t for t in json.loads(r.stdout)["tensors"])
 
 
 def xattrs(path):
@@ -222,7 +211,7 @@ def main(argv):
             for p in models:
                 r = subprocess.run([ls, p, "model.json"], capture_output=True, env=env)
                 fmt = json.loads(r.stdout)["format"] if r.returncode == 0 else None
-                if fmt and fmt not in seen and not external_data(ls, p, env):
+                if fmt and fmt not in seen:
                     seen.add(fmt)
                     check_mounted(c, build, url_of(p), p, srv, env)
             c.check(len(seen) >= 5, "mounted one model of each of %s" % sorted(seen))
