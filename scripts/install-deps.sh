@@ -16,6 +16,8 @@ done
 
 # libonnx-testdata: ONNX's own test data, thousands of TensorProto files
 # (input_0.pb ...), a sample of which mount.onnx_tensor reads.
+# nginx: the real HTTP server mount.remote also reads models from (on
+# 127.0.0.1, started by the test; the package's own service is not used).
 PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
@@ -23,7 +25,8 @@ PKGS="build-essential cmake pkg-config
       clang
       flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx
-      libonnx-testdata"
+      libonnx-testdata
+      nginx openssl"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.
 # npm fetches the real TFLite models (scripts/fetch_tflite.sh); the image's
 # own Node.js may bring it, and Debian's would fight that one.

@@ -23,6 +23,8 @@ started here (rangeserver.py):
  - a cache of 4 blocks under 8 readers at once: the right bytes;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
    without), no redirect from https to http, redirect loops refused;
+ - the first model of each folder through Debian's nginx too, and a model
+   replaced there after the mount reads EIO (nginx's 412);
  - -o cache_dir: a warm mount asks one HEAD and nothing else, -o offline
    nothing at all, a block damaged on disk is fetched again, -o cache_max
    is never exceeded.
@@ -205,6 +207,7 @@ def main(argv):
             by_dir.setdefault(os.path.dirname(p), []).append((p, url_of(p)))
         for d in sorted(by_dir):
             check_same_models(c, ls, by_dir[d], env)
+        check_nginx(c, build, root, by_dir, env)
         if mfstest.can_mount():
             # One model per format: the first modelfs-ls accepts.
             seen = set()
@@ -409,6 +412,68 @@ def check_tls(c, build, srv, root, good, env):
                 "a redirect loop: refused (%d %r)" % (r.returncode, r.stderr))
     finally:
         tls.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_nginx(c, build, root, by_dir, env):
+    """The same through Debian's nginx (its ranges, ETags and If-Match):
+    the first model of each folder the same as its file, and a model
+    replaced after the mount gives EIO (nginx answers If-Match with 412)."""
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx")
+                                      else None)
+    if nginx is None:
+        c.skip("no nginx: the real-server half of this test")
+        return
+    tmp = tempfile.mkdtemp(prefix="modelfs-nginx-")
+    port = free_port()
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        # Workers as the test's user: the files are in its private folders.
+        f.write("""%(user)sdaemon off; worker_processes 1; pid %(t)s/nginx.pid;
+error_log %(t)s/error.log;
+events { worker_connections 64; }
+http {
+  access_log %(t)s/access.log;
+  client_body_temp_path %(t)s/body; proxy_temp_path %(t)s/proxy;
+  fastcgi_temp_path %(t)s/fastcgi; uwsgi_temp_path %(t)s/uwsgi; scgi_temp_path %(t)s/scgi;
+  default_type application/octet-stream;
+  server { listen 127.0.0.1:%(p)d; root %(r)s; }
+}
+""" % {"t": tmp, "p": port, "r": root, "user": "user root;\n" if os.geteuid() == 0 else ""})
+    proc = subprocess.Popen([nginx, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        base = "http://127.0.0.1:%d/" % port
+        ls = os.path.join(build, "modelfs-ls")
+        for d in sorted(by_dir):
+            p = by_dir[d][0][0]
+            check_same_models(c, ls, [(p, base + os.path.relpath(p, root))], env)
+        # Replaced after the mount: If-Match answered 412, reads EIO.
+        path = os.path.join(root, "nginx.safetensors")
+        data = os.urandom(2 << 20)
+        write_safetensors(path, {"t": data})
+        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+        with mfstest.mounted(os.path.join(build, "modelfs"), base + "nginx.safetensors",
+                             fresh) as mnt:
+            write_safetensors(path + ".new", {"t": bytes(b ^ 0xff for b in data)})
+            os.utime(path + ".new", (1, 1))
+            os.rename(path + ".new", path)
+            got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "t"))
+            c.equal((got is None, err), (True, errno.EIO), "nginx, replaced after the mount: EIO")
+        shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
