@@ -288,10 +288,18 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         h->stats.bytes += r.got;
         pthread_mutex_unlock(&h->mu);
         *out = r;
-        if (r.overflow || (rc == CURLE_OK && r.status == 200))
+        /* A longer body than asked ends the transfer: a 200 (or a 206
+         * lying about its length); an error page's is only cut short. */
+        bool whole = r.status == 200 && (rc == CURLE_OK || r.overflow);
+        if (r.overflow && r.status != 200 && r.status != 206)
+            rc = CURLE_OK;
+        if (whole)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                             "the server answered a range request with the whole file "
-                            "(HTTP %ld): it does not serve byte ranges", r.status);
+                            "(HTTP 200): it does not serve byte ranges");
+        if (r.overflow && r.status == 206)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                            "the server sent more than the %" PRIu64 " bytes asked", len);
         if (r.status == 412 || (r.status == 206 && h->etag[0] && strcmp(r.etag, h->etag) != 0))
             return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
                             "changed on the server since the mount (ETag %s, now %s)",
