@@ -51,6 +51,15 @@ typedef struct http_src {
     mfs_http_stats stats;
 } http_src;
 
+/* Body bytes every source of the process received (modelfs-ls's
+ * progress line). */
+static uint64_t fetched_total;
+
+uint64_t mfs_http_fetched(void)
+{
+    return __atomic_load_n(&fetched_total, __ATOMIC_RELAXED);
+}
+
 /* Whether the program is stopping (set by the daemon: its FUSE session
  * ended); a fetch then gives up within a second. */
 static bool (*stopping)(void);
@@ -106,6 +115,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     }
     memcpy(r->buf + r->got, p, len);
     r->got += len;
+    __atomic_add_fetch(&fetched_total, len, __ATOMIC_RELAXED);
     return len;
 }
 

@@ -54,6 +54,9 @@ void mfs_http_set_stop(bool (*fn)(void));
  * kept) and MODELFS_HTTP_STALL (seconds without a byte), into `o`. */
 void mfs_http_opts_from_env(mfs_http_opts *o);
 
+/* Body bytes all remote sources of the process received so far. */
+uint64_t mfs_http_fetched(void);
+
 /* What it fetched so far (tests, benchmarks, modelfs-ls progress). */
 typedef struct mfs_http_stats {
     uint64_t requests;        /* GETs answered (retries included) */

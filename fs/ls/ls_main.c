@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "load.h"
+#include "progress.h"
 #include "registry.h"
 #include "multi.h"
 #include "open_files.h"
@@ -446,6 +447,7 @@ int main(int argc, char **argv)
     }
     const char *const *models = (const char *const *)(argv + argi);
     const char *model = models[0];
+    mfs_progress_start(prog);
     mfs_err e = { 0 };
     mfs_origin origin = { 0 };
     mfs_tree tree;
@@ -505,6 +507,7 @@ int main(int argc, char **argv)
             }
         }
     }
+    mfs_progress_stop();
     if (fflush(stdout) != 0 && rc == 0)
         rc = mfs_exit_code(MFS_E_INTERNAL);
     if (loaded)

@@ -10,6 +10,7 @@ served wrongly on purpose:
   short      206 whose body stops halfway (Content-Length says all)
   slow       from the second request on, the body trickles out (a byte
              every 0.2 s), bounded to 30 s
+  throttle   bodies at about 4 MB/s (64 KiB every 16 ms)
   stall      from the second request on, the headers and then nothing
              (until the server stops, or 30 s)
   503once    503 with Retry-After: 0 for every first request of a range
@@ -119,6 +120,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(body[:len(body) // 2])
                 self.wfile.flush()
                 self.close_connection = True
+            elif kind == "throttle":
+                for i in range(0, len(body), 65536):
+                    if srv.stopping:
+                        break
+                    self.wfile.write(body[i:i + 65536])
+                    self.wfile.flush()
+                    time.sleep(0.016)
             elif kind == "stall" and n_req >= 1:
                 self.wfile.flush()
                 deadline = time.time() + 30

@@ -27,7 +27,8 @@ started here (rangeserver.py):
    replaced there after the mount reads EIO (nginx's 412);
  - -o cache_dir: a warm mount asks one HEAD and nothing else, -o offline
    nothing at all, a block damaged on disk is fetched again, -o cache_max
-   is never exceeded.
+   is never exceeded;
+ - modelfs-ls at a terminal (script(1)) shows a progress line.
 
 usage: test_remote.py BUILD_DIR DIR...
 """
@@ -523,6 +524,17 @@ def check_disk_cache(c, build, srv, root, env):
         f.write(bytes([b[0] ^ 0xff]))
     fixed = mount_read(opt, "a corrupt block")
     c.equal(sum(1 for m, _ in fixed if m == "GET"), 1, "a corrupt block: one GET for it (%r)" % fixed)
+    # At a terminal (script(1) gives one), a fetch of more than 4 MB shows
+    # a progress line on stderr.
+    big = os.path.join(root, "progress.safetensors")
+    write_safetensors(big, {"t": os.urandom(6 << 20)})
+    out = tempfile.mktemp(prefix="modelfs-out-")
+    r = subprocess.run(["script", "-qec", "%s --cache-dir %s %s/fault/throttle/progress.safetensors "
+                        "tensors/t > %s" % (os.path.join(build, "modelfs-ls"), cache, srv.url, out),
+                        "/dev/null"], capture_output=True, env=env, timeout=120)
+    c.check(r.returncode == 0 and b"fetched" in r.stdout and os.path.getsize(out) == 6 << 20,
+            "a progress line at a terminal: %d %r" % (r.returncode, r.stdout[-200:]))
+    os.unlink(out)
     # A cache of 1 MiB for a 3 MiB tensor: never more on disk.
     small = tempfile.mkdtemp(prefix="modelfs-cache-")
     mount_read(("-o", "cache_dir=" + small, "-o", "cache_max=1M"), "cache_max=1M")
