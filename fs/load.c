@@ -119,6 +119,7 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
         mfs_http_opts_from_env(&ho);
         char *dflt = opts && opts->cache_dir ? NULL : mfs_disk_cache_default_dir();
         ho.cache_dir = opts && opts->cache_dir ? opts->cache_dir : dflt;
+        ho.cache_default = dflt != NULL;
         ho.cache_max = opts ? opts->cache_max : 0;
         ho.offline = opts && opts->offline;
         o->src = mfs_src_http_open(path, &ho, e);

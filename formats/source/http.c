@@ -682,11 +682,15 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     h->src.mtime.tv_sec = time(NULL);
 
     if (h->o.cache_dir != NULL) {
-        h->disk = mfs_disk_cache_get_shared(h->o.cache_dir, h->o.cache_max, e);
-        if (h->disk == NULL) {
+        mfs_err ce = { 0 };
+        h->disk = mfs_disk_cache_get_shared(h->o.cache_dir, h->o.cache_max, &ce);
+        if (h->disk == NULL && !h->o.cache_default) {
+            *e = ce;
             http_close(&h->src);
             return NULL;
         }
+        if (h->disk == NULL)
+            mfs_log("modelfs: %s; remote blocks are kept in memory only", ce.msg);
     }
     h->o.cache_dir = NULL;   /* the caller's string: not kept past open */
     char ukey[65];

@@ -35,6 +35,8 @@ typedef struct mfs_http_opts {
     double stall_timeout;     /* seconds without a byte (0: 30) */
     unsigned retries;         /* more tries after a 5xx/429/cut body (0: 3) */
     const char *cache_dir;    /* blocks kept on disk there (disk_cache.h), or NULL */
+    bool cache_default;       /* cache_dir is the default: one that cannot be made
+                                 means no disk cache (a log line), not a failure */
     uint64_t cache_max;       /* bytes it may take (0: 10 GiB) */
     bool offline;             /* from cache_dir only: no request at all */
 } mfs_http_opts;
