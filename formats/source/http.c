@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "block_table.h"
 #include "curl_lib.h"
 #include "disk_cache.h"
 #include "http_parse.h"
@@ -20,16 +21,6 @@
 #define MAX_HANDLES 8               /* idle connections kept */
 #define MAX_RETRY_AFTER 10.0        /* seconds: a longer Retry-After fails */
 
-enum { B_EMPTY, B_LOADING, B_READY };
-
-typedef struct block {
-    uint64_t index;
-    uint8_t *data;
-    uint32_t len;
-    uint8_t state;
-    uint64_t used;           /* tick of the last copy out: LRU */
-} block;
-
 typedef struct http_src {
     mfs_src src;
     char *url;                  /* as given: what is fetched */
@@ -40,9 +31,7 @@ typedef struct http_src {
     mfs_http_opts o;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    block *slots;               /* open addressing by index, linear probing */
-    size_t nslots, used_slots, max_blocks;
-    uint64_t tick;
+    mfs_block_table tab;        /* the blocks in memory */
     bool changed;               /* seen once: every later get fails */
     mfs_disk_cache *disk;       /* blocks kept between mounts, or NULL */
     char key[65];               /* this version's key there */
@@ -354,77 +343,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
     }
 }
 
-/* ---- the block cache ------------------------------------------------------ */
-
-static size_t slot_of(const http_src *h, uint64_t index)
-{
-    uint64_t x = index * 0x9e3779b97f4a7c15ull;
-    return (size_t)(x >> 17) & (h->nslots - 1);
-}
-
-/* The slot holding `index`, or NULL. */
-static block *find(http_src *h, uint64_t index)
-{
-    for (size_t i = slot_of(h, index);; i = (i + 1) & (h->nslots - 1)) {
-        block *b = &h->slots[i];
-        if (b->state == B_EMPTY)
-            return NULL;
-        if (b->index == index)
-            return b;
-    }
-}
-
-/* Removes `b` (backward-shift deletion keeps every probe run whole). */
-static void remove_slot(http_src *h, block *b)
-{
-    free(b->data);
-    size_t i = (size_t)(b - h->slots);
-    h->slots[i].state = B_EMPTY;
-    h->slots[i].data = NULL;
-    h->used_slots--;
-    for (size_t j = (i + 1) & (h->nslots - 1); h->slots[j].state != B_EMPTY;
-         j = (j + 1) & (h->nslots - 1)) {
-        size_t home = slot_of(h, h->slots[j].index);
-        /* j's entry may move to i when i lies on its path home..j. */
-        bool between = i <= j ? (home <= i || home > j) : (home <= i && home > j);
-        if (between) {
-            h->slots[i] = h->slots[j];
-            h->slots[j].state = B_EMPTY;
-            h->slots[j].data = NULL;
-            i = j;
-        }
-    }
-}
-
-/* Drops the least recently used ready block; false when none is. */
-static bool evict_one(http_src *h)
-{
-    block *lru = NULL;
-    for (size_t i = 0; i < h->nslots; i++) {
-        block *b = &h->slots[i];
-        if (b->state == B_READY && (lru == NULL || b->used < lru->used))
-            lru = b;
-    }
-    if (lru == NULL)
-        return false;
-    remove_slot(h, lru);
-    return true;
-}
-
-/* A new slot for `index`, LOADING; NULL when the cache is full of loads. */
-static block *claim(http_src *h, uint64_t index)
-{
-    while (h->used_slots >= h->max_blocks)
-        if (!evict_one(h))
-            return NULL;
-    size_t i = slot_of(h, index);
-    while (h->slots[i].state != B_EMPTY)
-        i = (i + 1) & (h->nslots - 1);
-    block *b = &h->slots[i];
-    *b = (block){ .index = index, .state = B_LOADING };
-    h->used_slots++;
-    return b;
-}
+/* ---- blocks ------------------------------------------------------------- */
 
 static uint64_t block_len(const http_src *h, uint64_t index)
 {
@@ -432,8 +351,6 @@ static uint64_t block_len(const http_src *h, uint64_t index)
     return h->src.size - start < h->block ? h->src.size - start : h->block;
 }
 
-/* Fetches blocks first..last (claimed LOADING by this thread) in one GET
- * and makes them READY; on failure they are removed. Called unlocked. */
 /* Blocks first..last into buf: those the disk cache holds from it, each
  * run of the others in one GET (then kept on disk). Offline, a block the
  * disk does not hold is an error. */
@@ -467,6 +384,8 @@ static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t *buf, mf
     return 0;
 }
 
+/* Fills blocks first..last (claimed LOADING by this thread) and makes
+ * them READY; on failure they are removed. Called unlocked. */
 static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
 {
     uint64_t off = first * h->block;
@@ -480,19 +399,19 @@ static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
         mfs_log("modelfs: %s: %s: its reads fail from now on", h->src.name, e->msg);
     }
     for (uint64_t i = first; i <= last; i++) {
-        block *b = find(h, i);
+        mfs_block *b = mfs_block_find(&h->tab, i);
         if (b == NULL)
             continue;
         uint8_t *data = rc == 0 ? malloc(block_len(h, i)) : NULL;
         if (data == NULL) {
-            remove_slot(h, b);
+            mfs_block_remove(&h->tab, b);
             continue;
         }
         memcpy(data, buf + (i - first) * h->block, block_len(h, i));
         b->data = data;
         b->len = (uint32_t)block_len(h, i);
-        b->state = B_READY;
-        b->used = ++h->tick;
+        b->state = MFS_BLOCK_READY;
+        b->used = ++h->tab.tick;
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -528,12 +447,12 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
             return mfs_fail(e, MFS_E_CHANGED, off, "changed on the server since the mount");
         }
         uint64_t bi = pos / h->block;
-        block *b = find(h, bi);
-        if (b != NULL && b->state == B_READY) {
+        mfs_block *b = mfs_block_find(&h->tab, bi);
+        if (b != NULL && b->state == MFS_BLOCK_READY) {
             uint64_t in = pos - bi * h->block;
             uint64_t n = b->len - in < end - pos ? b->len - in : end - pos;
             memcpy(dst + (pos - off), b->data + in, n);
-            b->used = ++h->tick;
+            b->used = ++h->tab.tick;
             pos += n;
             continue;
         }
@@ -546,12 +465,12 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
         uint64_t last_needed = (end - 1) / h->block;
         uint64_t max_last = bi + (MAX_RUN_BYTES / h->block) - 1;
         uint64_t last = bi;
-        if (claim(h, bi) == NULL) {
+        if (mfs_block_claim(&h->tab, bi) == NULL) {
             pthread_cond_wait(&h->cv, &h->mu);
             continue;
         }
-        while (last < last_needed && last < max_last && find(h, last + 1) == NULL &&
-               h->used_slots < h->max_blocks && claim(h, last + 1) != NULL)
+        while (last < last_needed && last < max_last && mfs_block_find(&h->tab, last + 1) == NULL &&
+               h->tab.used < h->tab.max && mfs_block_claim(&h->tab, last + 1) != NULL)
             last++;
         pthread_mutex_unlock(&h->mu);
         int rc = load_run(h, bi, last, e);
@@ -590,9 +509,7 @@ static void http_close(mfs_src *s)
     for (size_t i = 0; i < h->nidle; i++)
         if (c)
             c->easy_cleanup(h->idle[i]);
-    for (size_t i = 0; i < h->nslots; i++)
-        free(h->slots[i].data);
-    free(h->slots);
+    mfs_block_table_free(&h->tab);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     free(h->url);
@@ -661,10 +578,7 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     if (h->o.cache_max == 0)
         h->o.cache_max = 10ull << 30;
     h->block = h->o.block;
-    h->max_blocks = (size_t)(h->o.budget / h->block);
-    for (h->nslots = 16; h->nslots < h->max_blocks * 2; h->nslots *= 2)
-        ;
-    h->slots = mfs_xcalloc(h->nslots, sizeof *h->slots);
+    mfs_block_table_init(&h->tab, (size_t)(h->o.budget / h->block));
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->url = mfs_xstrdup(url);
@@ -733,11 +647,11 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
         mfs_disk_cache_set_object(h->disk, ukey, &o);
     }
     if (h->src.size > 0) {
-        block *b = claim(h, 0);
+        mfs_block *b = mfs_block_claim(&h->tab, 0);
         b->data = buf;
         b->len = (uint32_t)block_len(h, 0);
-        b->state = B_READY;
-        b->used = ++h->tick;
+        b->state = MFS_BLOCK_READY;
+        b->used = ++h->tab.tick;
     } else {
         free(buf);
     }

@@ -1,0 +1,38 @@
+/* The blocks of one remote object held in memory: a table by block index
+ * (open addressing), at most `max` of them, the least recently used ready
+ * one dropped to make room. Not thread safe: its owner (http.c) holds
+ * its lock around every call. */
+#ifndef MFS_BLOCK_TABLE_H
+#define MFS_BLOCK_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { MFS_BLOCK_EMPTY, MFS_BLOCK_LOADING, MFS_BLOCK_READY };
+
+typedef struct mfs_block {
+    uint64_t index;
+    uint8_t *data;           /* READY: len bytes, owned by the table */
+    uint32_t len;
+    uint8_t state;
+    uint64_t used;           /* the table's tick at its last use: LRU */
+} mfs_block;
+
+typedef struct mfs_block_table {
+    mfs_block *slots;
+    size_t nslots, used, max;
+    uint64_t tick;
+} mfs_block_table;
+
+void mfs_block_table_init(mfs_block_table *t, size_t max);
+void mfs_block_table_free(mfs_block_table *t);
+/* The block `index` (loading or ready), or NULL. */
+mfs_block *mfs_block_find(mfs_block_table *t, uint64_t index);
+/* Frees b's data and removes it (pointers into the table move). */
+void mfs_block_remove(mfs_block_table *t, mfs_block *b);
+/* A new LOADING slot for `index` (not in the table), dropping least
+ * recently used READY blocks to stay within max; NULL when every slot
+ * is loading. Pointers into the table move. */
+mfs_block *mfs_block_claim(mfs_block_table *t, uint64_t index);
+
+#endif
