@@ -18,7 +18,6 @@
 # mount.sha256sums.head check time and memory bounds, which only the
 # normal build measures. MODELFS_ASAN_ALL=1 runs every
 # test in the sanitizer build too.
-# The sanitizer build compiles while the normal build's tests run.
 # At the end: the five slowest tests of each build.
 set -eu
 cd "$(dirname "$0")/.."
