@@ -88,6 +88,7 @@ typedef struct reply {
     bool overflow;              /* more body than asked: a 200, or a lie */
     long status;
     char etag[256];
+    bool etag_too_long;
     bool has_range;
     uint64_t r_first, r_last, r_total;
     bool total_unknown;
@@ -117,6 +118,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     case MFS_HTTP_H_STATUS:
         /* A new response (after a redirect or a 100): forget the last. */
         r->etag[0] = '\0';
+        r->etag_too_long = false;
         r->has_range = r->total_unknown = false;
         r->retry_after = -1;
         break;
@@ -124,6 +126,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         if (hd.len < sizeof r->etag) {
             memcpy(r->etag, hd.value, hd.len);
             r->etag[hd.len] = '\0';
+        } else {
+            /* Not kept, so never matched: a pinned object then reads as
+             * changed, and an open refuses it (no version to pin). */
+            snprintf(r->etag, sizeof r->etag, "(an ETag of %zu bytes)", hd.len);
+            r->etag_too_long = true;
         }
         break;
     case MFS_HTTP_H_RANGE:
@@ -210,7 +217,9 @@ static void setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl
         c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
     c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
     c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.connect_timeout * 1000));
-    c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    /* A stall is less than 1 KiB/s for stall_timeout: a peer that drips
+     * a byte at a time is one too, not a fetch for ever. */
+    c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     c->easy_setopt(k, CURLOPT_LOW_SPEED_TIME, (long)(h->o.stall_timeout + 0.999));
     c->easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
     c->easy_setopt(k, CURLOPT_WRITEDATA, r);
@@ -273,6 +282,8 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         reply r = { .buf = buf, .cap = len, .retry_after = -1 };
         setup(c, k, h, hdr, &r);
         c->easy_setopt(k, CURLOPT_RANGE, range);
+        /* And a bound on the whole GET: 60 s plus 16 KiB/s of its length. */
+        c->easy_setopt(k, CURLOPT_TIMEOUT_MS, (long)(60000 + len / 16));
         CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
         if (first && rc == CURLE_OK) {
@@ -316,9 +327,9 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         if (rc == CURLE_ABORTED_BY_CALLBACK)
             return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
         if (rc == CURLE_OPERATION_TIMEDOUT)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s (no byte for %.0f s, or no connection "
-                            "within %.0f s)", c->easy_strerror(rc), h->o.stall_timeout,
-                            h->o.connect_timeout);
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s (under 1 KiB/s for %.0f s, no "
+                            "connection within %.0f s, or longer than 60 s + 16 KiB/s)",
+                            c->easy_strerror(rc), h->o.stall_timeout, h->o.connect_timeout);
         if (rc != CURLE_OK)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", c->easy_strerror(rc));
         if (first && r.status == 416 && r.has_range && r.r_total == 0 && !r.total_unknown)
@@ -632,6 +643,13 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     reply r;
     if (fetch(h, 0, h->block, buf, true, &r, e) != 0) {
         free(buf);
+        http_close(&h->src);
+        return NULL;
+    }
+    if (r.etag_too_long) {
+        free(buf);
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the server's ETag is longer than %zu bytes",
+                 sizeof h->etag - 1);
         http_close(&h->src);
         return NULL;
     }

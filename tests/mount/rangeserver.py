@@ -15,6 +15,7 @@ served wrongly on purpose:
              (until the server stops, or 30 s)
   503once    503 with Retry-After: 0 for every first request of a range
   status404  404 for everything
+  longetag   an ETag of 400 bytes
   redirect   302 to srv.redirect_base + PATH (another server)
   loop       302 to itself, for ever
 
@@ -76,6 +77,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         size = st.st_size
         etag = '"%s"' % hashlib.sha256(("%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns))
                                        .encode()).hexdigest()[:32]
+        if kind == "longetag":
+            etag = '"%s"' % ("e" * 398)
         if kind == "etagflip" and n_req >= 1:
             etag = '"flipped-%d"' % n_req
         im = self.headers.get("If-Match")

@@ -14,12 +14,13 @@ started here (rangeserver.py):
    fetched at mount stay small beside the file);
  - refusals at mount, exit 3 and one line naming the URL: a server that
    answers a range with 200, a wrong Content-Range, 404, a body cut short,
-   nothing listening;
+   an ETag of 400 bytes, nothing listening;
  - a 503 (Retry-After: 0) is retried and the model mounts;
  - a model whose ETag changes after the mount: its reads give EIO, never
    bytes of the other version, and the daemon stays up;
- - a server that stops sending: the read fails with EIO after the stall
-   timeout; SIGTERM to a daemon waiting on it ends it within 10 s;
+ - a server that stops sending, or drips a byte at a time: the read fails
+   with EIO after the stall timeout; SIGTERM to a daemon waiting on a
+   stalled one ends it within 10 s;
  - a cache of 4 blocks under 8 readers at once: the right bytes;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
    without), no redirect from https to http, redirect loops refused;
@@ -224,6 +225,7 @@ def main(argv):
             refused(c, build, url_of(good, "norange"), "does not serve byte ranges", env)
             refused(c, build, url_of(good, "badrange"), "Content-Range", env)
             refused(c, build, url_of(good, "status404"), "HTTP 404", env)
+            refused(c, build, url_of(good, "longetag"), "ETag is longer", env)
             refused(c, build, url_of(good, "short"), url_of(good, "short"), env)
             refused(c, build, "http://127.0.0.1:%d/x.safetensors" % free_port(), "http://127.0.0.1",
                     env)
@@ -315,6 +317,19 @@ def check_stalls(c, build, srv, root, env):
         c.check(took < 15, "stalled server: the read failed after %.1f s (stall timeout 2 s)" % took)
         c.equal(mfstest.read_or_errno(os.path.join(mnt, "tensors", "a"))[0], bytes(range(256)) * 4,
                 "stalled server: what was fetched at mount still reads")
+    # A server that drips a byte every 0.2 s: under 1 KiB/s is a stall too.
+    with mfstest.mounted(modelfs, srv.url + "/fault/slow/stall.safetensors", fast) as mnt:
+        t0 = time.time()
+        fd = os.open(os.path.join(mnt, "tensors", "far"), os.O_RDONLY)
+        try:
+            os.pread(fd, 4096, 1 << 20)
+            err = 0
+        except OSError as e:
+            err = e.errno
+        finally:
+            os.close(fd)
+        c.equal(err, errno.EIO, "dripping server: the read fails with EIO")
+        c.check(time.time() - t0 < 15, "dripping server: failed after %.1f s" % (time.time() - t0))
     # Another URL (the server stalls from a URL's second request on).
     ctx = mfstest.mounted(modelfs, url + "?again", env)
     mnt = ctx.__enter__()
