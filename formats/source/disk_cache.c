@@ -118,6 +118,21 @@ mfs_disk_cache *mfs_disk_cache_get_shared(const char *dir, uint64_t max, mfs_err
             mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cache_dir %s: %s", dir, strerror(err));
             return NULL;
         }
+        /* Blocks are served as the model's bytes: a folder another user
+         * may write to could hold blocks forged for any key. */
+        const char *subs[] = { "", "/blocks", "/objects" };
+        for (int i = 0; i < 3; i++) {
+            struct stat st;
+            snprintf(sub, sizeof sub, "%s%s", dir, subs[i]);
+            if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+                (st.st_mode & 022) != 0) {
+                pthread_mutex_unlock(&shared_mu);
+                mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                         "cache_dir %s: %s is not a folder of this user that only it may write to",
+                         dir, sub);
+                return NULL;
+            }
+        }
         c = mfs_xcalloc(1, sizeof *c);
         c->dir = mfs_xstrdup(dir);
         c->max = max;

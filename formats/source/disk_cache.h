@@ -24,7 +24,9 @@
 typedef struct mfs_disk_cache mfs_disk_cache;
 
 /* The process's cache in `dir` (made if missing, with its parents), at
- * most `max` bytes; the same object for the same dir. NULL with e. */
+ * most `max` bytes; the same object for the same dir. NULL with e, also
+ * when dir, dir/blocks or dir/objects is not a folder of this user that
+ * only it may write to (another's blocks could be forged). */
 mfs_disk_cache *mfs_disk_cache_get_shared(const char *dir, uint64_t max, mfs_err *e);
 
 /* The default folder: $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs

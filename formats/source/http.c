@@ -341,8 +341,11 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         uint64_t want_last = off + len - 1;
         if (first && r.has_range && !r.total_unknown && r.r_total > 0 && r.r_total - 1 < want_last)
             want_last = r.r_total - 1;   /* the file is shorter than a block */
-        if (!r.has_range || r.total_unknown || r.r_first != off || r.r_last != want_last ||
-            (!first && r.r_total != h->src.size))
+        if (!first && r.has_range && !r.total_unknown && r.r_total != h->src.size)
+            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                            "changed on the server since the mount (%" PRIu64 " bytes, now %" PRIu64
+                            ")", h->src.size, r.r_total);
+        if (!r.has_range || r.total_unknown || r.r_first != off || r.r_last != want_last)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                             "the server answered bytes %" PRIu64 "-%" PRIu64
                             " with a Content-Range that is not it", off, want_last);

@@ -28,7 +28,7 @@ started here (rangeserver.py):
    replaced there after the mount reads EIO (nginx's 412);
  - -o cache_dir: a warm mount asks one HEAD and nothing else, -o offline
    nothing at all, a block damaged on disk is fetched again, -o cache_max
-   is never exceeded;
+   is never exceeded, a folder others may write to is refused;
  - modelfs-ls at a terminal (script(1)) shows a progress line.
 
 usage: test_remote.py BUILD_DIR DIR...
@@ -558,6 +558,14 @@ def check_disk_cache(c, build, srv, root, env):
     c.check(r.returncode == 0 and b"fetched" in r.stdout and os.path.getsize(out) == 6 << 20,
             "a progress line at a terminal: %d %r" % (r.returncode, r.stdout[-200:]))
     os.unlink(out)
+    # A cache folder others may write to could hold forged blocks: refused.
+    shared = tempfile.mkdtemp(prefix="modelfs-cache-")
+    os.chmod(shared, 0o777)
+    r = subprocess.run([os.path.join(build, "modelfs-ls"), "--cache-dir", shared, url],
+                       capture_output=True, text=True, env=env)
+    c.check(r.returncode == 3 and "only it may write to" in r.stderr,
+            "a cache_dir others may write to: refused (%d %r)" % (r.returncode, r.stderr))
+    shutil.rmtree(shared, ignore_errors=True)
     # A cache of 1 MiB for a 3 MiB tensor: never more on disk.
     small = tempfile.mkdtemp(prefix="modelfs-cache-")
     mount_read(("-o", "cache_dir=" + small, "-o", "cache_max=1M"), "cache_max=1M")
