@@ -80,6 +80,17 @@ bool mfs_is_http_url(const char *s)
     return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0;
 }
 
+bool mfs_url_has_userinfo(const char *url)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL)
+        return false;
+    p += 3;
+    size_t host_end = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', host_end);
+    return at != NULL;
+}
+
 /* ---- one GET ------------------------------------------------------------ */
 
 typedef struct reply {

@@ -27,6 +27,9 @@
 
 /* True when `s` names an http:// or https:// URL. */
 bool mfs_is_http_url(const char *s);
+/* True when the URL carries a user or password (user:pass@host): the
+ * programs refuse it, since MODEL shows in messages and /proc/mounts. */
+bool mfs_url_has_userinfo(const char *url);
 
 typedef struct mfs_http_opts {
     uint64_t block;           /* bytes per block (0: 256 KiB) */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http.h"
 #include "load.h"
 #include "progress.h"
 #include "registry.h"
@@ -371,6 +372,16 @@ static int verify_all(mfs_forest *f)
     return mfs_exit_code(failed || bad_models ? MFS_E_VERIFY : MFS_OK);
 }
 
+/* A URL with a user or password: refused, and not echoed. */
+static bool refuse_userinfo(const char *model, int i)
+{
+    if (!mfs_is_http_url(model) || !mfs_url_has_userinfo(model))
+        return false;
+    fprintf(stderr, "%s: model %d: a URL with a user or password is refused (it would show in "
+            "messages)\n", prog, i + 1);
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     int xattrs = 0, verify = 0, sums = 0, check = 0, argi = 1;
@@ -427,6 +438,9 @@ int main(int argc, char **argv)
             usage(stderr);
             return mfs_exit_code(MFS_E_USAGE);
         }
+        for (int i = argi; i < argc; i++)
+            if (refuse_userinfo(argv[i], i - argi))
+                return mfs_exit_code(MFS_E_USAGE);
         int rc = check_all(argv + argi, argc - argi, &opts);
         return fflush(stdout) != 0 && rc == 0 ? mfs_exit_code(MFS_E_INTERNAL) : rc;
     }
@@ -447,6 +461,9 @@ int main(int argc, char **argv)
     }
     const char *const *models = (const char *const *)(argv + argi);
     const char *model = models[0];
+    for (int i = 0; i < nmodels; i++)
+        if (refuse_userinfo(models[i], i))
+            return mfs_exit_code(MFS_E_USAGE);
     mfs_progress_start(prog);
     mfs_err e = { 0 };
     mfs_origin origin = { 0 };

@@ -15,6 +15,8 @@ started here (rangeserver.py):
  - refusals at mount, exit 3 and one line naming the URL: a server that
    answers a range with 200, a wrong Content-Range, 404, a body cut short,
    an ETag of 400 bytes, nothing listening;
+ - a URL with user:password@ refused by both programs (exit 2), the
+   password in no message;
  - a 503 (Retry-After: 0) is retried and the model mounts;
  - a model whose ETag changes after the mount: its reads give EIO, never
    bytes of the other version, and the daemon stays up;
@@ -162,6 +164,25 @@ def refused(c, build, url, want, env):
         os.rmdir(mnt)
 
 
+def check_userinfo(c, build, srv, good, root, env):
+    """A URL with a user and password: both programs refuse it (exit 2),
+    and the password appears in no message."""
+    url = srv.url.replace("http://", "http://someone:s3cret@") + "/" + os.path.relpath(good, root)
+    mnt = tempfile.mkdtemp(prefix="modelfs-mnt-")
+    try:
+        for args in ([os.path.join(build, "modelfs"), url, mnt],
+                     [os.path.join(build, "modelfs-ls"), url],
+                     [os.path.join(build, "modelfs-ls"), "--check", url]):
+            r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+            what = "%s with user:password@" % os.path.basename(args[0])
+            c.equal(r.returncode, 2, what + ": exit code (%s)" % r.stderr.strip())
+            c.check("s3cret" not in r.stderr + r.stdout, what + ": the password in a message")
+    finally:
+        if os.path.ismount(mnt):
+            mfstest.unmount(mnt)
+        os.rmdir(mnt)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -226,6 +247,7 @@ def main(argv):
             refused(c, build, url_of(good, "badrange"), "Content-Range", env)
             refused(c, build, url_of(good, "status404"), "HTTP 404", env)
             refused(c, build, url_of(good, "longetag"), "ETag is longer", env)
+            check_userinfo(c, build, srv, good, root, env)
             refused(c, build, url_of(good, "short"), url_of(good, "short"), env)
             refused(c, build, "http://127.0.0.1:%d/x.safetensors" % free_port(), "http://127.0.0.1",
                     env)
