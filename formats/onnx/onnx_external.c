@@ -51,6 +51,31 @@ static void quote(char *out, size_t n, mfs_span s)
     out[k] = '\0';
 }
 
+/* The tensor [offset, +len) of the file `rel` (size bytes; taken over)
+ * when it lies inside it (no length: to its end), owned by the model;
+ * NULL with c->e. The caller says how the file is reached. */
+static onnx_ext *new_ext(onnx_ctx *c, char *rel, const char *q, uint64_t offset, bool has_len,
+                         uint64_t *len, uint64_t size, uint64_t where)
+{
+    if (offset > size || (has_len && *len > size - offset)) {
+        free(rel);
+        mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)where,
+                 "external data '%s': [%llu, +%llu) runs past its end (%llu bytes)", q,
+                 (unsigned long long)offset, (unsigned long long)(has_len ? *len : 0),
+                 (unsigned long long)size);
+        return NULL;
+    }
+    if (!has_len)
+        *len = size - offset;
+    onnx_ext *x = mfs_model_own(c->m, mfs_xcalloc(1, sizeof *x));
+    x->location = mfs_model_own(c->m, rel);
+    x->label = mfs_model_own(c->m, mfs_xstrdup(q));
+    x->offset = offset;
+    x->len = *len;
+    x->size = size;
+    return x;
+}
+
 /* A remote model's files beside it: each opened once per load (one
  * source, one pinned ETag, one block cache) and closed with the model. */
 struct onnx_remote_file {
@@ -112,23 +137,9 @@ static void *remote_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
         c->remote[c->nremote++] = (struct onnx_remote_file){ mfs_model_own(c->m, mfs_xstrdup(rel)),
                                                              src };
     }
-    if (offset > src->size || (has_len && *len > src->size - offset)) {
-        free(rel);
-        mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)where,
-                 "external data '%s': [%llu, +%llu) runs past its end (%llu bytes)", q,
-                 (unsigned long long)offset, (unsigned long long)(has_len ? *len : 0),
-                 (unsigned long long)src->size);
-        return NULL;
-    }
-    if (!has_len)
-        *len = src->size - offset;
-    onnx_ext *x = mfs_model_own(c->m, mfs_xcalloc(1, sizeof *x));
-    x->src = src;
-    x->location = mfs_model_own(c->m, rel);
-    x->label = mfs_model_own(c->m, mfs_xstrdup(q));
-    x->offset = offset;
-    x->len = *len;
-    x->size = src->size;
+    onnx_ext *x = new_ext(c, rel, q, offset, has_len, len, src->size, where);
+    if (x != NULL)
+        x->src = src;
     return x;
 }
 
@@ -174,25 +185,12 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
         return NULL;
     }
     uint64_t size = (uint64_t)st.st_size;
-    if (offset > size || (has_len && *len > size - offset)) {
-        free(rel);
-        mfs_fail(c->e, MFS_E_CORRUPT, (int64_t)where,
-                 "external data '%s': [%llu, +%llu) runs past its end (%llu bytes)", q,
-                 (unsigned long long)offset, (unsigned long long)(has_len ? *len : 0),
-                 (unsigned long long)size);
+    onnx_ext *x = new_ext(c, rel, q, offset, has_len, len, size, where);
+    if (x == NULL)
         return NULL;
-    }
-    if (!has_len)
-        *len = size - offset;
-    onnx_ext *x = mfs_model_own(c->m, mfs_xcalloc(1, sizeof *x));
     x->root = c->root;
-    x->location = mfs_model_own(c->m, rel);
-    x->label = mfs_model_own(c->m, mfs_xstrdup(q));
-    x->offset = offset;
-    x->len = *len;
     x->dev = st.st_dev;
     x->ino = st.st_ino;
-    x->size = size;
     x->mtime = st.st_mtim;
     x->ctime = st.st_ctim;
     return x;

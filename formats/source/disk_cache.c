@@ -257,10 +257,34 @@ bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uin
     return true;
 }
 
+/* `path` (in folder `dir`) made to hold a then b, whole or not at all:
+ * written to a temporary file there and renamed over it. False with errno
+ * on failure (the temporary file removed). */
+static bool write_replace(const char *dir, const char *path, const void *a, size_t na,
+                          const void *b, size_t nb)
+{
+    static unsigned long seq;
+    char tmp[4500];
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%lu", dir, (long)getpid(),
+             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, a, na) == (ssize_t)na && (nb == 0 || write(fd, b, nb) == (ssize_t)nb);
+    if (close(fd) != 0)
+        ok = false;
+    if (ok && rename(tmp, path) == 0)
+        return true;
+    int err = errno;
+    unlink(tmp);
+    errno = err;
+    return false;
+}
+
 void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, const uint8_t *buf,
                           uint32_t len)
 {
-    char path[4400], tmp[4500], sub[4400];
+    char path[4400], sub[4400];
     block_path(c, key, index, path, sizeof path);
     struct stat st;
     if (stat(path, &st) == 0)
@@ -281,15 +305,8 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     memcpy(h + 16, &len, 4);
     sha256(buf, len, h + 24);
     snprintf(sub, sizeof sub, "%s/blocks/%s", c->dir, key);
-    static unsigned long seq;
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%lu", sub, (long)getpid(),
-             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-    bool ok = mkdir(sub, 0700) == 0 || errno == EEXIST;
-    int fd = ok ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    ok = fd >= 0 && write(fd, h, HEADER) == HEADER && write(fd, buf, len) == (ssize_t)len;
-    if (fd >= 0 && close(fd) != 0)
-        ok = false;
-    if (ok && rename(tmp, path) == 0) {
+    if ((mkdir(sub, 0700) == 0 || errno == EEXIST) &&
+        write_replace(sub, path, h, HEADER, buf, len)) {
         pthread_mutex_lock(&c->mu);
         push(c, mfs_xstrdup(path), 0, bytes);   /* the newest: at the back */
         c->q[c->n - 1].mtime_ns = stat(path, &st) == 0 ? ns_of(&st) : 0;
@@ -297,8 +314,6 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
         return;
     }
     int err = errno;
-    if (fd >= 0)
-        unlink(tmp);
     pthread_mutex_lock(&c->mu);
     c->used -= bytes < c->used ? bytes : c->used;
     bool warn = !c->warned;
@@ -337,19 +352,13 @@ bool mfs_disk_cache_object(mfs_disk_cache *c, const char *ukey, mfs_disk_object 
 
 void mfs_disk_cache_set_object(mfs_disk_cache *c, const char *ukey, const mfs_disk_object *o)
 {
-    char path[4400], tmp[4500], text[600];
+    char path[4400], dir[4400], text[600];
     snprintf(path, sizeof path, "%s/objects/%s", c->dir, ukey);
-    static unsigned long seq;
-    snprintf(tmp, sizeof tmp, "%s/objects/.tmp-%ld-%lu", c->dir, (long)getpid(),
-             __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+    snprintf(dir, sizeof dir, "%s/objects", c->dir);
     int len = snprintf(text, sizeof text, "%" PRIu64 "\n%" PRId64 "\n%s\n", o->size, o->mtime,
                        o->etag);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    bool ok = fd >= 0 && len > 0 && len < (int)sizeof text && write(fd, text, (size_t)len) == len;
-    if (fd >= 0 && close(fd) != 0)
-        ok = false;
-    if (!ok || rename(tmp, path) != 0)
-        unlink(tmp);
+    if (len > 0 && len < (int)sizeof text)
+        (void)write_replace(dir, path, text, (size_t)len, NULL, 0);   /* best effort */
 }
 
 uint64_t mfs_disk_cache_used(mfs_disk_cache *c)

@@ -126,8 +126,7 @@ def check_mounted(c, build, url, path, srv, env):
     try:
         with mfstest.mounted(modelfs, url, env) as rmnt, mfstest.mounted(modelfs, path, env) as lmnt:
             mount_log = list(srv.log[before:])
-            fetched = sum(int(r[2].split("-")[1]) - int(r[2].split("=")[1].split("-")[0]) + 1
-                          for r in mount_log if r[2])
+            fetched = range_bytes(mount_log)
             size = os.path.getsize(path)
             c.check(fetched <= max(size // 4, 1 << 20) or size <= (1 << 20),
                     "%s: the mount fetched %d bytes of %d" % (name, fetched, size))
@@ -314,6 +313,29 @@ def write_safetensors(path, tensors):
         f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
 
 
+def far_read_errno(mnt):
+    """0, or the errno of 4 KiB read 1 MiB into tensors/far: past the
+    first block (fetched at mount), so one GET."""
+    fd = os.open(os.path.join(mnt, "tensors", "far"), os.O_RDONLY)
+    try:
+        os.pread(fd, 4096, 1 << 20)
+        return 0
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
+
+
+def range_bytes(log):
+    """Bytes the ranged requests of a server log asked for."""
+    total = 0
+    for r in log:
+        if r[2]:
+            first, _, last = r[2][len("bytes="):].partition("-")
+            total += int(last) - int(first) + 1
+    return total
+
+
 def check_stalls(c, build, srv, root, env):
     """A server that stops sending: a read fails (EIO) once no byte came
     for the stall timeout (MODELFS_HTTP_STALL=2 here); and SIGTERM to a
@@ -325,15 +347,7 @@ def check_stalls(c, build, srv, root, env):
     fast = dict(env, MODELFS_HTTP_STALL="2")
     with mfstest.mounted(modelfs, url, fast) as mnt:
         t0 = time.time()
-        # 4 KiB 1 MiB in: past the first block (fetched at mount), one GET.
-        fd = os.open(os.path.join(mnt, "tensors", "far"), os.O_RDONLY)
-        try:
-            os.pread(fd, 4096, 1 << 20)
-            err = 0
-        except OSError as e:
-            err = e.errno
-        finally:
-            os.close(fd)
+        err = far_read_errno(mnt)
         took = time.time() - t0
         c.equal(err, errno.EIO, "stalled server: the read fails with EIO")
         c.check(took < 15, "stalled server: the read failed after %.1f s (stall timeout 2 s)" % took)
@@ -342,14 +356,7 @@ def check_stalls(c, build, srv, root, env):
     # A server that drips a byte every 0.2 s: under 1 KiB/s is a stall too.
     with mfstest.mounted(modelfs, srv.url + "/fault/slow/stall.safetensors", fast) as mnt:
         t0 = time.time()
-        fd = os.open(os.path.join(mnt, "tensors", "far"), os.O_RDONLY)
-        try:
-            os.pread(fd, 4096, 1 << 20)
-            err = 0
-        except OSError as e:
-            err = e.errno
-        finally:
-            os.close(fd)
+        err = far_read_errno(mnt)
         c.equal(err, errno.EIO, "dripping server: the read fails with EIO")
         c.check(time.time() - t0 < 15, "dripping server: failed after %.1f s" % (time.time() - t0))
     # Another URL (the server stalls from a URL's second request on).
@@ -411,7 +418,7 @@ def check_cache(c, build, srv, root, env):
         mfstest.evict(t)
         c.equal(mfstest.read_or_errno(t), (data, 0), "small cache: the whole tensor after")
     gets = [r for r in srv.log[before:] if r[2]]
-    fetched = sum(int(r[2].split("-")[1]) - int(r[2].split("=")[1].split("-")[0]) + 1 for r in gets)
+    fetched = range_bytes(gets)
     c.check(fetched > len(data) + hlen, "small cache: blocks were dropped and fetched again "
             "(%d bytes in %d GETs)" % (fetched, len(gets)))
 
