@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "folder.h"
-#include "http.h"
+#include "remote.h"
 #include "local.h"
 #include "log.h"
 #include "path.h"
@@ -161,7 +161,7 @@ bool mfs_collect_is_single(const char *const *args, size_t n)
     struct stat st;
     if (n != 1)
         return false;
-    if (mfs_is_http_url(args[0]) || stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
+    if ((mfs_is_remote(args[0]) && !mfs_remote_is_folder(args[0])) || stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
         return true;  /* a file (or an error to report as before) */
     return mfs_format_detect_dir(args[0]) != NULL;
 }
@@ -203,6 +203,46 @@ static const char *url_name(const char *url, char *buf, size_t size)
     return buf;
 }
 
+/* A folder URL's model files (an S3 prefix, a Hub repository), each
+ * named by its path below it: at the root when it is the only argument,
+ * else in a folder of the URL's last part. Probed when first loaded. */
+static int add_remote_folder(walker *w, const char *url, bool alone, mfs_err *e)
+{
+    mfs_http_opts ho = { 0 };
+    mfs_http_opts_from_env(&ho);
+    mfs_remote_listing l;
+    if (mfs_remote_list(url, &ho, &l, e) != 0)
+        return -1;
+    char base[PATH_MAX];
+    char *top = alone ? mfs_xstrdup("") : mfs_name_encode(url_name(url, base, sizeof base),
+                                                            strlen(base));
+    for (size_t i = 0; i < l.count; i++) {
+        const char *path = l.files[i].path;
+        const char *slash = strrchr(path, '/');
+        /* Each folder part encoded as a local walk encodes it. */
+        char *dir = mfs_xstrdup(top);
+        for (const char *p = path; slash != NULL && p <= slash;) {
+            size_t k = strcspn(p, "/");
+            char *ename = mfs_name_encode(p, k), *sub = join(dir, ename);
+            free(dir);
+            free(ename);
+            dir = sub;
+            p += k + 1;
+        }
+        struct stat st;
+        memset(&st, 0, sizeof st);
+        st.st_mode = S_IFREG;
+        st.st_size = (off_t)l.files[i].size;
+        st.st_mtim.tv_sec = (time_t)l.files[i].mtime;
+        add_found(w, dir, slash ? slash + 1 : path, l.files[i].url, l.files[i].url, NULL, NULL,
+                  &st);
+        free(dir);
+    }
+    free(top);
+    mfs_remote_listing_free(&l);
+    return 0;
+}
+
 int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, const char **bad,
                      mfs_err *e)
 {
@@ -211,7 +251,14 @@ int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, con
     char base[PATH_MAX];
     for (size_t i = 0; i < n; i++) {
         struct stat st;
-        if (mfs_is_http_url(args[i])) {
+        if (mfs_is_remote(args[i]) && mfs_remote_is_folder(args[i])) {
+            if (add_remote_folder(&w, args[i], n == 1, e) != 0) {
+                *bad = args[i];
+                goto fail;
+            }
+            continue;
+        }
+        if (mfs_is_remote(args[i])) {
             /* A remote model: named by the last part of its URL's path,
              * fetched (and its format known) when first loaded. */
             memset(&st, 0, sizeof st);

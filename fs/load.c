@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "disk_cache.h"
 #include "http.h"
+#include "remote.h"
 #include "local.h"
 #include "model_build.h"
 #include "registry.h"
@@ -114,7 +115,7 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
 {
     struct stat st;
     memset(o, 0, sizeof *o);
-    if (mfs_is_http_url(path)) {
+    if (mfs_is_remote(path)) {
         mfs_http_opts ho = { 0 };
         mfs_http_opts_from_env(&ho);
         char *dflt = opts && opts->cache_dir ? NULL : mfs_disk_cache_default_dir();
@@ -122,7 +123,7 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
         ho.cache_default = dflt != NULL;
         ho.cache_max = opts ? opts->cache_max : 0;
         ho.offline = opts && opts->offline;
-        o->src = mfs_src_http_open(path, &ho, e);
+        o->src = mfs_remote_open(path, &ho, e);
         if (o->src == NULL) {
             free(dflt);
             return -1;

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "remote.h"
 #include "local.h"
 #include "onnx.h"
 #include "path.h"
@@ -88,26 +88,6 @@ static void close_src(void *arg)
     mfs_src_close(arg);
 }
 
-/* The URL of `rel` beside the model at URL folder `dir`: the path's bytes
- * other than unreserved ones and '/' percent-encoded. */
-static char *sibling_url(const char *dir, const char *rel)
-{
-    size_t n = strlen(dir), k = strlen(rel);
-    char *u = mfs_xmalloc(n + 1 + 3 * k + 1), *w = u;
-    memcpy(w, dir, n);
-    w += n;
-    *w++ = '/';
-    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("-._~/", *p) != NULL)
-            *w++ = (char)*p;
-        else
-            w += sprintf(w, "%%%02X", *p);
-    }
-    *w = '\0';
-    return u;
-}
-
 static void *remote_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool has_len,
                          uint64_t *len, uint64_t where, const char *q)
 {
@@ -123,9 +103,9 @@ static void *remote_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
         if (strcmp(c->remote[i].location, rel) == 0)
             src = c->remote[i].src;
     if (src == NULL) {
-        char *url = sibling_url(c->dir, rel);
+        char *url = mfs_remote_sibling(c->dir, rel);
         mfs_err oe = { 0 };
-        src = mfs_src_http_open(url, ho, &oe);
+        src = mfs_remote_open(url, ho, &oe);
         free(url);
         if (src == NULL) {
             free(rel);
@@ -159,7 +139,7 @@ void *onnx_external_open(onnx_ctx *c, mfs_span location, uint64_t offset, bool h
                  "(no '..', '.', empty component, backslash or leading '/')", q);
         return NULL;
     }
-    if (mfs_is_http_url(c->dir))
+    if (mfs_is_remote(c->dir))
         return remote_open(c, location, offset, has_len, len, where, q);
     if (c->root == NULL) {
         c->root = mfs_model_open_folder(c->m, c->dir, c->e);

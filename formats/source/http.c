@@ -38,6 +38,7 @@ typedef struct http_src {
     CURL *idle[MAX_HANDLES];
     size_t nidle;
     mfs_http_stats stats;
+    mfs_http_hooks hk;          /* S3 signing, a Hub redirect (all NULL: plain) */
 } http_src;
 
 /* Body bytes every source of the process received (modelfs-ls's
@@ -212,17 +213,15 @@ static bool transient(CURLcode rc)
 
 /* What every request of `h` sets: the URL, where redirects may go, the
  * headers, TLS, timeouts, the stop check, and `r` for what comes back. */
-static void setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl_slist *hdr,
+static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl_slist **hdr,
                   reply *r)
 {
     bool https = strncasecmp(h->url, "https://", 8) == 0;
-    c->easy_reset(k);
     c->easy_setopt(k, CURLOPT_URL, h->url);
     c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
     c->easy_setopt(k, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
     c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 1L);
     c->easy_setopt(k, CURLOPT_MAXREDIRS, 10L);
-    c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
     c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
     if (h->ca_file != NULL)
         c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
@@ -239,6 +238,10 @@ static void setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl
     c->easy_setopt(k, CURLOPT_FILETIME, 1L);
     c->easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
     c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
+    if (*hdr != NULL && h->hk.prepare != NULL)
+        *hdr = h->hk.prepare(h->hk.arg, k, *hdr);
+    c->easy_setopt(k, CURLOPT_HTTPHEADER, *hdr);
+    return *hdr != NULL;
 }
 
 /* One HEAD: is the URL still the object `o` (same ETag and size)? Its
@@ -252,9 +255,10 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
         return false;
     struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
     reply r = { .buf = NULL, .cap = 0, .retry_after = -1 };
-    setup(c, k, h, hdr, &r);
+    c->easy_reset(k);
+    bool ready = setup(c, k, h, &hdr, &r);
     c->easy_setopt(k, CURLOPT_NOBODY, 1L);
-    CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+    CURLcode rc = !ready ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
     curl_off_t clen = -1, ft = -1;
     c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
     c->easy_getinfo(k, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
@@ -283,6 +287,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
     snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(ifmatch, sizeof ifmatch, "If-Match: %s", h->etag);
     double backoff = 0.5;
+    bool refreshed = false;
     for (unsigned attempt = 0;; attempt++) {
         CURL *k = take_handle(h, c);
         if (k == NULL)
@@ -291,11 +296,13 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         if (hdr != NULL && !first && h->strong)
             hdr = c->slist_append(hdr, ifmatch);
         reply r = { .buf = buf, .cap = len, .retry_after = -1 };
-        setup(c, k, h, hdr, &r);
+        c->easy_reset(k);
+        /* Set before the hook signs the request: the range is part of it. */
         c->easy_setopt(k, CURLOPT_RANGE, range);
+        bool ready = setup(c, k, h, &hdr, &r);
         /* And a bound on the whole GET: 60 s plus 16 KiB/s of its length. */
         c->easy_setopt(k, CURLOPT_TIMEOUT_MS, (long)(60000 + len / 16));
-        CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+        CURLcode rc = !ready ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
         if (first && rc == CURLE_OK) {
             curl_off_t ft = -1;
@@ -309,6 +316,15 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         h->stats.bytes += r.got;
         pthread_mutex_unlock(&h->mu);
         *out = r;
+        /* A refused request the hook can mend (an expired redirect): once. */
+        if (rc == CURLE_OK && (r.status == 401 || r.status == 403) && !refreshed &&
+            h->hk.refresh != NULL && !stop_now()) {
+            refreshed = true;
+            if (h->hk.refresh(h->hk.arg)) {
+                attempt--;
+                continue;
+            }
+        }
         /* A longer body than asked ends the transfer: a 200 (or a 206
          * lying about its length); an error page's is only cut short. */
         bool whole = r.status == 200 && (rc == CURLE_OK || r.overflow);
@@ -345,10 +361,13 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", c->easy_strerror(rc));
         if (first && r.status == 416 && r.has_range && r.r_total == 0 && !r.total_unknown)
             return 0;  /* an empty file: no byte to give */
-        if (r.status != 206)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s", r.status,
+        if (r.status != 206) {
+            const char *hint = h->hk.hint ? h->hk.hint(h->hk.arg, r.status) : NULL;
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s%s%s", r.status,
                             r.status == 404 ? " Not Found" : r.status == 403 ? " Forbidden"
-                            : r.status == 401 ? " Unauthorized" : "");
+                            : r.status == 401 ? " Unauthorized" : "", hint ? ": " : "",
+                            hint ? hint : "");
+        }
         uint64_t want_last = off + len - 1;
         if (first && r.has_range && !r.total_unknown && r.r_total > 0 && r.r_total - 1 < want_last)
             want_last = r.r_total - 1;   /* the file is shorter than a block */
@@ -537,8 +556,12 @@ static void http_close(mfs_src *s)
     mfs_block_table_free(&h->tab);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
+    if (h->hk.free != NULL)
+        h->hk.free(h->hk.arg);
     free(h->url);
     free(h->ca_file);
+    free((char *)h->hk.shown);
+    free((char *)h->hk.cache_name);
     free(s->name);
     free(h);
 }
@@ -577,7 +600,7 @@ static void finish_open(http_src *h)
              h->src.size, h->etag[0] ? "etag:" : "no-etag:", fnv);
     char size[32];
     snprintf(size, sizeof size, "%" PRIu64, h->src.size);
-    const char *parts[] = { "block", h->url, h->etag, size };
+    const char *parts[] = { "block", h->hk.cache_name ? h->hk.cache_name : h->url, h->etag, size };
     mfs_disk_cache_key(h->key, parts, 4);
     if (!h->strong)
         h->disk = NULL;   /* a weak ETag does not name one version */
@@ -585,7 +608,19 @@ static void finish_open(http_src *h)
 
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e)
 {
+    return mfs_src_http_open_hooked(url, opts, NULL, e);
+}
+
+mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
+                                  const mfs_http_hooks *hooks, mfs_err *e)
+{
     http_src *h = mfs_xcalloc(1, sizeof *h);
+    if (hooks != NULL) {
+        h->hk = *hooks;
+        /* The strings are the caller's: kept as copies (freed at close). */
+        h->hk.shown = hooks->shown ? mfs_xstrdup(hooks->shown) : NULL;
+        h->hk.cache_name = hooks->cache_name ? mfs_xstrdup(hooks->cache_name) : NULL;
+    }
     if (opts != NULL)
         h->o = *opts;
     if (h->o.block == 0)
@@ -615,7 +650,7 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     if (ca != NULL && *ca != '\0')
         h->ca_file = mfs_xstrdup(ca);
     char shown[512];
-    shown_url(url, shown, sizeof shown);
+    shown_url(h->hk.shown ? h->hk.shown : url, shown, sizeof shown);
     h->src.ops = &http_ops;
     h->src.name = mfs_xstrdup(shown);
     h->src.mtime.tv_sec = time(NULL);
@@ -633,11 +668,11 @@ mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *
     }
     h->o.cache_dir = NULL;   /* the caller's string: not kept past open */
     char ukey[65];
-    const char *uparts[] = { "url", url };
+    const char *uparts[] = { "url", h->hk.cache_name ? h->hk.cache_name : url };
     mfs_disk_cache_key(ukey, uparts, 2);
     mfs_disk_object seen;
     bool known = h->disk != NULL && mfs_disk_cache_object(h->disk, ukey, &seen);
-    if (known && (h->o.offline || still_same(h, &seen))) {
+    if (known && (h->o.offline || h->hk.immutable || still_same(h, &seen))) {
         /* The version on disk: its blocks, no GET. */
         h->src.size = seen.size;
         snprintf(h->etag, sizeof h->etag, "%s", seen.etag);

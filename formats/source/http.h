@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
+
 #include "err.h"
 #include "source.h"
 
@@ -43,6 +45,40 @@ typedef struct mfs_http_opts {
     uint64_t cache_max;       /* bytes it may take (0: 10 GiB) */
     bool offline;             /* from cache_dir only: no request at all */
 } mfs_http_opts;
+
+/* What an S3 or Hub source (s3.c, hub.c) adds to plain GETs of `url`:
+ * each request signed or given headers, a URL that expires refreshed, and
+ * a stable name for the disk cache. All optional; copied at open and
+ * `free(arg)` called at close (or when the open fails). */
+typedef struct mfs_http_hooks {
+    void *arg;
+    /* Called for every request after the plain options are set and before
+     * it is made (any thread, no lock held): may set options on `k`
+     * (CURLOPT_AWS_SIGV4, CURLOPT_USERPWD, another CURLOPT_URL) and append
+     * headers to `hdr`; returns the list (NULL: out of memory). */
+    struct curl_slist *(*prepare)(void *arg, CURL *k, struct curl_slist *hdr);
+    /* An answer of 401 or 403: true when the hook made the next try worth
+     * it (a Hub file re-resolved after its signed redirect expired); the
+     * request is made once more. */
+    bool (*refresh)(void *arg);
+    /* A message's end for a failed open with this HTTP status (e.g.
+     * "check AWS_PROFILE"), or NULL. */
+    const char *(*hint)(void *arg, long status);
+    void (*free)(void *arg);
+    /* Names the object in messages and on the source ("s3://B/K"); NULL:
+     * the URL. */
+    const char *shown;
+    /* Names the object in the disk cache instead of the URL (a signed or
+     * redirected URL changes; the object does not); NULL: the URL. */
+    const char *cache_name;
+    /* The cache name pins the bytes (a Hub commit and path): an object
+     * the disk cache knows is opened with no request at all. */
+    bool immutable;
+} mfs_http_hooks;
+
+/* As mfs_src_http_open, with `hooks` (may be NULL). */
+mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
+                                  const mfs_http_hooks *hooks, mfs_err *e);
 
 /* Opens `url` (one GET of the first block; with a cache_dir that saw
  * this URL, one HEAD that finds it unchanged instead; offline, none);

@@ -21,6 +21,7 @@
 #include "load.h"
 #include "registry.h"
 #include "http.h"
+#include "remote.h"
 #include "multi.h"
 #include "ll.h"
 #include "open_files.h"
@@ -320,14 +321,14 @@ int main(int argc, char **argv)
     /* The models first: a missing one is what went wrong (exit 3), even
      * when the mount point is missing too. */
     for (size_t i = 0; i < nmodels; i++) {
-        if (mfs_is_http_url(cli.paths[i]) && mfs_url_has_userinfo(cli.paths[i])) {
+        if (mfs_is_remote(cli.paths[i]) && mfs_url_has_userinfo(cli.paths[i])) {
             /* Not echoed: the password would be in the message too. */
             fprintf(stderr, "%s: model %zu: a URL with a user or password is refused (it would "
                     "show in messages and /proc/mounts)\n", prog, i + 1);
             rc = mfs_exit_code(MFS_E_USAGE);
             goto out_args;
         }
-        if (!mfs_is_http_url(cli.paths[i]) && stat(cli.paths[i], &mst) != 0) {
+        if (!mfs_is_remote(cli.paths[i]) && stat(cli.paths[i], &mst) != 0) {
             fprintf(stderr, "%s: %s: cannot open: %s\n", prog, cli.paths[i], strerror(errno));
             rc = mfs_exit_code(MFS_E_IO);
             goto out_args;

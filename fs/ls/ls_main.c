@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "remote.h"
 #include "load.h"
 #include "progress.h"
 #include "registry.h"
@@ -375,7 +376,7 @@ static int verify_all(mfs_forest *f)
 /* A URL with a user or password: refused, and not echoed. */
 static bool refuse_userinfo(const char *model, int i)
 {
-    if (!mfs_is_http_url(model) || !mfs_url_has_userinfo(model))
+    if (!mfs_is_remote(model) || !mfs_url_has_userinfo(model))
         return false;
     fprintf(stderr, "%s: model %d: a URL with a user or password is refused (it would show in "
             "messages)\n", prog, i + 1);

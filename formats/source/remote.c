@@ -1,0 +1,102 @@
+#include "remote.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hub.h"
+#include "s3.h"
+#include "xalloc.h"
+
+bool mfs_is_remote(const char *s)
+{
+    return mfs_is_http_url(s) || mfs_is_s3_url(s) || mfs_is_hub_url(s);
+}
+
+bool mfs_remote_is_folder(const char *url)
+{
+    if (mfs_is_s3_url(url)) {
+        const char *key = strchr(url + 5, '/');
+        return key == NULL || key[1] == '\0' || url[strlen(url) - 1] == '/';
+    }
+    return mfs_is_hub_url(url) && mfs_hub_is_repo(url);
+}
+
+mfs_src *mfs_remote_open(const char *url, const mfs_http_opts *o, mfs_err *e)
+{
+    if (mfs_is_s3_url(url))
+        return mfs_s3_open(url, o, e);
+    if (mfs_is_hub_url(url))
+        return mfs_hub_open(url, o, e);
+    return mfs_src_http_open(url, o, e);
+}
+
+int mfs_remote_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out, mfs_err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (mfs_is_s3_url(url))
+        return mfs_s3_list(url, o, out, e);
+    if (mfs_is_hub_url(url))
+        return mfs_hub_list(url, o, out, e);
+    return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "an http(s) URL names one file, not a folder");
+}
+
+void mfs_remote_listing_add(mfs_remote_listing *l, const char *path, const char *url,
+                            uint64_t size, int64_t mtime)
+{
+    l->files = mfs_xrealloc(l->files, (l->count + 1) * sizeof *l->files);
+    l->files[l->count++] = (mfs_remote_file){ mfs_xstrdup(path), mfs_xstrdup(url), size, mtime };
+}
+
+void mfs_remote_listing_free(mfs_remote_listing *l)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->files[i].path);
+        free(l->files[i].url);
+    }
+    free(l->files);
+    memset(l, 0, sizeof *l);
+}
+
+bool mfs_remote_is_model_name(const char *name)
+{
+    /* The extensions of README's format table (and the index that makes a
+     * sharded safetensors folder one model). */
+    static const char *const ext[] = {
+        ".rten", ".ptd", ".tb", ".carton", ".safetensors", ".npy", ".npz", ".onnx", ".pb",
+        ".gguf", ".pt", ".pth", ".bin", ".ckpt", ".tflite", NULL,
+    };
+    size_t n = strlen(name);
+    if (strcmp(name, "model.safetensors.index.json") == 0 ||
+        (n > 24 && strcmp(name + n - 24, ".safetensors.index.json") == 0))
+        return true;
+    for (size_t i = 0; ext[i] != NULL; i++) {
+        size_t k = strlen(ext[i]);
+        if (n > k && strcasecmp(name + n - k, ext[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+char *mfs_remote_sibling(const char *dir, const char *rel)
+{
+    size_t n = strlen(dir), k = strlen(rel);
+    char *u = mfs_xmalloc(n + 1 + 3 * k + 1), *w = u;
+    memcpy(w, dir, n);
+    w += n;
+    *w++ = '/';
+    /* An http(s) URL's path is percent-encoded (all but unreserved bytes
+     * and '/'); s3:// and hf:// paths are the key as stored, encoded when
+     * their requests are made. */
+    bool encode = mfs_is_http_url(dir);
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+        if (!encode || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || strchr("-._~/", *p) != NULL)
+            *w++ = (char)*p;
+        else
+            w += sprintf(w, "%%%02X", *p);
+    }
+    *w = '\0';
+    return u;
+}
