@@ -11,6 +11,7 @@
 #include "block_table.h"
 #include "curl_lib.h"
 #include "disk_cache.h"
+#include "fetch_pool.h"
 #include "http_parse.h"
 #include "log.h"
 #include "xalloc.h"
@@ -20,6 +21,12 @@
 #define MAX_RUN_BYTES (16u << 20)   /* one GET fetches at most this much */
 #define MAX_HANDLES 8               /* idle connections kept */
 #define MAX_RETRY_AFTER 10.0        /* seconds: a longer Retry-After fails */
+#define AHEAD_CHUNK (8u << 20)      /* one GET of a read-ahead */
+#define AHEAD_MAX (128u << 20)      /* fetched ahead of one reader at most */
+#define AHEAD_TRIGGER (64u << 10)   /* a read this long is a stream's, not a random one */
+#define AHEAD_ALL (256ull << 20)    /* fetched ahead by every source at once at most */
+#define AHEAD_UNREAD (1ull << 62)   /* added to an unread block's LRU tick */
+#define RECENT 16                   /* read ends remembered: streams followed */
 
 typedef struct http_src {
     mfs_src src;
@@ -39,7 +46,15 @@ typedef struct http_src {
     size_t nidle;
     mfs_http_stats stats;
     mfs_http_hooks hk;          /* S3 signing, a Hub redirect (all NULL: plain) */
+    uint64_t recent[RECENT];    /* where recent reads ended: a read starting at
+                                   one continues a stream */
+    unsigned recent_at;
+    unsigned jobs;              /* read-ahead jobs queued or running */
+    uint64_t ahead_blocks;      /* blocks they claimed, not yet fetched */
 } http_src;
+
+/* Bytes claimed by read-ahead jobs of every source, not yet fetched. */
+static uint64_t ahead_bytes;
 
 /* Body bytes every source of the process received (modelfs-ls's
  * progress line). */
@@ -95,7 +110,8 @@ bool mfs_url_has_userinfo(const char *url)
 /* ---- one GET ------------------------------------------------------------ */
 
 typedef struct reply {
-    uint8_t *buf;
+    uint8_t **parts;            /* the body goes to parts[0], parts[1], ... */
+    uint64_t part;              /* bytes each (a block), the last maybe fewer */
     uint64_t cap, got;
     bool overflow;              /* more body than asked: a 200, or a lie */
     long status;
@@ -115,8 +131,14 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
         r->overflow = true;
         return 0;   /* stops the transfer: CURLE_WRITE_ERROR */
     }
-    memcpy(r->buf + r->got, p, len);
-    r->got += len;
+    /* Straight into the blocks: no run-sized buffer, no second copy. */
+    for (size_t done = 0; done < len;) {
+        uint64_t in = r->got % r->part;
+        size_t k = r->part - in < len - done ? (size_t)(r->part - in) : len - done;
+        memcpy(r->parts[r->got / r->part] + in, p + done, k);
+        done += k;
+        r->got += k;
+    }
     __atomic_add_fetch(&fetched_total, len, __ATOMIC_RELAXED);
     return len;
 }
@@ -254,7 +276,7 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
     if (k == NULL)
         return false;
     struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
-    reply r = { .buf = NULL, .cap = 0, .retry_after = -1 };
+    reply r = { .parts = NULL, .part = 1, .cap = 0, .retry_after = -1 };
     c->easy_reset(k);
     bool ready = setup(c, k, h, &hdr, &r);
     c->easy_setopt(k, CURLOPT_NOBODY, 1L);
@@ -274,10 +296,11 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
            o->etag[0] == '"' && strcmp(r.etag, o->etag) == 0;
 }
 
-/* GETs bytes [off, off + len) into buf (len bytes of room); first == true
+/* GETs bytes [off, off + len) into parts (blocks of h->block bytes, len
+ * in all); first == true
  * at open, when the size is not known yet (the answer may be shorter).
  * 0, or -1 with e. */
-static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool first, reply *out,
+static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first, reply *out,
                  mfs_err *e)
 {
     const mfs_curl_api *c = mfs_curl();
@@ -295,7 +318,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t *buf, bool fir
         struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
         if (hdr != NULL && !first && h->strong)
             hdr = c->slist_append(hdr, ifmatch);
-        reply r = { .buf = buf, .cap = len, .retry_after = -1 };
+        reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1 };
         c->easy_reset(k);
         /* Set before the hook signs the request: the range is part of it. */
         c->easy_setopt(k, CURLOPT_RANGE, range);
@@ -395,14 +418,14 @@ static uint64_t block_len(const http_src *h, uint64_t index)
     return h->src.size - start < h->block ? h->src.size - start : h->block;
 }
 
-/* Blocks first..last into buf: those the disk cache holds from it, each
+/* Blocks first..last into bufs[0..]: those the disk cache holds from it, each
  * run of the others in one GET (then kept on disk). Offline, a block the
  * disk does not hold is an error. */
-static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t *buf, mfs_err *e)
+static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t **bufs, mfs_err *e)
 {
     bool have[MAX_RUN_BYTES / 4096] = { false };
     for (uint64_t i = first; h->disk != NULL && i <= last; i++)
-        have[i - first] = mfs_disk_cache_read(h->disk, h->key, i, buf + (i - first) * h->block,
+        have[i - first] = mfs_disk_cache_read(h->disk, h->key, i, bufs[i - first],
                                               (uint32_t)block_len(h, i));
     for (uint64_t i = first; i <= last;) {
         if (have[i - first]) {
@@ -418,10 +441,10 @@ static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t *buf, mf
                             i * h->block, i * h->block + block_len(h, i) - 1);
         uint64_t off = i * h->block, end = j * h->block + block_len(h, j);
         reply r;
-        if (fetch(h, off, end - off, buf + (i - first) * h->block, false, &r, e) != 0)
+        if (fetch(h, off, end - off, bufs + (i - first), false, &r, e) != 0)
             return -1;
         for (uint64_t k = i; h->disk != NULL && k <= j; k++)
-            mfs_disk_cache_write(h->disk, h->key, k, buf + (k - first) * h->block,
+            mfs_disk_cache_write(h->disk, h->key, k, bufs[k - first],
                                  (uint32_t)block_len(h, k));
         i = j + 1;
     }
@@ -429,14 +452,19 @@ static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t *buf, mf
 }
 
 /* Fills blocks first..last (claimed LOADING by this thread) and makes
- * them READY; on failure they are removed. Called unlocked. */
-static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
+ * them READY; on failure they are removed. `ahead`: fetched before any
+ * reader asked, so kept over blocks already read until one reads them
+ * (least recently used would drop them first: they were ready before the
+ * reader went through the blocks before them). Called unlocked. */
+static int load_run(http_src *h, uint64_t first, uint64_t last, bool ahead, mfs_err *e)
 {
-    uint64_t off = first * h->block;
-    uint64_t end = (last + 1) * h->block < h->src.size ? (last + 1) * h->block : h->src.size;
-    uint8_t *buf = malloc(end - off);
-    int rc = buf ? fill_run(h, first, last, buf, e)
-                 : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+    uint64_t n = last - first + 1;
+    uint8_t **bufs = calloc(n, sizeof *bufs);
+    bool ok = bufs != NULL;
+    for (uint64_t i = 0; ok && i < n; i++)
+        ok = (bufs[i] = malloc(block_len(h, first + i))) != NULL;
+    int rc = ok ? fill_run(h, first, last, bufs, e)
+                : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
     pthread_mutex_lock(&h->mu);
     if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
         h->changed = true;
@@ -446,24 +474,122 @@ static int load_run(http_src *h, uint64_t first, uint64_t last, mfs_err *e)
         mfs_block *b = mfs_block_find(&h->tab, i);
         if (b == NULL)
             continue;
-        uint8_t *data = rc == 0 ? malloc(block_len(h, i)) : NULL;
-        if (data == NULL) {
+        if (rc != 0) {
             mfs_block_remove(&h->tab, b);
             continue;
         }
-        memcpy(data, buf + (i - first) * h->block, block_len(h, i));
-        b->data = data;
+        b->data = bufs[i - first];
+        bufs[i - first] = NULL;
         b->len = (uint32_t)block_len(h, i);
         b->state = MFS_BLOCK_READY;
-        b->used = ++h->tab.tick;
+        b->used = ++h->tab.tick + (ahead ? AHEAD_UNREAD : 0);
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
-    free(buf);
+    for (uint64_t i = 0; bufs != NULL && i < n; i++)
+        free(bufs[i]);
+    free(bufs);
     return rc;
 }
 
 static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e);
+
+/* ---- read-ahead ------------------------------------------------------- */
+
+typedef struct ahead_job {
+    http_src *h;
+    uint64_t first, last;       /* blocks claimed LOADING for it */
+    uint64_t bytes;
+} ahead_job;
+
+static void run_ahead(void *arg)
+{
+    ahead_job *j = arg;
+    http_src *h = j->h;
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    mfs_err e = { 0 };
+    /* A failure removes the blocks: a reader then fetches them itself
+     * and gets the error for its own read. */
+    (void)load_run(h, j->first, j->last, true, &e);
+    __atomic_sub_fetch(&ahead_bytes, j->bytes, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&h->mu);
+    h->jobs--;
+    h->ahead_blocks -= j->last - j->first + 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    free(j);
+}
+
+/* Claims the blocks of [from, to) that are neither held nor coming, in
+ * runs of at most AHEAD_CHUNK, and gives each run to the fetch pool.
+ * Stops at the all-sources bound and when the table has no room to
+ * spare. Called locked. */
+static void queue_ahead(http_src *h, uint64_t from, uint64_t to)
+{
+    if (h->changed || h->o.offline || from >= to || stop_now())
+        return;
+    uint64_t per_chunk = AHEAD_CHUNK / h->block ? AHEAD_CHUNK / h->block : 1;
+    uint64_t last_block = (to - 1) / h->block;
+    for (uint64_t bi = from / h->block; bi <= last_block;) {
+        if (mfs_block_find(&h->tab, bi) != NULL) {
+            bi++;
+            continue;
+        }
+        /* Half the table at most coming: the rest holds what readers have
+         * and what was fetched ahead but not read yet. */
+        if (h->ahead_blocks + per_chunk > h->tab.max / 2)
+            return;
+        uint64_t claimed = 0, bytes = 0;
+        for (uint64_t k = bi; k <= last_block && claimed < per_chunk; k++) {
+            if (mfs_block_find(&h->tab, k) != NULL || mfs_block_claim(&h->tab, k) == NULL)
+                break;
+            claimed++;
+            bytes += block_len(h, k);
+        }
+        if (claimed == 0)
+            return;
+        if (__atomic_add_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED) > AHEAD_ALL) {
+            __atomic_sub_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED);
+            for (uint64_t k = bi; k < bi + claimed; k++)
+                mfs_block_remove(&h->tab, mfs_block_find(&h->tab, k));
+            return;
+        }
+        ahead_job *j = malloc(sizeof *j);
+        if (j != NULL)
+            *j = (ahead_job){ h, bi, bi + claimed - 1, bytes };
+        if (j == NULL || !mfs_fetch_pool_run(run_ahead, j)) {
+            free(j);
+            __atomic_sub_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED);
+            for (uint64_t k = bi; k < bi + claimed; k++)
+                mfs_block_remove(&h->tab, mfs_block_find(&h->tab, k));
+            return;
+        }
+        h->jobs++;
+        h->ahead_blocks += claimed;
+        bi += claimed;
+    }
+}
+
+/* A read of [off, off + len) in a region ending at `end`: when it is a
+ * stream's (long, or starting where an earlier read ended), the next
+ * bytes of the region are fetched ahead, up to AHEAD_MAX past it. A
+ * 4 KiB read at random fetches its own block and nothing more. */
+static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
+{
+    http_src *h = (http_src *)s;
+    if (end > h->src.size)
+        end = h->src.size;
+    uint64_t ahead = h->tab.max * h->block / 2 < AHEAD_MAX ? h->tab.max * h->block / 2 : AHEAD_MAX;
+    pthread_mutex_lock(&h->mu);
+    bool stream = len >= AHEAD_TRIGGER;
+    for (unsigned i = 0; i < RECENT && !stream; i++)
+        stream = h->recent[i] == off && off != 0;
+    h->recent[h->recent_at++ % RECENT] = off + len;
+    if (stream && off + len < end)
+        queue_ahead(h, off + len, end - (off + len) > ahead ? off + len + ahead : end);
+    pthread_mutex_unlock(&h->mu);
+}
 
 /* A thread cancelled in a fetch or a wait would leave its blocks loading
  * forever and the lock held (libfuse cancels its workers at unmount):
@@ -484,6 +610,10 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
         return mfs_fail(e, MFS_E_NOMEM, off, "out of memory");
     uint64_t pos = off, end = off + len;
     pthread_mutex_lock(&h->mu);
+    /* A long range (a file decoded on open) is fetched in parallel: the
+     * pool takes what lies past the first chunk, this thread the rest. */
+    if (len > 2 * (uint64_t)AHEAD_CHUNK)
+        queue_ahead(h, off + AHEAD_CHUNK, end);
     while (pos < end) {
         if (h->changed) {
             pthread_mutex_unlock(&h->mu);
@@ -501,6 +631,8 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
             continue;
         }
         if (b != NULL) {   /* another reader is fetching it: share that */
+            if (h->jobs > 0)
+                mfs_fetch_pool_wider();   /* caught up with the read-ahead */
             pthread_cond_wait(&h->cv, &h->mu);
             continue;
         }
@@ -517,7 +649,7 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
                h->tab.used < h->tab.max && mfs_block_claim(&h->tab, last + 1) != NULL)
             last++;
         pthread_mutex_unlock(&h->mu);
-        int rc = load_run(h, bi, last, e);
+        int rc = load_run(h, bi, last, false, e);
         pthread_mutex_lock(&h->mu);
         if (rc != 0) {
             pthread_mutex_unlock(&h->mu);
@@ -549,6 +681,12 @@ static bool http_unchanged(const mfs_src *s)
 static void http_close(mfs_src *s)
 {
     http_src *h = (http_src *)s;
+    /* Read-ahead jobs use h: wait them out (at unmount they end within a
+     * second, mfs_http_set_stop). */
+    pthread_mutex_lock(&h->mu);
+    while (h->jobs > 0)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
     const mfs_curl_api *c = mfs_curl();
     for (size_t i = 0; i < h->nidle; i++)
         if (c)
@@ -568,6 +706,7 @@ static void http_close(mfs_src *s)
 
 static const mfs_src_ops http_ops = {
     .get = http_get, .release = http_release, .unchanged = http_unchanged, .close = http_close,
+    .advise = http_advise,
 };
 
 void mfs_http_opts_from_env(mfs_http_opts *o)
@@ -690,7 +829,7 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     /* The first block: size, ETag and what the probes read, at once. */
     uint8_t *buf = mfs_xmalloc(h->block);
     reply r;
-    if (fetch(h, 0, h->block, buf, true, &r, e) != 0) {
+    if (fetch(h, 0, h->block, &buf, true, &r, e) != 0) {
         free(buf);
         http_close(&h->src);
         return NULL;

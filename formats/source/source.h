@@ -43,6 +43,11 @@ typedef struct mfs_src_ops {
     /* False once the model is no longer what it was when opened (cut,
      * edited, replaced): its bytes must not be served. Cheap (one fstat). */
     bool (*unchanged)(const mfs_src *s);
+    /* A reader went through [off, off + len) of a region of the source
+     * that runs on to `end` (a tensor file's bytes): a source that
+     * fetches may fetch ahead in it. Optional; never waits on the
+     * network. Any thread. */
+    void (*advise)(mfs_src *s, uint64_t off, uint64_t len, uint64_t end);
     /* Frees the source (every span released first). */
     void (*close)(mfs_src *s);
 } mfs_src_ops;
@@ -93,6 +98,14 @@ static inline int mfs_src_get_tail(mfs_src *s, uint64_t len, mfs_span *out, mfs_
     if (len > s->size)
         len = s->size;
     return mfs_src_get(s, s->size - len, len, out, e);
+}
+
+/* Says a reader went through [off, off + len) of a region ending at
+ * `end` (nothing to do for a mapping). */
+static inline void mfs_src_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
+{
+    if (s->map == NULL && s->ops->advise != NULL)
+        s->ops->advise(s, off, len, end);
 }
 
 static inline bool mfs_src_unchanged(const mfs_src *s)

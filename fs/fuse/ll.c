@@ -637,6 +637,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         body = (mfs_span){ h->data + boff, blen, boff };
     } else if (blen > 0) {
         mfs_err e = { 0 };
+        /* A fetching source may fetch the rest of this file ahead. */
+        if (src->from_src && fs->src != NULL)
+            mfs_src_advise(fs->src, src->src_off + boff, blen, src->src_off + src->size);
         if (mfs_node_get(src, fs->src, boff, blen, &body, &e) != 0) {
             mfs_log("modelfs: %s: cannot read: %s", fs->src ? fs->src->name : "", e.msg);
             fuse_reply_err(req, e.code == MFS_E_NOMEM ? ENOMEM : EIO);
