@@ -24,6 +24,8 @@ started here (rangeserver.py):
    with EIO after the stall timeout; SIGTERM to a daemon waiting on a
    stalled one ends it within 10 s;
  - a cache of 4 blocks under 8 readers at once: the right bytes;
+ - read-ahead: `cat` of a 40 MiB tensor takes far fewer GETs than blocks
+   and fetches no more than the tensor; random 4 KiB reads a block each;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
    without), no redirect from https to http, redirect loops refused;
  - the first model of each folder through Debian's nginx too, and a model
@@ -256,6 +258,7 @@ def main(argv):
             check_changed(c, build, srv, models, url_of, env)
             check_stalls(c, build, srv, root, env)
             check_cache(c, build, srv, root, env)
+            check_readahead(c, build, srv, root, env)
             check_tls(c, build, srv, root, good, env)
             check_disk_cache(c, build, srv, root, env)
         else:
@@ -421,6 +424,51 @@ def check_cache(c, build, srv, root, env):
     fetched = range_bytes(gets)
     c.check(fetched > len(data) + hlen, "small cache: blocks were dropped and fetched again "
             "(%d bytes in %d GETs)" % (fetched, len(gets)))
+
+
+def check_readahead(c, build, srv, root, env):
+    """A stream's reads fetch ahead: `cat` of a 40 MiB tensor on a fresh
+    mount gets its bytes in far fewer GETs than its 160 blocks (8 MiB
+    ones, in parallel), fetching no more than the tensor (its other
+    tensors untouched); 4 KiB preads at random offsets of another
+    tensor fetch one block each, nothing ahead. A file decoded on open
+    is not needed: a long get goes the same way."""
+    path = os.path.join(root, "ahead.safetensors")
+    data, other = os.urandom(40 << 20), os.urandom(8 << 20)
+    write_safetensors(path, {"a": data, "b": other})
+    fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    try:
+        with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/ahead.safetensors",
+                             fresh) as mnt:
+            before = len(srv.log)
+            got = subprocess.run(["cat", os.path.join(mnt, "tensors", "a")],
+                                 stdout=subprocess.PIPE, timeout=120).stdout
+            c.check(got == data, "read-ahead: cat has the tensor's bytes")
+            gets = [r for r in srv.log[before:] if r[2]]
+            fetched = range_bytes(gets)
+            c.check(len(gets) <= 20, "read-ahead: 40 MiB in %d GETs (160 blocks; 40 without "
+                    "read-ahead: 1 MiB FUSE reads)" % len(gets))
+            c.check(fetched <= len(data) + (1 << 20),
+                    "read-ahead: %d bytes fetched for a tensor of %d" % (fetched, len(data)))
+            before = len(srv.log)
+            rnd = random.Random(5)
+            fd = os.open(os.path.join(mnt, "tensors", "b"), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                bad = 0
+                for _ in range(12):
+                    off = rnd.randrange(len(other) - 4096) & ~4095
+                    bad += os.pread(fd, 4096, off) != other[off:off + 4096]
+            finally:
+                os.close(fd)
+            gets = [r for r in srv.log[before:] if r[2]]
+            c.equal(bad, 0, "random 4 KiB reads: the tensor's bytes")
+            c.check(range_bytes(gets) <= 12 * (256 << 10),
+                    "random 4 KiB reads: a block each at most (%d bytes in %d GETs)"
+                    % (range_bytes(gets), len(gets)))
+    finally:
+        shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
+        os.unlink(path)
 
 
 def check_tls(c, build, srv, root, good, env):
