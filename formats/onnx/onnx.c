@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "onnx.h"
+#include "onnx_skeleton.h"
 #include "format.h"
 
 enum {
@@ -250,6 +251,19 @@ out:
  * again on open (onnx_decode.c). */
 static int load_onnx(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
 {
+    /* A source that fetches: its structure only, not every tensor's bytes
+     * (past the first block, which its open fetched anyway). */
+    if (src->map == NULL && src->size > onnx_skeleton_min) {
+        uint8_t *img;
+        int k = onnx_skeleton(src, false, &img, e);
+        if (k < 0)
+            return -1;
+        if (k == 0) {
+            int r = load_onnx_bytes(m, (mfs_span){ img, src->size, 0 }, path, e);
+            onnx_skeleton_free(img, src->size);
+            return r;
+        }
+    }
     mfs_span file;
     if (mfs_src_get(src, 0, src->size, &file, e) != 0)
         return -1;

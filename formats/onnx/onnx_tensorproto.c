@@ -16,6 +16,7 @@
  * it has them. */
 #include <stdlib.h>
 
+#include "onnx_skeleton.h"
 #include "onnx.h"
 #include "format.h"
 
@@ -59,11 +60,19 @@ static int read_metadata(onnx_ctx *c, mfs_span file)
 }
 
 /* The file as one range, as the ONNX driver reads a model: the tensor's
- * code keeps offsets into it, never pointers. */
+ * code keeps offsets into it, never pointers. A fetching source's: its
+ * skeleton (onnx_skeleton.c), the raw_data left out. */
 static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
 {
     mfs_span file;
-    if (mfs_src_get(src, 0, src->size, &file, e) != 0)
+    uint8_t *img = NULL;
+    int k = 1;
+    if (src->map == NULL && src->size > onnx_skeleton_min &&
+        (k = onnx_skeleton(src, true, &img, e)) < 0)
+        return -1;
+    if (k == 0)
+        file = (mfs_span){ img, src->size, 0 };
+    else if (mfs_src_get(src, 0, src->size, &file, e) != 0)
         return -1;
     uint64_t no_limit = UINT64_MAX;
     onnx_ctx c;
@@ -79,7 +88,10 @@ static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
         r = onnx_add_tensor(&c, file, (mfs_span){ NULL, 0, 0 }, &pl);
         mfs_val_free(root);
     }
-    mfs_src_release(src, file);
+    if (img != NULL)
+        onnx_skeleton_free(img, src->size);
+    else
+        mfs_src_release(src, file);
     free(dir);
     free(c.remote);  /* the files stay open with the model */
     return r;

@@ -3,11 +3,17 @@
  * succeeds, do what a first open does for every file: produce the decoded
  * typed fields and read every byte, so that a slice or a decode that
  * strays outside its buffer is caught by ASan. No folder is given, so
- * external data refuses the file. */
+ * external data refuses the file. Each input is loaded twice: whole, and
+ * by its skeleton (onnx_skeleton.c, what a remote file loads by), whose
+ * image must hold the file's bytes or zeros. */
+#include <stdlib.h>
+
 #include <stdint.h>
 
 #include "tree.h"
 #include "fuzz_common.h"
+#include "mem.h"
+#include "onnx_skeleton.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,5 +24,19 @@ static void open_once(const mfs_tree *t, const mfs_node *n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    return mfs_fuzz_open_all(&mfs_format_onnx, data, size, "fuzz.onnx", open_once);
+    onnx_skeleton_min = UINT64_MAX;
+    mfs_fuzz_open_all(&mfs_format_onnx, data, size, "fuzz.onnx", open_once);
+    onnx_skeleton_min = 0;
+    mfs_fuzz_open_all(&mfs_format_onnx, data, size, "fuzz.onnx", open_once);
+    mfs_src *src = mfs_src_mem_copying(data, size, "fuzz.onnx");
+    uint8_t *img;
+    mfs_err e = { 0 };
+    if (onnx_skeleton(src, false, &img, &e) == 0) {
+        for (size_t i = 0; i < size; i++)
+            if (img[i] != 0 && img[i] != data[i])
+                abort();
+        onnx_skeleton_free(img, size);
+    }
+    mfs_src_close(src);
+    return 0;
 }

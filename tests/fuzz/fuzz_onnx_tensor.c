@@ -8,13 +8,15 @@
  * folder is given, so external data refuses the file. The check runs once
  * more with a budget of a few dozen bytes (the first byte's worth), so
  * that what the probe does past its budget (a varint run held to its
- * bounds, giving up) is reached by inputs of a few KB. */
+ * bounds, giving up) is reached by inputs of a few KB. Loaded twice:
+ * whole, and by its skeleton (onnx_skeleton.c, how a remote file loads). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
 #include "mem.h"
 #include "onnx.h"
+#include "onnx_skeleton.h"
 #include "tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,6 +28,9 @@ static void open_once(const mfs_tree *t, const mfs_node *n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    onnx_skeleton_min = UINT64_MAX;
+    mfs_fuzz_open_all(&mfs_format_onnx_tensor, data, size, "fuzz.pb", open_once);
+    onnx_skeleton_min = 0;
     mfs_fuzz_open_all(&mfs_format_onnx_tensor, data, size, "fuzz.pb", open_once);
     if (size == 0)
         return 0;

@@ -24,6 +24,8 @@ started here (rangeserver.py):
    with EIO after the stall timeout; SIGTERM to a daemon waiting on a
    stalled one ends it within 10 s;
  - a cache of 4 blocks under 8 readers at once: the right bytes;
+ - an ONNX of 16 MiB with its tensors inside: the mount fetches a fraction
+   of it (its structure, not its raw_data), the same tree and bytes;
  - read-ahead: `cat` of a 40 MiB tensor takes far fewer GETs than blocks
    and fetches no more than the tensor; random 4 KiB reads a block each;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
@@ -259,6 +261,7 @@ def main(argv):
             check_stalls(c, build, srv, root, env)
             check_cache(c, build, srv, root, env)
             check_readahead(c, build, srv, root, env)
+            check_onnx_skeleton(c, build, srv, root, url_of, env)
             check_tls(c, build, srv, root, good, env)
             check_disk_cache(c, build, srv, root, env)
         else:
@@ -469,6 +472,56 @@ def check_readahead(c, build, srv, root, env):
     finally:
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
         os.unlink(path)
+
+
+def check_onnx_skeleton(c, build, srv, root, url_of, env):
+    """An ONNX of 16 MiB with its tensors inside it: a remote mount walks
+    its structure without the raw_data (onnx_skeleton.c), so it fetches a
+    fraction of the file (check_mounted: at most a quarter), and its tree,
+    every file's bytes and xattrs equal the local mount's. Initializers
+    in the graph and in an If's branches, a Constant's tensor attribute,
+    a sparse initializer, a string tensor and raw_data under 4 KiB
+    (copied, not skipped). And a TensorProto file of 8 MiB (onnx-tensor)."""
+    try:
+        import numpy as np
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError:
+        c.skip("no python3-onnx: the ONNX skeleton case")
+        return
+    rng = np.random.default_rng(9)
+
+    def arr(n):
+        return rng.standard_normal(n).astype(np.float32)
+    F = onnx.TensorProto.FLOAT
+    then_g = helper.make_graph([helper.make_node("Identity", ["tw"], ["o1"])], "then", [],
+                               [helper.make_tensor_value_info("o1", F, [1 << 19])],
+                               [numpy_helper.from_array(arr(1 << 19), "tw")])
+    const = numpy_helper.from_array(arr(1 << 19), "cv")
+    else_g = helper.make_graph([helper.make_node("Constant", [], ["o2"], value=const)], "else",
+                               [], [helper.make_tensor_value_info("o2", F, [1 << 19])])
+    inits = [numpy_helper.from_array(arr(1 << 19), "w%d" % i) for i in range(5)]
+    inits.append(numpy_helper.from_array(arr(10), "small"))
+    inits.append(numpy_helper.from_array(np.array([True]), "cond"))
+    inits.append(numpy_helper.from_array(np.array([b"a", b"bc"], dtype=object), "names"))
+    sparse = helper.make_sparse_tensor(numpy_helper.from_array(arr(3000), "sp"),
+                                       numpy_helper.from_array(np.arange(0, 6000, 2,
+                                                                         dtype=np.int64), "spi"),
+                                       [6000])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)],
+        "skeleton", [], [helper.make_tensor_value_info("y", F, [1 << 19])], inits,
+        sparse_initializer=[sparse])
+    model = helper.make_model(graph, producer_name="modelfs-test", doc_string="d" * 5000)
+    os.makedirs(os.path.join(root, "skeleton"), exist_ok=True)
+    path = os.path.join(root, "skeleton", "embedded.onnx")
+    onnx.save_model(model, path)
+    check_mounted(c, build, url_of(path), path, srv, env)
+    # One TensorProto as a file (onnx-tensor), 8 MiB: the same way.
+    path = os.path.join(root, "skeleton", "tensor.pb")
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(arr(1 << 21), "t").SerializeToString())
+    check_mounted(c, build, url_of(path), path, srv, env)
 
 
 def check_tls(c, build, srv, root, good, env):
