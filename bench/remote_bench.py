@@ -353,7 +353,7 @@ def run(build, size, root, table):
         mnt, _ = mount(build, big_url, fresh_cache())
         npy = os.path.join(mnt, "npy", "big.npy")
         code = ("import numpy as np,sys; a=np.load(sys.argv[1], mmap_mode='r'); "
-                "print(int(a.sum(dtype=np.uint64)))")
+                "print(int(a.view(np.uint64).sum()))")
         t_np, r = timed(lambda: subprocess.run([sys.executable, "-c", code, npy],
                                                capture_output=True, text=True))
         ok = r.returncode == 0

@@ -76,7 +76,7 @@ void mfs_fetch_pool_wider(void)
 {
     pthread_mutex_lock(&mu);
     if (width < MFS_FETCH_MAX) {
-        width++;
+        width = width * 2 < MFS_FETCH_MAX ? width * 2 : MFS_FETCH_MAX;
         pthread_cond_broadcast(&cv);
     }
     pthread_mutex_unlock(&mu);

@@ -109,10 +109,23 @@ bool mfs_url_has_userinfo(const char *url)
 
 /* ---- one GET ------------------------------------------------------------ */
 
+struct shift;
+static void shifted(void *arg, uint64_t k);
+
 typedef struct reply {
     uint8_t **parts;            /* the body goes to parts[0], parts[1], ... */
     uint64_t part;              /* bytes each (a block), the last maybe fewer */
     uint64_t cap, got;
+    /* Each part handed on as soon as it is whole (a reader waiting on
+     * its block goes on while the rest of the GET comes), once the answer
+     * is known to be the range asked of the pinned version. */
+    const struct part_sink *sink;
+    uint64_t parts_done;        /* handed on */
+    int verified;               /* 0 not yet looked at, 1 yes, -1 no */
+    uint64_t want_first, want_last, want_total;
+    const char *want_etag;      /* "" for none */
+    const mfs_curl_api *api;
+    CURL *k;
     bool overflow;              /* more body than asked: a 200, or a lie */
     long status;
     char etag[256];
@@ -123,10 +136,30 @@ typedef struct reply {
     double retry_after;         /* seconds; < 0: none */
 } reply;
 
+/* Where whole parts of a run go (load_run: into the block table). */
+typedef struct part_sink {
+    void (*fn)(void *arg, uint64_t k);   /* part k of the fetch's parts is whole */
+    void *arg;
+} part_sink;
+
+/* Whether the answer whose body begins is the range asked, of the pinned
+ * version: only then are parts handed on before the GET ends (fetch
+ * checks every answer again when it ends). */
+static bool answer_ok(reply *r)
+{
+    long status = 0;
+    r->api->easy_getinfo(r->k, CURLINFO_RESPONSE_CODE, &status);
+    return status == 206 && r->has_range && !r->total_unknown && r->r_first == r->want_first &&
+           r->r_last == r->want_last && r->r_total == r->want_total &&
+           (r->want_etag[0] == '\0' || strcmp(r->etag, r->want_etag) == 0);
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     reply *r = arg;
     size_t len = size * n;
+    if (r->sink != NULL && r->verified == 0)
+        r->verified = answer_ok(r) ? 1 : -1;
     if (len > r->cap - r->got) {
         r->overflow = true;
         return 0;   /* stops the transfer: CURLE_WRITE_ERROR */
@@ -138,6 +171,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
         memcpy(r->parts[r->got / r->part] + in, p + done, k);
         done += k;
         r->got += k;
+        if (r->verified == 1 && (r->got % r->part == 0 || r->got == r->cap))
+            r->sink->fn(r->sink->arg, r->parts_done++);
     }
     __atomic_add_fetch(&fetched_total, len, __ATOMIC_RELAXED);
     return len;
@@ -181,6 +216,18 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         break;
     }
     return len;
+}
+
+/* A retry's part k is the whole fetch's part k + by. */
+struct shift {
+    const struct part_sink *to;
+    uint64_t by;
+};
+
+static void shifted(void *arg, uint64_t k)
+{
+    const struct shift *s = arg;
+    s->to->fn(s->to->arg, k + s->by);
 }
 
 static CURL *take_handle(http_src *h, const mfs_curl_api *c)
@@ -300,25 +347,37 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
  * in all); first == true
  * at open, when the size is not known yet (the answer may be shorter).
  * 0, or -1 with e. */
-static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first, reply *out,
-                 mfs_err *e)
+static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first,
+                 const part_sink *sink, reply *out, mfs_err *e)
 {
     const mfs_curl_api *c = mfs_curl();
     if (c == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot fetch: %s", mfs_curl_error());
     char range[80], ifmatch[300];
-    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(ifmatch, sizeof ifmatch, "If-Match: %s", h->etag);
     double backoff = 0.5;
     bool refreshed = false;
+    /* Parts handed on by a try that then failed are not asked again. */
+    uint64_t skipped = 0;
+    part_sink shifted_sink;
+    struct shift shift = { sink, 0 };
     for (unsigned attempt = 0;; attempt++) {
+        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
         CURL *k = take_handle(h, c);
         if (k == NULL)
             return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot fetch: out of memory");
         struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
         if (hdr != NULL && !first && h->strong)
             hdr = c->slist_append(hdr, ifmatch);
-        reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1 };
+        reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1,
+                    .sink = first ? NULL : sink, .want_first = off, .want_last = off + len - 1,
+                    .want_total = h->src.size, .want_etag = h->strong ? h->etag : "",
+                    .api = c, .k = k };
+        if (skipped > 0 && sink != NULL) {
+            shift.by = skipped;
+            shifted_sink = (part_sink){ shifted, &shift };
+            r.sink = &shifted_sink;
+        }
         c->easy_reset(k);
         /* Set before the hook signs the request: the range is part of it. */
         c->easy_setopt(k, CURLOPT_RANGE, range);
@@ -366,6 +425,14 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
                             h->etag, r.status == 412 ? "different" : r.etag[0] ? r.etag : "none");
         bool retry = attempt < h->o.retries && !stop_now() &&
                      ((rc == CURLE_OK && (r.status >= 500 || r.status == 429)) || transient(rc));
+        if (retry && r.parts_done > 0) {
+            /* What came whole is kept; the rest is asked again. */
+            uint64_t adv = r.parts_done * h->block;
+            off += adv;
+            len -= adv;
+            parts += r.parts_done;
+            skipped += r.parts_done;
+        }
         if (retry) {
             double wait = r.retry_after >= 0 ? r.retry_after : backoff;
             if (wait <= MAX_RETRY_AFTER) {
@@ -418,22 +485,64 @@ static uint64_t block_len(const http_src *h, uint64_t index)
     return h->src.size - start < h->block ? h->src.size - start : h->block;
 }
 
-/* Blocks first..last into bufs[0..]: those the disk cache holds from it, each
- * run of the others in one GET (then kept on disk). Offline, a block the
- * disk does not hold is an error. */
-static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t **bufs, mfs_err *e)
+/* A run of blocks being filled: each becomes READY as soon as it is
+ * whole (from the disk cache, or as its GET's body passes its end), so a
+ * reader waiting on the first block of an 8 MiB GET goes on after 256 KiB. */
+typedef struct run {
+    http_src *h;
+    uint64_t first, last;
+    uint8_t **bufs;             /* a block's buffer until it is handed to the table */
+    bool *ready;                /* handed over */
+    bool ahead;                 /* fetched ahead: see load_run */
+    bool from_disk;             /* the block being handed over came from the disk cache */
+} run;
+
+/* Block first + k is whole in bufs[k]: kept on disk (when it was fetched)
+ * and put in the table. */
+static void block_whole(void *arg, uint64_t k)
 {
-    bool have[MAX_RUN_BYTES / 4096] = { false };
+    run *ru = arg;
+    http_src *h = ru->h;
+    uint64_t i = ru->first + k;
+    if (i > ru->last || ru->ready[k])
+        return;
+    if (h->disk != NULL && !ru->from_disk)
+        mfs_disk_cache_write(h->disk, h->key, i, ru->bufs[k], (uint32_t)block_len(h, i));
+    pthread_mutex_lock(&h->mu);
+    mfs_block *b = mfs_block_find(&h->tab, i);
+    if (b != NULL && b->state == MFS_BLOCK_LOADING) {
+        b->data = ru->bufs[k];
+        ru->bufs[k] = NULL;
+        b->len = (uint32_t)block_len(h, i);
+        b->state = MFS_BLOCK_READY;
+        b->used = ++h->tab.tick + (ru->ahead ? AHEAD_UNREAD : 0);
+    }
+    ru->ready[k] = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* The run's blocks: those the disk cache holds from it, each run of the
+ * others in one GET. Offline, a block the disk does not hold is an
+ * error. */
+static int fill_run(run *ru, mfs_err *e)
+{
+    http_src *h = ru->h;
+    uint64_t first = ru->first, last = ru->last;
+    ru->from_disk = true;
     for (uint64_t i = first; h->disk != NULL && i <= last; i++)
-        have[i - first] = mfs_disk_cache_read(h->disk, h->key, i, bufs[i - first],
-                                              (uint32_t)block_len(h, i));
+        if (mfs_disk_cache_read(h->disk, h->key, i, ru->bufs[i - first],
+                                (uint32_t)block_len(h, i)))
+            block_whole(ru, i - first);
+    ru->from_disk = false;
+    part_sink sink = { block_whole, ru };
     for (uint64_t i = first; i <= last;) {
-        if (have[i - first]) {
+        if (ru->ready[i - first]) {
             i++;
             continue;
         }
         uint64_t j = i;
-        while (j < last && !have[j + 1 - first])
+        while (j < last && !ru->ready[j + 1 - first])
             j++;
         if (h->o.offline)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
@@ -441,54 +550,56 @@ static int fill_run(http_src *h, uint64_t first, uint64_t last, uint8_t **bufs, 
                             i * h->block, i * h->block + block_len(h, i) - 1);
         uint64_t off = i * h->block, end = j * h->block + block_len(h, j);
         reply r;
-        if (fetch(h, off, end - off, bufs + (i - first), false, &r, e) != 0)
+        /* The sink's part k is block i + k: shift it by the run's start. */
+        struct shift at = { &sink, i - first };
+        part_sink here = { shifted, &at };
+        if (fetch(h, off, end - off, ru->bufs + (i - first), false, &here, &r, e) != 0)
             return -1;
-        for (uint64_t k = i; h->disk != NULL && k <= j; k++)
-            mfs_disk_cache_write(h->disk, h->key, k, bufs[k - first],
-                                 (uint32_t)block_len(h, k));
+        for (uint64_t k = i; k <= j; k++)   /* every part was handed on; in case */
+            block_whole(ru, k - first);
         i = j + 1;
     }
     return 0;
 }
 
 /* Fills blocks first..last (claimed LOADING by this thread) and makes
- * them READY; on failure they are removed. `ahead`: fetched before any
- * reader asked, so kept over blocks already read until one reads them
- * (least recently used would drop them first: they were ready before the
- * reader went through the blocks before them). Called unlocked. */
+ * them READY, each as soon as it is whole; on failure those not whole
+ * are removed. `ahead`: fetched before any reader asked, so kept over
+ * blocks already read until one reads them (least recently used would
+ * drop them first: they were ready before the reader went through the
+ * blocks before them). Called unlocked. */
 static int load_run(http_src *h, uint64_t first, uint64_t last, bool ahead, mfs_err *e)
 {
     uint64_t n = last - first + 1;
-    uint8_t **bufs = calloc(n, sizeof *bufs);
-    bool ok = bufs != NULL;
+    run ru = { .h = h, .first = first, .last = last, .ahead = ahead };
+    ru.bufs = calloc(n, sizeof *ru.bufs);
+    ru.ready = calloc(n, sizeof *ru.ready);
+    bool ok = ru.bufs != NULL && ru.ready != NULL;
     for (uint64_t i = 0; ok && i < n; i++)
-        ok = (bufs[i] = malloc(block_len(h, first + i))) != NULL;
-    int rc = ok ? fill_run(h, first, last, bufs, e)
-                : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        ok = (ru.bufs[i] = malloc(block_len(h, first + i))) != NULL;
+    int rc = ok ? fill_run(&ru, e) : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
     pthread_mutex_lock(&h->mu);
     if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
         h->changed = true;
         mfs_log("modelfs: %s: %s: its reads fail from now on", h->src.name, e->msg);
     }
-    for (uint64_t i = first; i <= last; i++) {
-        mfs_block *b = mfs_block_find(&h->tab, i);
-        if (b == NULL)
-            continue;
-        if (rc != 0) {
+    for (uint64_t i = first; ru.ready != NULL && i <= last; i++) {
+        mfs_block *b = ru.ready[i - first] ? NULL : mfs_block_find(&h->tab, i);
+        if (b != NULL && b->state == MFS_BLOCK_LOADING)
             mfs_block_remove(&h->tab, b);
-            continue;
-        }
-        b->data = bufs[i - first];
-        bufs[i - first] = NULL;
-        b->len = (uint32_t)block_len(h, i);
-        b->state = MFS_BLOCK_READY;
-        b->used = ++h->tab.tick + (ahead ? AHEAD_UNREAD : 0);
+    }
+    /* Claimed blocks not handed over (out of memory) go too. */
+    for (uint64_t i = first; ru.ready == NULL && i <= last; i++) {
+        mfs_block *b = mfs_block_find(&h->tab, i);
+        if (b != NULL && b->state == MFS_BLOCK_LOADING)
+            mfs_block_remove(&h->tab, b);
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
-    for (uint64_t i = 0; bufs != NULL && i < n; i++)
-        free(bufs[i]);
-    free(bufs);
+    for (uint64_t i = 0; ru.bufs != NULL && i < n; i++)
+        free(ru.bufs[i]);
+    free(ru.bufs);
+    free(ru.ready);
     return rc;
 }
 
@@ -521,17 +632,19 @@ static void run_ahead(void *arg)
     free(j);
 }
 
-/* Claims the blocks of [from, to) that are neither held nor coming, in
- * runs of at most AHEAD_CHUNK, and gives each run to the fetch pool.
- * Stops at the all-sources bound and when the table has no room to
- * spare. Called locked. */
-static void queue_ahead(http_src *h, uint64_t from, uint64_t to)
+/* Claims the blocks that are neither held nor coming from `from` on, in
+ * runs of AHEAD_CHUNK that start before `to` and end at `end` at the
+ * latest (a region's end: fewer there), and gives each run to the fetch
+ * pool. Whole chunks even as a reader's window slides a read at a time:
+ * not a GET per read. Stops at the all-sources bound and when the table
+ * has no room to spare. Called locked. */
+static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
 {
     if (h->changed || h->o.offline || from >= to || stop_now())
         return;
     uint64_t per_chunk = AHEAD_CHUNK / h->block ? AHEAD_CHUNK / h->block : 1;
-    uint64_t last_block = (to - 1) / h->block;
-    for (uint64_t bi = from / h->block; bi <= last_block;) {
+    uint64_t last_start = (to - 1) / h->block, last_block = (end - 1) / h->block;
+    for (uint64_t bi = from / h->block; bi <= last_start;) {
         if (mfs_block_find(&h->tab, bi) != NULL) {
             bi++;
             continue;
@@ -587,7 +700,7 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
         stream = h->recent[i] == off && off != 0;
     h->recent[h->recent_at++ % RECENT] = off + len;
     if (stream && off + len < end)
-        queue_ahead(h, off + len, end - (off + len) > ahead ? off + len + ahead : end);
+        queue_ahead(h, off + len, end - (off + len) > ahead ? off + len + ahead : end, end);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -613,7 +726,7 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
     /* A long range (a file decoded on open) is fetched in parallel: the
      * pool takes what lies past the first chunk, this thread the rest. */
     if (len > 2 * (uint64_t)AHEAD_CHUNK)
-        queue_ahead(h, off + AHEAD_CHUNK, end);
+        queue_ahead(h, off + AHEAD_CHUNK, end, end);
     while (pos < end) {
         if (h->changed) {
             pthread_mutex_unlock(&h->mu);
@@ -829,7 +942,7 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     /* The first block: size, ETag and what the probes read, at once. */
     uint8_t *buf = mfs_xmalloc(h->block);
     reply r;
-    if (fetch(h, 0, h->block, &buf, true, &r, e) != 0) {
+    if (fetch(h, 0, h->block, &buf, true, NULL, &r, e) != 0) {
         free(buf);
         http_close(&h->src);
         return NULL;
