@@ -161,7 +161,10 @@ bool mfs_collect_is_single(const char *const *args, size_t n)
     struct stat st;
     if (n != 1)
         return false;
-    if ((mfs_is_remote(args[0]) && !mfs_remote_is_folder(args[0])) || stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
+    /* A folder URL (s3://B/PREFIX/) is several models, never stat(2)ed. */
+    if (mfs_is_remote(args[0]))
+        return !mfs_remote_is_folder(args[0]);
+    if (stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
         return true;  /* a file (or an error to report as before) */
     return mfs_format_detect_dir(args[0]) != NULL;
 }
@@ -206,10 +209,12 @@ static const char *url_name(const char *url, char *buf, size_t size)
 /* A folder URL's model files (an S3 prefix, a Hub repository), each
  * named by its path below it: at the root when it is the only argument,
  * else in a folder of the URL's last part. Probed when first loaded. */
-static int add_remote_folder(walker *w, const char *url, bool alone, mfs_err *e)
+static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_load_opts *opts,
+                             mfs_err *e)
 {
     mfs_http_opts ho = { 0 };
     mfs_http_opts_from_env(&ho);
+    ho.no_sign_request = opts != NULL && opts->no_sign_request;
     mfs_remote_listing l;
     if (mfs_remote_list(url, &ho, &l, e) != 0)
         return -1;
@@ -243,8 +248,8 @@ static int add_remote_folder(walker *w, const char *url, bool alone, mfs_err *e)
     return 0;
 }
 
-int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, const char **bad,
-                     mfs_err *e)
+int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opts,
+                     mfs_found_list *out, const char **bad, mfs_err *e)
 {
     memset(out, 0, sizeof *out);
     walker w = { 0 };
@@ -252,7 +257,7 @@ int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, con
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (mfs_is_remote(args[i]) && mfs_remote_is_folder(args[i])) {
-            if (add_remote_folder(&w, args[i], n == 1, e) != 0) {
+            if (add_remote_folder(&w, args[i], n == 1, opts, e) != 0) {
                 *bad = args[i];
                 goto fail;
             }
