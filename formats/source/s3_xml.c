@@ -135,9 +135,10 @@ static bool parse_u64(const char *s, uint64_t *out)
     if (*s == '\0')
         return false;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+        uint64_t d = (uint64_t)(*s - '0');
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - d) / 10)
             return false;
-        v = v * 10 + (uint64_t)(*s - '0');
+        v = v * 10 + d;
     }
     *out = v;
     return true;
@@ -238,10 +239,8 @@ int mfs_s3_xml_parse(const char *xml, size_t len, mfs_s3_page *out, const char *
         if (closing) {
             if (in_contents && n == 8 && memcmp(ns, "Contents", 8) == 0) {
                 in_contents = false;
-                if (cur.key == NULL) {
-                    cur.key = NULL;
+                if (cur.key == NULL)
                     continue;   /* no key: nothing to list */
-                }
                 if (out->count >= MFS_S3_XML_MAX_KEYS) {
                     free(cur.key);
                     mfs_s3_page_free(out);
