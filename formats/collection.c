@@ -219,8 +219,10 @@ static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_l
     if (mfs_remote_list(url, &ho, &l, e) != 0)
         return -1;
     char base[PATH_MAX];
-    char *top = alone ? mfs_xstrdup("") : mfs_name_encode(url_name(url, base, sizeof base),
-                                                            strlen(base));
+    /* The name first: strlen(base) as a sibling argument could be taken
+     * before url_name wrote it (the order is unspecified). */
+    const char *name = url_name(url, base, sizeof base);
+    char *top = alone ? mfs_xstrdup("") : mfs_name_encode(name, strlen(name));
     for (size_t i = 0; i < l.count; i++) {
         const char *path = l.files[i].path;
         const char *slash = strrchr(path, '/');

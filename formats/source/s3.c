@@ -171,17 +171,18 @@ static void s3_explain(void *arg, long status, const uint8_t *body, size_t len, 
         mfs_s3_page_free(&pg);
     }
     const char *hint = "";
-    if (status == 403 || status == 401) {
+    if (status == 301 || strcmp(code, "PermanentRedirect") == 0 ||
+        strcmp(code, "AuthorizationHeaderMalformed") == 0) {
+        hint = "the bucket may be in another region: set AWS_REGION";
+    } else if (status == 403 || status == 401) {
         hint = s->no_sign_request ? "the bucket is not public to unsigned requests (drop "
                                     "no_sign_request and set AWS credentials)"
                : !s->sign ? "no AWS credentials found: set AWS_ACCESS_KEY_ID and "
                             "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
                           : "check AWS_PROFILE or AWS_ACCESS_KEY_ID";
-    } else if (status == 301 || strcmp(code, "PermanentRedirect") == 0 ||
-               strcmp(code, "AuthorizationHeaderMalformed") == 0) {
-        hint = "the bucket may be in another region: set AWS_REGION";
     }
-    if (code[0] && hint[0] && (status == 403 || status == 401) && s->sign)
+    if (code[0] && hint[0] && (status == 403 || status == 401) && s->sign && s->from[0] &&
+        strstr(hint, "AWS_PROFILE") != NULL)
         snprintf(out, size, "%s: %s (credentials from %s)", code, hint, s->from);
     else
         snprintf(out, size, "%s%s%s", code, code[0] && hint[0] ? ": " : "", hint);
