@@ -91,6 +91,9 @@ def check_mounted(c, build, url, path, srv, env):
     bytes, xattrs; the requests it made signed and pinned."""
     name = os.path.basename(path)
     modelfs = os.path.join(build, "modelfs")
+    # A cache of its own: blocks the listings kept would be read from disk
+    # (then no GET, and no If-Match to look at).
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
     before = len(srv.log)
     try:
         with mfstest.mounted(modelfs, url, env) as rmnt, mfstest.mounted(modelfs, path, env) as lmnt:
@@ -112,6 +115,7 @@ def check_mounted(c, build, url, path, srv, env):
             "%s: every request signed: %s" % (name, log[:3]))
     c.check(all(im for method, _, _, im, _ in log[1:] if method == "GET"),
             "%s: every GET after the first carries If-Match" % name)
+    shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
 
 
 def refused(c, build, url, wants, env, extra=()):
@@ -231,7 +235,7 @@ def main(argv):
                 check_mounted(c, build, "s3://models/" + key, p, srv, env)
             c.check(len(keys) >= 5, "mounted one model of each of %s" % [k for k, _ in keys])
             check_no_leak(c, build, srv, env)
-            check_changed(c, build, bucket, env)
+            check_changed(c, build, bucket, srv, env)
             check_public(c, build, ls, models, srv, base_env)
         else:
             c.skip("no /dev/fuse: the mount half of this test")
@@ -379,13 +383,14 @@ def fg_text(fg):
         return ""
 
 
-def check_changed(c, build, bucket, env):
+def check_changed(c, build, bucket, srv, env):
     """An object replaced after the mount: reads past what was fetched
     give EIO (the server's 412), never the new bytes; the daemon answers."""
     path = os.path.join(bucket, "changing.safetensors")
     with open(path, "rb") as f:
         old = f.read()
     env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    # (its own cache, removed with the scratch folder's parent below)
     with mfstest.mounted(os.path.join(build, "modelfs"), "s3://models/changing.safetensors",
                          env) as mnt:
         near, _ = mfstest.read_or_errno(os.path.join(mnt, "tensors", "near"))
@@ -393,8 +398,11 @@ def check_changed(c, build, bucket, env):
         with open(path, "wb") as f:
             f.write(old[:hlen] + bytes(b ^ 0xff for b in old[hlen:]))
         os.utime(path, ns=(1, 1))
+        before = len(srv.log)
         got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "far"))
         c.equal((got is None, err), (True, errno.EIO), "a changed object: a read gives EIO")
+        c.check(any(status == 412 for _, _, _, _, status in srv.log[before:]),
+                "a changed object: the GET's If-Match answered 412: %s" % srv.log[before:])
         c.equal(near, bytes(range(256)) * 16, "a changed object: bytes read before it changed")
         c.check(os.path.exists(os.path.join(mnt, "model.json")), "changed object: the daemon answers")
     with open(path, "wb") as f:
@@ -475,6 +483,7 @@ def check_s3rver(c, build, ls, models, root, env):
             w, _, _ = mfstest.ls_sums(ls, path, paths, renv)
             g, _, err = mfstest.ls_sums(ls, u, paths, renv)
             c.equal(g, w, "s3rver: %s: sha256 of its files (%s)" % (u, err))
+        print("s3rver: %d models read through it" % len(models), flush=True)
         tree, code, err = tree_of(ls, ["s3://rver/m/"], renv)
         c.check(code == 0 and len([p for p in tree if p.count("/") == 1]) >= len(models),
                 "s3rver: the listing of s3://rver/m/: %s %s" % (sorted(tree)[:4], err))
