@@ -233,7 +233,9 @@ def main(argv):
         if mfstest.can_mount():
             for key, p in keys:
                 check_mounted(c, build, "s3://models/" + key, p, srv, env)
-            c.check(len(keys) >= 5, "mounted one model of each of %s" % [k for k, _ in keys])
+            present = len([d for d in dirs if os.path.isdir(d)])
+            c.check(len(keys) >= min(5, present), "mounted one model of each of %s"
+                    % [k for k, _ in keys])
             check_no_leak(c, build, srv, env)
             check_changed(c, build, bucket, srv, env)
             check_public(c, build, ls, models, srv, base_env)
