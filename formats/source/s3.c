@@ -1,6 +1,5 @@
 #include "s3.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
