@@ -329,6 +329,19 @@ def check_credentials(c, ls, keys, srv, env, base_env, home):
                                          AWS_REGION=REGION))
     c.equal((code, out == want_tree), (0, True), "AWS_PROFILE=dev from ~/.aws (%s)" % err)
     os.unlink(os.path.join(home, ".aws", "credentials"))
+    # AWS_CONFIG_FILE names the config; AWS_ENDPOINT_URL_S3 wins over
+    # AWS_ENDPOINT_URL (here a port nothing listens on).
+    moved = os.path.join(home, "conf")
+    os.rename(os.path.join(home, ".aws", "config"), moved)
+    code, out, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved))
+    c.equal((code, out == want_tree, err), (0, True, ""), "AWS_CONFIG_FILE")
+    code, out, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved, AWS_ENDPOINT_URL_S3=srv.url,
+                                         AWS_ENDPOINT_URL="http://127.0.0.1:%d" % free_port()))
+    c.equal((code, out == want_tree, err), (0, True, ""), "AWS_ENDPOINT_URL_S3 first")
+    code, _, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved,
+                                       AWS_ENDPOINT_URL="http://127.0.0.1:%d" % free_port()))
+    c.check(code == 3 and url in err, "AWS_ENDPOINT_URL before the profile's: %d %r" % (code, err))
+    os.rename(moved, os.path.join(home, ".aws", "config"))
     # The wrong region signs for another one: refused.
     code, _, err = run([ls, url], dict(env, AWS_REGION="us-east-1"))
     c.check(code == 3 and "AuthorizationHeaderMalformed" in err and "AWS_REGION" in err,
