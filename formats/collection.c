@@ -161,7 +161,10 @@ bool mfs_collect_is_single(const char *const *args, size_t n)
     struct stat st;
     if (n != 1)
         return false;
-    if ((mfs_is_remote(args[0]) && !mfs_remote_is_folder(args[0])) || stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
+    /* A folder URL (s3://B/PREFIX/) is several models, never stat(2)ed. */
+    if (mfs_is_remote(args[0]))
+        return !mfs_remote_is_folder(args[0]);
+    if (stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))
         return true;  /* a file (or an error to report as before) */
     return mfs_format_detect_dir(args[0]) != NULL;
 }
@@ -206,16 +209,20 @@ static const char *url_name(const char *url, char *buf, size_t size)
 /* A folder URL's model files (an S3 prefix, a Hub repository), each
  * named by its path below it: at the root when it is the only argument,
  * else in a folder of the URL's last part. Probed when first loaded. */
-static int add_remote_folder(walker *w, const char *url, bool alone, mfs_err *e)
+static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_load_opts *opts,
+                             mfs_err *e)
 {
     mfs_http_opts ho = { 0 };
     mfs_http_opts_from_env(&ho);
+    ho.no_sign_request = opts != NULL && opts->no_sign_request;
     mfs_remote_listing l;
     if (mfs_remote_list(url, &ho, &l, e) != 0)
         return -1;
     char base[PATH_MAX];
-    char *top = alone ? mfs_xstrdup("") : mfs_name_encode(url_name(url, base, sizeof base),
-                                                            strlen(base));
+    /* The name first: strlen(base) as a sibling argument could be taken
+     * before url_name wrote it (the order is unspecified). */
+    const char *name = url_name(url, base, sizeof base);
+    char *top = alone ? mfs_xstrdup("") : mfs_name_encode(name, strlen(name));
     for (size_t i = 0; i < l.count; i++) {
         const char *path = l.files[i].path;
         const char *slash = strrchr(path, '/');
@@ -243,8 +250,8 @@ static int add_remote_folder(walker *w, const char *url, bool alone, mfs_err *e)
     return 0;
 }
 
-int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, const char **bad,
-                     mfs_err *e)
+int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opts,
+                     mfs_found_list *out, const char **bad, mfs_err *e)
 {
     memset(out, 0, sizeof *out);
     walker w = { 0 };
@@ -252,7 +259,7 @@ int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, con
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (mfs_is_remote(args[i]) && mfs_remote_is_folder(args[i])) {
-            if (add_remote_folder(&w, args[i], n == 1, e) != 0) {
+            if (add_remote_folder(&w, args[i], n == 1, opts, e) != 0) {
                 *bad = args[i];
                 goto fail;
             }

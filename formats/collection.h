@@ -40,9 +40,10 @@ typedef struct mfs_found_list {
 bool mfs_collect_is_single(const char *const *args, size_t n);
 
 /* Finds the models; -1 with `e` (and *bad, the argument at fault) when an
- * argument cannot be read at all. */
-int mfs_collect_find(const char *const *args, size_t n, mfs_found_list *out, const char **bad,
-                     mfs_err *e);
+ * argument cannot be read at all. `opts` (may be NULL): how a folder URL
+ * is listed (no_sign_request). */
+int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opts,
+                     mfs_found_list *out, const char **bad, mfs_err *e);
 void mfs_found_list_free(mfs_found_list *l);
 
 /* What `path` (found below `root`) leads to now, opened one component at

@@ -123,6 +123,7 @@ int mfs_load_path(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_loa
         ho.cache_default = dflt != NULL;
         ho.cache_max = opts ? opts->cache_max : 0;
         ho.offline = opts && opts->offline;
+        ho.no_sign_request = opts && opts->no_sign_request;
         o->src = mfs_remote_open(path, &ho, e);
         if (o->src == NULL) {
             free(dflt);

@@ -30,8 +30,8 @@ static char *unique_name(const mfs_tree *t, uint32_t dir, const char *name)
     return cand;
 }
 
-int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const char **bad,
-                mfs_err *e)
+int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mfs_collection *out,
+                const char **bad, mfs_err *e)
 {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n; i++) {
@@ -42,7 +42,7 @@ int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const ch
             out->mtime = st.st_mtim;
     }
     mfs_found_list w;
-    if (mfs_collect_find(args, n, &w, bad, e) != 0)
+    if (mfs_collect_find(args, n, opts, &w, bad, e) != 0)
         return -1;
     mfs_tree *top = mfs_xcalloc(1, sizeof *top);
     mfs_tree_init(top);

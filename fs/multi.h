@@ -27,9 +27,10 @@ typedef struct mfs_collection {
 } mfs_collection;
 
 /* Finds the models and lays out the top tree; -1 with `e` (and *bad, the
- * argument at fault) when an argument cannot be read at all. */
-int mfs_collect(const char *const *args, size_t n, mfs_collection *out, const char **bad,
-                mfs_err *e);
+ * argument at fault) when an argument cannot be read at all. `opts` (may
+ * be NULL): how folder URLs are listed. */
+int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mfs_collection *out,
+                const char **bad, mfs_err *e);
 
 /* The loader mfs_forest_init_multi is given: model k from its path. */
 typedef struct mfs_collection_loader {

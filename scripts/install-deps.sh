@@ -18,6 +18,8 @@ done
 # (input_0.pb ...), a sample of which mount.onnx_tensor reads.
 # nginx: the real HTTP server mount.remote also reads models from (on
 # 127.0.0.1, started by the test; the package's own service is not used).
+# python3-botocore: mount.s3's S3 server checks each request's SigV4
+# signature with botocore's signer.
 PKGS="build-essential cmake pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
@@ -25,6 +27,7 @@ PKGS="build-essential cmake pkg-config
       clang
       flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx
+      python3-botocore
       libonnx-testdata
       nginx openssl"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.

@@ -38,6 +38,7 @@ typedef struct mfs_load_opts {
     const char *cache_dir;   /* -o cache_dir: remote blocks on disk (NULL: the default) */
     uint64_t cache_max;      /* -o cache_max: 0 = 10 GiB */
     bool offline;            /* -o offline: remote models from cache_dir only */
+    bool no_sign_request;    /* -o no_sign_request: s3:// requests unsigned */
     const void *http;        /* the mfs_http_opts remote models were opened with
                                 (files beside one open the same way), or NULL */
 } mfs_load_opts;

@@ -452,7 +452,11 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         if (first && r.status == 416 && r.has_range && r.r_total == 0 && !r.total_unknown)
             return 0;  /* an empty file: no byte to give */
         if (r.status != 206) {
-            const char *hint = h->hk.hint ? h->hk.hint(h->hk.arg, r.status) : NULL;
+            char why[256] = "";
+            if (h->hk.explain != NULL)
+                h->hk.explain(h->hk.arg, r.status, r.buf, r.got, why, sizeof why);
+            const char *hint = h->hk.explain ? (why[0] ? why : NULL)
+                               : h->hk.hint ? h->hk.hint(h->hk.arg, r.status) : NULL;
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s%s%s", r.status,
                             r.status == 404 ? " Not Found" : r.status == 403 ? " Forbidden"
                             : r.status == 401 ? " Unauthorized" : "", hint ? ": " : "",

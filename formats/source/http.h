@@ -44,6 +44,7 @@ typedef struct mfs_http_opts {
                                  means no disk cache (a log line), not a failure */
     uint64_t cache_max;       /* bytes it may take (0: 10 GiB) */
     bool offline;             /* from cache_dir only: no request at all */
+    bool no_sign_request;     /* s3://: anonymous requests, no credentials looked up */
 } mfs_http_opts;
 
 /* What an S3 or Hub source (s3.c, hub.c) adds to plain GETs of `url`:
@@ -64,6 +65,11 @@ typedef struct mfs_http_hooks {
     /* A message's end for a failed open with this HTTP status (e.g.
      * "check AWS_PROFILE"), or NULL. */
     const char *(*hint)(void *arg, long status);
+    /* The same from the error answer's body too (S3's <Error><Code>): the
+     * message's end into out (size bytes), "" for none; when set, hint is
+     * not asked. `body` is what arrived of it (len bytes, no NUL). */
+    void (*explain)(void *arg, long status, const uint8_t *body, size_t len, char *out,
+                    size_t size);
     void (*free)(void *arg);
     /* Names the object in messages and on the source ("s3://B/K"); NULL:
      * the URL. */

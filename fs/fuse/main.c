@@ -49,6 +49,7 @@ struct cli {
     char *cache_dir;    /* -o cache_dir=DIR */
     char *cache_max;    /* -o cache_max=SIZE */
     int offline;        /* -o offline */
+    int no_sign_request;    /* -o no_sign_request */
 };
 
 enum { KEY_HELP, KEY_VERSION };
@@ -62,6 +63,7 @@ static const struct fuse_opt cli_opts[] = {
     { "cache_dir=%s", offsetof(struct cli, cache_dir), 0 },
     { "cache_max=%s", offsetof(struct cli, cache_max), 0 },
     { "offline", offsetof(struct cli, offline), 1 },
+    { "no_sign_request", offsetof(struct cli, no_sign_request), 1 },
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -132,6 +134,8 @@ static void usage(FILE *f)
             "                     (default $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs)\n"
             "    cache_max=SIZE   most bytes cache_dir may take (default 10G)\n"
             "    offline          remote models from cache_dir only: no request\n"
+            "    no_sign_request  s3:// requests unsigned (a public bucket): no AWS\n"
+            "                     credentials looked up\n"
             "  -h, --help      this text and FUSE's options\n"
             "  -V, --version   version\n"
             "\n"
@@ -360,7 +364,8 @@ int main(int argc, char **argv)
         goto out_opts;
     }
     mfs_load_opts lopts = { .links_dir = cli.links_dir, .cache_dir = cli.cache_dir,
-                            .offline = cli.offline != 0 };
+                            .offline = cli.offline != 0,
+                            .no_sign_request = cli.no_sign_request != 0 };
     if (!size_opt("cache_max", cli.cache_max, &lopts.cache_max))
         goto out_opts;
     if (!size_opt("fetch_max", cli.fetch_max, &lopts.fetch_max) ||
@@ -392,7 +397,7 @@ int main(int argc, char **argv)
         mfs_forest_init_single(&forest, &tree, &origin, cache_size);
     } else {
         const char *bad = NULL;
-        if (mfs_collect(cli.paths, nmodels, &coll, &bad, &err) != 0) {
+        if (mfs_collect(cli.paths, nmodels, &lopts, &coll, &bad, &err) != 0) {
             mfs_err_print(prog, bad, &err);
             rc = mfs_exit_code(err.code);
             mfs_tree_destroy(&tree);

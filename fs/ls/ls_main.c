@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "                   (default $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs)\n"
             "  --cache-max SIZE most bytes the cache may take (default 10G)\n"
             "  --offline      remote models from the cache only: no request\n"
+            "  --no-sign-request  s3:// requests unsigned (a public bucket): no AWS\n"
+            "                 credentials looked up\n"
             "  -h, --help     this text\n"
             "  -V, --version\n"
             "\n"
@@ -410,6 +412,8 @@ int main(int argc, char **argv)
             opts.cache_dir = argv[++argi];
         } else if (!strcmp(a, "--offline")) {
             opts.offline = true;
+        } else if (!strcmp(a, "--no-sign-request")) {
+            opts.no_sign_request = true;
         } else if (!strcmp(a, "--cache-max") && argi + 1 < argc) {
             if (!mfs_parse_size(argv[++argi], &opts.cache_max) || opts.cache_max == 0) {
                 fprintf(stderr, "%s: %s %s: not a size above 0 (e.g. 512M)\n", prog, a, argv[argi]);
@@ -486,7 +490,7 @@ int main(int argc, char **argv)
         }
     } else {
         const char *bad = NULL;
-        if (mfs_collect(models, (size_t)nmodels, &coll, &bad, &e) != 0) {
+        if (mfs_collect(models, (size_t)nmodels, &opts, &coll, &bad, &e) != 0) {
             mfs_err_print(prog, bad, &e);
             rc = mfs_exit_code(e.code);
         } else {

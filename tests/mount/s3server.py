@@ -1,0 +1,265 @@
+"""A small S3 server for the s3:// tests, on loopback only, that checks
+what a real S3 checks and s3rver does not:
+
+ - every signed request's SigV4 signature, recomputed with botocore's own
+   signer (python3-botocore) over the headers the request says it signed;
+   a wrong secret, an unknown key id, a session token that is missing,
+   wrong or expired, a missing x-amz-content-sha256 or an x-amz-date more
+   than 15 minutes off: 403 with an S3 XML <Error>;
+ - unsigned requests only to buckets made public;
+ - GET and HEAD of objects: ranges (206 + Content-Range; 416 past the
+   end), a strong ETag, If-Match (412 when it does not match);
+ - ListObjectsV2 (list-type=2, prefix, continuation-token, max-keys up to
+   1,000 per page), path-style only (ENDPOINT/BUCKET/KEY);
+ - 404 NoSuchBucket / NoSuchKey.
+
+Buckets are folders: every file below one is a key (its path). It records
+each request (method, path, query, signed or not, status) in .log.
+"""
+import datetime
+import hashlib
+import http.server
+import os
+import socketserver
+import threading
+import urllib.parse
+from xml.sax.saxutils import escape
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+
+class _Verifier(SigV4Auth):
+    """botocore's SigV4 over the headers the request names, S3's way (the
+    path as sent, not normalised)."""
+
+    def __init__(self, creds, region, signed):
+        super().__init__(creds, "s3", region)
+        self._signed = signed
+
+    def headers_to_sign(self, request):
+        out = super().headers_to_sign(request)
+        for name in list(out.keys()):
+            if name not in self._signed:
+                del out[name]
+        return out
+
+    def _normalize_url_path(self, path):
+        return path
+
+
+def _error(code, message):
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code>'
+            '<Message>%s</Message></Error>' % (code, escape(message))).encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send_body(self, status, body, headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def fail(self, status, code, message):
+        self.record(status)
+        self.send_body(status, _error(code, message), [("Content-Type", "application/xml")])
+
+    def record(self, status):
+        srv = self.server
+        with srv.lock:
+            srv.log.append((self.command, self.path, "Authorization" in self.headers,
+                            self.headers.get("If-Match"), status))
+
+    def auth_error(self):
+        """None when the request may go on, else (code, message)."""
+        srv = self.server
+        auth = self.headers.get("Authorization")
+        if auth is None:
+            return None if self.bucket in srv.public else (
+                "AccessDenied", "Access Denied (an unsigned request to a private bucket)")
+        if not auth.startswith("AWS4-HMAC-SHA256 "):
+            return ("InvalidRequest", "not SigV4")
+        fields = {}
+        for part in auth[len("AWS4-HMAC-SHA256 "):].split(","):
+            k, _, v = part.strip().partition("=")
+            fields[k] = v
+        try:
+            key_id, date, region, service, term = fields["Credential"].split("/")
+            signed = fields["SignedHeaders"].split(";")
+            got = fields["Signature"]
+        except (KeyError, ValueError):
+            return ("AuthorizationHeaderMalformed", "malformed Authorization")
+        if key_id not in srv.users:
+            return ("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist")
+        secret, token = srv.users[key_id]
+        if service != "s3" or term != "aws4_request" or region != srv.region:
+            return ("AuthorizationHeaderMalformed", "the region is wrong; expecting '%s'" % srv.region)
+        if "host" not in signed or "x-amz-date" not in signed:
+            return ("AccessDenied", "host and x-amz-date must be signed")
+        if self.headers.get("x-amz-content-sha256") is None:
+            return ("InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
+        sent_token = self.headers.get("x-amz-security-token")
+        if token is not None or sent_token is not None:
+            if sent_token in srv.expired:
+                return ("ExpiredToken", "The provided token has expired.")
+            if sent_token != token:
+                return ("InvalidToken", "The provided token is malformed or otherwise invalid.")
+            if "x-amz-security-token" not in signed:
+                return ("AccessDenied", "the token must be signed")
+        amz_date = self.headers.get("x-amz-date", "")
+        try:
+            when = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(
+                tzinfo=datetime.timezone.utc)
+        except ValueError:
+            return ("AccessDenied", "bad x-amz-date")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        if abs((now - when).total_seconds()) > 900 or date != amz_date[:8]:
+            return ("RequestTimeTooSkewed", "The difference between the request time and the "
+                    "current time is too large.")
+        headers = {k: v for k, v in self.headers.items() if k.lower() in signed}
+        req = AWSRequest(method=self.command, url="http://%s%s" % (self.headers.get("Host"), self.path),
+                         headers=headers)
+        req.context["timestamp"] = amz_date
+        v = _Verifier(Credentials(key_id, secret, token), region, set(signed))
+        canonical = v.canonical_request(req)
+        want = v.signature(v.string_to_sign(req, canonical), req)
+        if want != got:
+            with srv.lock:
+                srv.bad_signatures += 1
+            return ("SignatureDoesNotMatch", "The request signature we calculated does not "
+                    "match the signature you provided. Check your key and signing method.")
+        return None
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_GET(self):
+        srv = self.server
+        parts = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(parts.path)
+        bucket, _, key = path.lstrip("/").partition("/")
+        self.bucket = bucket
+        if bucket not in srv.buckets:
+            return self.fail(404, "NoSuchBucket", "The specified bucket does not exist")
+        why = self.auth_error()
+        if why is not None:
+            return self.fail(403, *why)
+        query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+        if key == "":
+            if query.get("list-type") != ["2"]:
+                return self.fail(400, "InvalidArgument", "only ListObjectsV2 here")
+            return self.list_objects(bucket, query)
+        self.get_object(bucket, key)
+
+    def get_object(self, bucket, key):
+        srv = self.server
+        root = srv.buckets[bucket]
+        full = os.path.join(root, key)
+        if (".." in key.split("/") or not os.path.isfile(full) or
+                not os.path.realpath(full).startswith(root + os.sep)):
+            return self.fail(404, "NoSuchKey", "The specified key does not exist.")
+        st = os.stat(full)
+        etag = '"%s"' % hashlib.md5(("%d:%d:%d" % (st.st_size, st.st_mtime_ns, st.st_ino))
+                                    .encode()).hexdigest()
+        base = [("ETag", etag), ("Accept-Ranges", "bytes"),
+                ("Last-Modified", self.date_time_string(st.st_mtime))]
+        im = self.headers.get("If-Match")
+        if im is not None and im != etag:
+            return self.fail(412, "PreconditionFailed", "At least one of the pre-conditions you "
+                             "specified did not hold")
+        size = st.st_size
+        rng = self.headers.get("Range")
+        first, last, status = 0, size - 1, 200
+        if rng is not None and rng.startswith("bytes="):
+            a, _, b = rng[6:].partition("-")
+            if a == "":
+                first, last = max(0, size - int(b)), size - 1
+            else:
+                first, last = int(a), min(int(b) if b else size - 1, size - 1)
+            if first >= size or first > last:
+                self.record(416)
+                return self.send_body(416, _error("InvalidRange", "The requested range is not "
+                                                  "satisfiable"),
+                                      base + [("Content-Range", "bytes */%d" % size)])
+            status = 206
+            base.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
+        self.record(status)
+        with open(full, "rb") as f:
+            f.seek(first)
+            body = f.read(last - first + 1)
+        self.send_body(status, body, base)
+
+    def list_objects(self, bucket, query):
+        srv = self.server
+        root = srv.buckets[bucket]
+        prefix = query.get("prefix", [""])[0]
+        max_keys = min(int(query.get("max-keys", ["1000"])[0]), 1000)
+        after = query.get("continuation-token", [""])[0]
+        with srv.lock:
+            srv.list_pages += 1
+        keys = []
+        for d, _, files in os.walk(root):
+            for f in files:
+                k = os.path.relpath(os.path.join(d, f), root)
+                if k.startswith(prefix) and k > after:
+                    keys.append(k)
+        keys.sort(key=lambda k: k.encode())
+        page, more = keys[:max_keys], len(keys) > max_keys
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+               "<Name>%s</Name><Prefix>%s</Prefix><KeyCount>%d</KeyCount><MaxKeys>%d</MaxKeys>"
+               % (bucket, escape(prefix), len(page), max_keys),
+               "<IsTruncated>%s</IsTruncated>" % ("true" if more else "false")]
+        if more:
+            # The token is the last key, as an opaque string would be.
+            out.append("<NextContinuationToken>%s</NextContinuationToken>" % escape(page[-1]))
+        for k in page:
+            st = os.stat(os.path.join(root, k))
+            mtime = datetime.datetime.fromtimestamp(int(st.st_mtime), datetime.timezone.utc)
+            out.append("<Contents><Key>%s</Key><LastModified>%s</LastModified><ETag>&quot;x&quot;"
+                       "</ETag><Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>"
+                       % (escape(k, {'"': "&quot;", "'": "&apos;"}),
+                          mtime.strftime("%Y-%m-%dT%H:%M:%S.000Z"), st.st_size))
+        out.append("</ListBucketResult>")
+        self.record(200)
+        self.send_body(200, "".join(out).encode(), [("Content-Type", "application/xml")])
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def start(buckets, users, public=(), expired=(), region="us-east-1"):
+    """Serves `buckets` ({name: folder}) on 127.0.0.1:(a free port) to
+    `users` ({key id: (secret, session token or None)}); `public`: buckets
+    unsigned requests may read; `expired`: session tokens refused as
+    expired. Returns the server (.url, .log, .bad_signatures, .stop())."""
+    srv = Server(("127.0.0.1", 0), Handler)
+    srv.buckets = {k: os.path.realpath(v) for k, v in buckets.items()}
+    srv.users = dict(users)
+    srv.public = set(public)
+    srv.expired = set(expired)
+    srv.region = region
+    srv.lock = threading.Lock()
+    srv.log = []
+    srv.bad_signatures = 0
+    srv.list_pages = 0
+    srv.url = "http://127.0.0.1:%d" % srv.server_address[1]
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    t.start()
+
+    def stop():
+        srv.shutdown()
+        srv.server_close()
+    srv.stop = stop
+    return srv
