@@ -454,7 +454,9 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         if (r.status != 206) {
             char why[256] = "";
             if (h->hk.explain != NULL)
-                h->hk.explain(h->hk.arg, r.status, r.buf, r.got, why, sizeof why);
+                /* What fits in the first part: an error page is short. */
+                h->hk.explain(h->hk.arg, r.status, r.parts ? r.parts[0] : NULL,
+                              (size_t)(r.got < r.part ? r.got : r.part), why, sizeof why);
             const char *hint = h->hk.explain ? (why[0] ? why : NULL)
                                : h->hk.hint ? h->hk.hint(h->hk.arg, r.status) : NULL;
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s%s%s", r.status,
