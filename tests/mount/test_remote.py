@@ -28,6 +28,7 @@ started here (rangeserver.py):
    of it (its structure, not its raw_data), the same tree and bytes;
  - read-ahead: `cat` of a 40 MiB tensor takes far fewer GETs than blocks
    and fetches no more than the tensor; random 4 KiB reads a block each;
+   GETs cut at 60% keep their whole blocks and ask only the rest again;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
    without), no redirect from https to http, redirect loops refused;
  - the first model of each folder through Debian's nginx too, and a model
@@ -469,6 +470,23 @@ def check_readahead(c, build, srv, root, env):
             c.check(range_bytes(gets) <= 12 * (256 << 10),
                     "random 4 KiB reads: a block each at most (%d bytes in %d GETs)"
                     % (range_bytes(gets), len(gets)))
+        # Every GET over 1 MiB cut at 60% the first time: the blocks that
+        # came whole are kept and only the rest is asked again.
+        with mfstest.mounted(os.path.join(build, "modelfs"),
+                             srv.url + "/fault/cutlong/ahead.safetensors", fresh,
+                             extra=("-o", "cache_dir=" + tempfile.mkdtemp(
+                                 dir=fresh["XDG_CACHE_HOME"]))) as mnt:
+            before = len(srv.log)
+            got = subprocess.run(["cat", os.path.join(mnt, "tensors", "a")],
+                                 stdout=subprocess.PIPE, timeout=120).stdout
+            c.check(got == data, "GETs cut at 60%: cat has the tensor's bytes")
+            gets = [r for r in srv.log[before:] if r[2]]
+            ranges = [r[2] for r in gets]
+            c.equal(len(set(ranges)), len(ranges),
+                    "GETs cut at 60%: no range asked twice (a retry asks what is left)")
+            c.check(range_bytes(gets) <= len(data) * 18 // 10,
+                    "GETs cut at 60%%: %d bytes asked for %d (2x if retries asked it all)"
+                    % (range_bytes(gets), len(data)))
     finally:
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
         os.unlink(path)
