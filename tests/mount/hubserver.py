@@ -117,7 +117,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         size = os.path.getsize(local)
         digest = sha256_of(local)
         if not path.endswith(".json"):
-            expires = int(time.time()) + hub.ttl
+            expires = int(time.time() + hub.skew) + hub.ttl
             return self.plain(302, [
                 ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_url, digest, expires)),
                 ("X-Repo-Commit", sha), ("X-Linked-Size", str(size)),
@@ -178,6 +178,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         digest = url.path.rsplit("/", 1)[-1]
         expires = int(urllib.parse.parse_qs(url.query).get("expires", ["0"])[0])
         if time.time() + hub.skew > expires:
+            with hub.lock:
+                hub.expired += 1
             return self.plain(403, head=head)
         local = hub.blobs.get(digest)
         if local is None:
@@ -229,6 +231,7 @@ class Hub:
         self.page = page
         self.ttl = ttl
         self.skew = 0
+        self.expired = 0          # 403s for an expired signed URL
         self.repos = {}
         self.blobs = {}
         self.lock = threading.Lock()
