@@ -10,15 +10,10 @@
 #include "curl_lib.h"
 #include "hub_cache.h"
 #include "hub_env.h"
-#include "hub_parse.h"
-#include "hub_request.h"
 #include "hub_resolve.h"
 #include "hub_url.h"
 #include "local.h"
 #include "xalloc.h"
-
-#define PAGE_MAX (16u << 20)      /* bytes of one listing page or revision */
-#define MAX_PAGES 10000u
 
 bool mfs_is_hub_url(const char *s)
 {
@@ -112,15 +107,21 @@ static void hub_free(void *arg)
     free(f);
 }
 
-/* The file from the Hub's cache, when it holds it complete. */
-static mfs_src *from_hub_cache(const hub_file *f, const char *commit, bool size_known,
-                               uint64_t size, mfs_err *e)
+/* The file from the Hub's cache, when it holds it complete. Named by its
+ * URL, as a fetched one is: in messages, and for the drivers that look
+ * at the name (a remote sharded index). */
+static mfs_src *from_hub_cache(const hub_file *f, const char *url, const char *commit,
+                               bool size_known, uint64_t size, mfs_err *e)
 {
     char *p = mfs_hub_cache_file(f->env.cache, &f->ref, commit, f->ref.path, size_known, size);
     if (p == NULL)
         return NULL;
     mfs_src *s = mfs_src_local_open(p, e);
     free(p);
+    if (s != NULL) {
+        free(s->name);
+        s->name = mfs_xstrdup(url);
+    }
     return s;
 }
 
@@ -160,7 +161,7 @@ mfs_src *mfs_hub_open(const char *url, const mfs_http_opts *o, mfs_err *e)
             return s;
         }
         mfs_err ce = { 0 };
-        s = from_hub_cache(f, f->t.commit, false, 0, &ce);
+        s = from_hub_cache(f, url, f->t.commit, false, 0, &ce);
         if (s != NULL) {
             hub_free(f);
             return s;
@@ -172,7 +173,7 @@ mfs_src *mfs_hub_open(const char *url, const mfs_http_opts *o, mfs_err *e)
             return NULL;
         }
         mfs_err ce = { 0 };
-        s = from_hub_cache(f, f->t.commit, f->t.size_known, f->t.size, &ce);
+        s = from_hub_cache(f, url, f->t.commit, f->t.size_known, f->t.size, &ce);
         if (s != NULL) {
             hub_free(f);
             return s;

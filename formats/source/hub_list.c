@@ -68,10 +68,15 @@ static int list_tree(const mfs_hub_env *env, const mfs_hub_ref *r, const char *c
                                                        env->token != NULL, r, r->rev);
         char *next = rc == 0 && a.next[0] ? mfs_hub_url_join(url, a.next) : NULL;
         mfs_hub_reply_free(&a);
+        bool again = next != NULL && strcmp(next, url) == 0;
         free(url);
         url = next;
         if (rc != 0)
             return -1;
+        if (again) {
+            free(url);
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the listing's next page is itself");
+        }
         /* The token goes with every page: never to another host. */
         if (url != NULL && (!mfs_hub_origin(url, origin, sizeof origin) ||
                             strcmp(origin, hub_origin) != 0)) {

@@ -316,9 +316,19 @@ def check_hub_cache(c, s, files, path):
             c.check(False, "%s: %s: mount: %s" % (url, what, e))
         c.equal(len(s.hub.requests(role, since)), 0,
                 "%s: requests to %s" % (what, role or "any host"))
-    code, out, err = run([s.ls, "hf://org/zoo", "--"], s.env(HF_HUB_CACHE=cache, HF_HUB_OFFLINE="1"))
-    c.check(code == 0 and (" %s/SHA256SUMS" % path) in out,
+    # A sharded model in the cache: the index and its shards from there.
+    for p in files:
+        if p.startswith("sharded/"):
+            make_cache(cache, commit, p, files[p])
+    offline = s.env(HF_HUB_CACHE=cache, HF_HUB_OFFLINE="1")
+    code, out, err = run([s.ls, "hf://org/zoo", "--"], offline)
+    c.check(code == 0 and (" %s/SHA256SUMS" % path) in out and
+            " sharded/model.safetensors.index.json/model.json" in out,
             "HF_HUB_OFFLINE=1: the repository from the cache: %s" % err.strip())
+    sharded = os.path.dirname(files["sharded/model.safetensors.index.json"])
+    c.equal(run([s.ls, "hf://org/zoo/sharded/model.safetensors.index.json", "model.json"], offline),
+            run([s.ls, sharded, "model.json"], offline),
+            "HF_HUB_OFFLINE=1: the sharded model from the cache, as its folder")
     # A blob cut short (a crash while huggingface_hub wrote it): fetched.
     short = os.path.join(s.tmp, "hub-cache-short")
     make_cache(short, commit, path, files[path], truncate=True)
