@@ -13,6 +13,8 @@ Two servers: the Hub (127.0.0.1) and the host its resolve redirects to
   GET /api/{models|datasets}/ORG/REPO/revision/REV   {"sha": COMMIT}
   GET /api/{models|datasets}/ORG/REPO/tree/REV?recursive=true[&cursor=N]
       `page` entries (folders too), the next page in a Link header.
+  Faults: a renamed repository (307, relative), an X-Linked-Size that
+  lies, a next page on the byte host.
   GET (byte host) /blob/SHA256?expires=T   ranges (206, Content-Range),
       ETag "SHA256", If-Match (412), 403 once T has passed (the clock
       can be moved on: srv.skew).
@@ -102,6 +104,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if len(parts) < 5 or parts[2] != "resolve":
             return self.plain(404, head=head)
         repo_id = parts[0] + "/" + parts[1]
+        if repo_id in hub.renamed:
+            # A renamed repository: a relative redirect on the Hub itself.
+            return self.plain(307, [("Location", "/%s/%s" % (hub.renamed[repo_id],
+                                                           "/".join(parts[2:])))], head=head)
         rev = urllib.parse.unquote(parts[3])
         path = urllib.parse.unquote("/".join(parts[4:]))
         repo = self.repo(kind, repo_id, auth, head)
@@ -120,7 +126,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             expires = int(time.time() + hub.skew) + hub.ttl
             return self.plain(302, [
                 ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_url, digest, expires)),
-                ("X-Repo-Commit", sha), ("X-Linked-Size", str(size)),
+                ("X-Repo-Commit", sha), ("X-Linked-Size", str(size + hub.size_lie)),
                 ("X-Linked-Etag", '"%s"' % digest), ("ETag", '"git-%s"' % digest[:40])], head=head)
         return self.serve_file(local, '"%s"' % digest[:40], head, [("X-Repo-Commit", sha)])
 
@@ -167,8 +173,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         page = entries[cursor:cursor + hub.page]
         headers = [("Content-Type", "application/json")]
         if cursor + hub.page < len(entries):
-            nxt = "%s/api/%s?recursive=true&cursor=%d" % (hub.url, "/".join(parts[:5]),
-                                                          cursor + hub.page)
+            nxt = "%s/api/%s?recursive=true&cursor=%d" % (
+                hub.bytes_url if hub.foreign_next else hub.url, "/".join(parts[:5]),
+                cursor + hub.page)
             headers.append(("Link", '<%s>; rel="next"' % nxt))
         return self.plain(200, headers, json.dumps(page).encode())
 
@@ -232,6 +239,9 @@ class Hub:
         self.ttl = ttl
         self.skew = 0
         self.expired = 0          # 403s for an expired signed URL
+        self.renamed = {}         # old ORG/REPO: new (307 to the new name)
+        self.size_lie = 0         # added to X-Linked-Size
+        self.foreign_next = False  # the Link to the next page on the byte host
         self.repos = {}
         self.blobs = {}
         self.lock = threading.Lock()

@@ -23,7 +23,10 @@ on 127.0.0.2, reached through HF_ENDPOINT):
    and with HF_HUB_OFFLINE=1 with no request at all (a repository too);
    a blob shorter than the Hub says is not used;
  - a revision with a '/' (refs/pr/1, written %2F), a dataset, and
-   modelfs-ls on hf:// URLs (the local file's listing).
+   modelfs-ls on hf:// URLs (the local file's listing);
+ - a renamed repository (a relative redirect on the Hub) is followed; a
+   size other than the Hub said, and a next page on another host (the
+   token would go with it), are refused.
 
 usage: test_hub.py BUILD_DIR GEN_DIR
 """
@@ -355,6 +358,27 @@ def check_ls(c, s, files, path):
             "modelfs-ls hf://org/zoo lists its models: %s" % err.strip())
 
 
+def check_faults(c, s, path):
+    env = s.env(HF_TOKEN=TOKEN)
+    s.hub.renamed["old/zoo"] = "org/zoo"
+    since = len(s.hub.log)
+    code, out, err = run([s.ls, "hf://old/zoo/" + path, "model.json"], env)
+    c.check(code == 0 and any("/org/zoo/resolve/" in r[2] and r[4]
+                              for r in s.hub.requests("hub", since)),
+            "a renamed repository: followed on the Hub, with the token: %s" % err.strip())
+    s.hub.size_lie = 1
+    code, _, err = run([s.ls, "hf://org/zoo/" + path, "model.json"], s.env())
+    s.hub.size_lie = 0
+    c.check(code == 3 and "the Hub says" in err, "a size the Hub lied about: %d %s" % (code, err))
+    s.hub.foreign_next = True
+    since = len(s.hub.log)
+    code, _, err = run([s.ls, "hf://org/zoo", "--"], env)
+    s.hub.foreign_next = False
+    c.check(code == 3 and "not on the Hub's host" in err and
+            not s.hub.requests("bytes", since),
+            "a next page on another host: refused, not asked: %d %s" % (code, err))
+
+
 def main(argv):
     build, gen = argv[1], argv[2]
     c = mfstest.Checker("hub tests")
@@ -388,6 +412,7 @@ def main(argv):
         check_ls(c, s, files, first)
         check_gated(c, s, first)
         check_hub_cache(c, s, files, first)
+        check_faults(c, s, first)
         if mfstest.can_mount():
             check_formats(c, s, files)
             check_repo(c, s, files, sharded)
