@@ -209,7 +209,10 @@ char *mfs_hub_url_join(const char *base, const char *loc)
     if (!mfs_hub_origin(base, origin, sizeof origin))
         return NULL;
     size_t n;
-    if (loc[0] == '/') {
+    if (loc[0] == '?') {
+        /* Only the query changes: the base's path stays. */
+        n = strcspn(base, "?#");
+    } else if (loc[0] == '/') {
         if (loc[1] == '/')
             return NULL;   /* scheme-relative: another host; not expected of the Hub */
         n = strlen(origin);
@@ -224,7 +227,7 @@ char *mfs_hub_url_join(const char *base, const char *loc)
     size_t k = strlen(loc);
     char *u = mfs_xmalloc(n + k + 2);
     memcpy(u, base, n);
-    if (loc[0] != '/' && (n == 0 || u[n - 1] != '/'))
+    if (loc[0] != '/' && loc[0] != '?' && (n == 0 || u[n - 1] != '/'))
         u[n++] = '/';
     memcpy(u + n, loc, k + 1);
     return u;
