@@ -161,7 +161,7 @@ bool mfs_collect_is_single(const char *const *args, size_t n)
     struct stat st;
     if (n != 1)
         return false;
-    /* A folder URL (s3://B/PREFIX/) is several models, never stat(2)ed. */
+    /* A remote folder (an S3 prefix, a Hub repository) is no path to stat. */
     if (mfs_is_remote(args[0]))
         return !mfs_remote_is_folder(args[0]);
     if (stat(args[0], &st) != 0 || !S_ISDIR(st.st_mode))

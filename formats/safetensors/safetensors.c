@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "remote.h"
 #include "safetensors.h"
 
 /* One get that holds the whole header of most files (a remote source
@@ -115,10 +116,42 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
     return r;
 }
 
+/* A remote sharded model's index (hf://ORG/REPO/model.safetensors.index.json)
+ * is given as a file: a JSON object named NAME.safetensors.index.json.
+ * Only remote: a local index is the folder's (probe_dir). */
+static int probe_index(mfs_src *src)
+{
+    if (src->name == NULL || !mfs_is_remote(src->name) || !mfs_st_is_index_name(src->name))
+        return 0;
+    mfs_span f;
+    if (mfs_src_get_head(src, ST_PROBE_HEAD, &f, NULL) != 0)
+        return 0;
+    size_t i = 0;
+    while (i < f.len && (f.p[i] == ' ' || f.p[i] == '\t' || f.p[i] == '\r' || f.p[i] == '\n'))
+        i++;
+    int bid = i < f.len && f.p[i] == '{' ? 16 : 0;
+    mfs_src_release(src, f);
+    return bid;
+}
+
+static int probe_any(mfs_src *src)
+{
+    int bid = probe(src);
+    return bid ? bid : probe_index(src);
+}
+
+static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
+{
+    if (path != NULL && mfs_is_remote(path) && mfs_st_is_index_name(path) && probe(src) == 0)
+        return mfs_st_load_remote_index(m, src, path, e);
+    return load(m, src, e);
+}
+
 const mfs_format mfs_format_safetensors = {
     .name = "safetensors",
-    .probe = probe,
+    .probe = probe_any,
     .load = load,
+    .load_at = load_at,
     .probe_dir = mfs_st_probe_dir,
     .load_dir = mfs_st_load_dir,
 };

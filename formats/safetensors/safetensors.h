@@ -24,6 +24,11 @@ void st_add_tensors(mfs_model *m, const st_header *h, bool stored, const char *s
  * model.safetensors.index.json, and its loader. */
 int mfs_st_probe_dir(const char *path);
 int mfs_st_load_dir(mfs_model *m, const char *path, mfs_err *e);
+/* A name of a sharded model's index (NAME.safetensors.index.json). */
+bool mfs_st_is_index_name(const char *name);
+/* The sharded model whose index is the remote file `src` at `url`: its
+ * shards are the URLs beside it. */
+int mfs_st_load_remote_index(mfs_model *m, mfs_src *src, const char *url, mfs_err *e);
 
 /* A copy of __metadata__'s entries into `into` (an object). */
 void st_copy_metadata(const st_header *h, mfs_val *into);

@@ -13,7 +13,13 @@
  * shard (file, size, header_size, data_start, tensor_count, metadata);
  * entries add `shard`. A weight_map entry whose tensor is not in its shard
  * refuses the folder; a shard's tensor that weight_map does not list is
- * served and named in `unlisted_tensors`. */
+ * served and named in `unlisted_tensors`.
+ *
+ * A remote index (hf://ORG/REPO/model.safetensors.index.json) is one file
+ * to the loader, not a folder: its shards are the URLs beside it
+ * (mfs_remote_sibling, opened once per load with mfs_remote_open), each
+ * kept open with the model, and a tensor is a range of its shard's
+ * source. The tree is the one the folder gives. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +31,7 @@
 #include "folder.h"
 #include "local.h"
 #include "path.h"
+#include "remote.h"
 #include "hash.h"
 #include "table.h"
 #include "json_parse.h"
@@ -32,7 +39,7 @@
 #include "safetensors.h"
 #include "xalloc.h"
 
-#define INDEX_NAME "model.safetensors.index.json"
+#define INDEX_FILE "model.safetensors.index.json"   /* a folder's index */
 #define INDEX_MAX (64u << 20)    /* bytes of index JSON read at mount */
 #define INDEX_DEPTH 64
 #define MAX_SHARDS 65536
@@ -41,6 +48,7 @@ typedef unsigned long long ull;
 
 /* One tensor's bytes: a slice of a shard file, mapped on open. */
 typedef struct shard_src {
+    mfs_src *remote;             /* a remote shard (else root and path) */
     const mfs_folder *root;
     const char *path;            /* below root; owned by the tree */
     uint64_t file_size;          /* the shard's size at mount */
@@ -60,10 +68,40 @@ static void release_slice(mfs_bytes *b)
     free(w);
 }
 
+/* A remote tensor: its range of the shard's source, held until release. */
+typedef struct remote_slice {
+    mfs_src *src;
+    mfs_span got;
+} remote_slice;
+
+static void release_remote(mfs_bytes *b)
+{
+    remote_slice *w = b->opaque;
+    mfs_src_release(w->src, w->got);
+    free(w);
+}
+
+static int produce_remote(const shard_src *s, mfs_bytes *out, mfs_err *e)
+{
+    remote_slice *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: out of memory", s->path);
+    w->src = s->remote;
+    if (mfs_src_get(s->remote, s->off, s->len, &w->got, e) != 0) {
+        free(w);
+        return -1;
+    }
+    *out = (mfs_bytes){ .data = w->got.p, .len = s->len, .charge = s->len,
+                        .release = release_remote, .opaque = w };
+    return 0;
+}
+
 static int produce_slice(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const shard_src *s = ctx;
     (void)job;
+    if (s->remote != NULL)
+        return produce_remote(s, out, e);
     int fd = mfs_folder_open_at(s->root, s->path, false);
     if (fd < 0) {
         bool swapped = errno == ELOOP || errno == ENOTDIR;
@@ -89,6 +127,9 @@ static int produce_slice(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err 
 
 static bool slice_unchanged(void *ctx, const mfs_bytes *b)
 {
+    const shard_src *s = ctx;
+    if (s->remote != NULL)
+        return mfs_src_unchanged(s->remote);
     const shard_map *w = b->opaque;
     return mfs_map_unchanged(ctx, &w->whole);
 }
@@ -161,6 +202,9 @@ static bool shard_match(const void *key, uint32_t i)
 typedef struct st_dir {
     mfs_model *m;
     const mfs_folder *root;
+    const char *url_dir;         /* a remote index: the URL of its folder; else NULL */
+    mfs_src *index_src;          /* a remote index: itself, as loaded */
+    const char *index_name;      /* for messages */
     mfs_val *index;
     const mfs_val *weight_map;
     shard *shards;
@@ -170,6 +214,28 @@ typedef struct st_dir {
     mfs_val *unlisted;
     mfs_err *e;
 } st_dir;
+
+static void close_src(void *arg)
+{
+    mfs_src_close(arg);
+}
+
+/* A file beside a remote index, opened as the index was; closed with the
+ * model (its tensors read from it). */
+static mfs_src *open_remote(st_dir *d, const char *rel)
+{
+    const mfs_http_opts *ho = d->m->opts ? d->m->opts->http : NULL;
+    char *url = mfs_remote_sibling(d->url_dir, rel);
+    mfs_err oe = { 0 };
+    mfs_src *src = mfs_remote_open(url, ho, &oe);
+    free(url);
+    if (src == NULL) {
+        mfs_fail(d->e, oe.code, MFS_NO_OFFSET, "cannot open %s beside the index: %s", rel, oe.msg);
+        return NULL;
+    }
+    mfs_model_on_destroy(d->m, close_src, src);
+    return src;
+}
 
 typedef struct wm_key {
     const mfs_val *wm;
@@ -193,17 +259,19 @@ static uint32_t wm_find(const st_dir *d, const char *name, size_t len)
 
 static int read_index(st_dir *d)
 {
-    mfs_src *src = open_below(d->root, INDEX_NAME, d->e);
+    mfs_src *src = d->index_src ? d->index_src : open_below(d->root, d->index_name, d->e);
     if (src == NULL)
         return -1;
     uint64_t size = src->size;
     if (size > INDEX_MAX) {
-        mfs_src_close(src);
+        if (d->index_src == NULL)
+            mfs_src_close(src);
         return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s is %llu bytes (modelfs reads at most %u)",
-                        INDEX_NAME, (ull)size, INDEX_MAX);
+                        d->index_name, (ull)size, INDEX_MAX);
     }
-    char *text = read_copy(src, 0, size, INDEX_NAME, d->e);
-    mfs_src_close(src);
+    char *text = read_copy(src, 0, size, d->index_name, d->e);
+    if (d->index_src == NULL)
+        mfs_src_close(src);
     if (text == NULL)
         return -1;
     int r = 0;
@@ -213,13 +281,13 @@ static int read_index(st_dir *d)
     free(text);
     if (d->index == NULL)
         return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: byte %zu: not valid JSON: %s",
-                        INDEX_NAME, je.offset, je.msg);
+                        d->index_name, je.offset, je.msg);
     d->weight_map = mfs_obj_get(d->index, "weight_map");
     if (d->index->type != MFS_V_OBJ || d->weight_map == NULL || d->weight_map->type != MFS_V_OBJ)
-        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s has no \"weight_map\" object", INDEX_NAME);
+        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s has no \"weight_map\" object", d->index_name);
     const mfs_val *md = mfs_obj_get(d->index, "metadata");
     if (md != NULL && md->type != MFS_V_OBJ && md->type != MFS_V_NULL)
-        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: \"metadata\" is not an object", INDEX_NAME);
+        return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s: \"metadata\" is not an object", d->index_name);
     for (size_t i = 0; md && md->type == MFS_V_OBJ && i < md->u.obj.n; i++)
         mfs_obj_setn(d->m->metadata, md->u.obj.keys[i], md->u.obj.klens[i],
                      mfs_val_clone(md->u.obj.vals[i]));
@@ -236,7 +304,7 @@ static int read_index(st_dir *d)
         if (f->type != MFS_V_STR || !mfs_path_ok(f->u.s.p, f->u.s.len) || strlen(f->u.s.p) != f->u.s.len) {
             r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET,
                          "%s: the shard of \"%.*s\" is not a relative path inside the folder "
-                         "(no \"..\", no leading '/')", INDEX_NAME,
+                         "(no \"..\", no leading '/')", d->index_name,
                          wm->u.obj.klens[i] > 100 ? 100 : (int)wm->u.obj.klens[i], wm->u.obj.keys[i]);
             break;
         }
@@ -246,7 +314,7 @@ static int read_index(st_dir *d)
             continue;
         if (d->nshards == MAX_SHARDS)
             r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s names more than %d shards",
-                         INDEX_NAME, MAX_SHARDS);
+                         d->index_name, MAX_SHARDS);
         else {
             mfs_table_add(&shard_index, sh, (uint32_t)d->nshards);
             d->shards[d->nshards++] = (shard){ f->u.s.p, f->u.s.len };
@@ -258,6 +326,7 @@ static int read_index(st_dir *d)
 
 typedef struct attach_arg {
     st_dir *d;
+    mfs_src *remote;             /* the shard's source when remote (kept open) */
     const char *path;            /* tree-owned */
     uint64_t file_size, data_start;
 } attach_arg;
@@ -266,7 +335,8 @@ static void attach(mfs_model *m, uint32_t node, const st_entry *en, void *arg)
 {
     const attach_arg *a = arg;
     shard_src *s = mfs_model_own(m, mfs_xcalloc(1, sizeof *s));
-    *s = (shard_src){ a->d->root, a->path, a->file_size, a->data_start + en->begin, en->end - en->begin };
+    *s = (shard_src){ a->remote, a->d->root, a->path, a->file_size, a->data_start + en->begin,
+                      en->end - en->begin };
     mfs_model_set_producer(m, node, &ops_slice, s);
 }
 
@@ -276,7 +346,7 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
     char label[300];
     snprintf(label, sizeof label, "shard %.200s: ", path);
     uint64_t n = 0;
-    mfs_src *src = open_below(d->root, path, d->e);
+    mfs_src *src = d->url_dir ? open_remote(d, path) : open_below(d->root, path, d->e);
     if (src == NULL)
         return -1;
     uint64_t size = src->size;
@@ -295,7 +365,8 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
         json = read_copy(src, 8, n, path, d->e);
         r = json == NULL ? -1 : 0;
     }
-    mfs_src_close(src);
+    if (d->url_dir == NULL)
+        mfs_src_close(src);   /* a remote one stays open: its tensors are read from it */
     st_header h;
     memset(&h, 0, sizeof h);
     if (r == 0)
@@ -311,7 +382,7 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
         else if (want->u.s.len != strlen(path) || memcmp(want->u.s.p, path, want->u.s.len) != 0)
             r = mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%stensor \"%.*s\" is here, but %s maps "
                          "it to %.200s", label, h.entries[i].name_len > 100 ? 100 : (int)h.entries[i].name_len,
-                         h.entries[i].name, INDEX_NAME, want->u.s.p);
+                         h.entries[i].name, d->index_name, want->u.s.p);
     }
     if (r == 0) {
         mfs_val *o = mfs_arr_push(list, mfs_obj());
@@ -322,7 +393,7 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
         mfs_obj_set(o, "tensor_count", mfs_u64(h.count));
         mfs_val *md = mfs_obj_set(o, "metadata", mfs_obj());
         st_copy_metadata(&h, md);
-        attach_arg a = { d, path, size, h.data_start };
+        attach_arg a = { d, d->url_dir ? src : NULL, path, size, h.data_start };
         st_add_tensors(d->m, &h, false, path, attach, &a);
     }
     st_header_free(&h);
@@ -336,17 +407,19 @@ static int check_all_found(st_dir *d)
     for (size_t i = 0; i < wm->u.obj.n; i++)
         if (!d->found[i])
             return mfs_fail(d->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "%s maps tensor \"%.*s\" to %.200s, "
-                            "which does not hold it", INDEX_NAME,
+                            "which does not hold it", d->index_name,
                             wm->u.obj.klens[i] > 100 ? 100 : (int)wm->u.obj.klens[i],
                             wm->u.obj.keys[i], wm->u.obj.vals[i]->u.s.p);
     return 0;
 }
 
+static int load_index(st_dir *d);
+
 int mfs_st_probe_dir(const char *path)
 {
     char p[4096];
     struct stat st;
-    if ((size_t)snprintf(p, sizeof p, "%s/%s", path, INDEX_NAME) >= sizeof p)
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", path, INDEX_FILE) >= sizeof p)
         return 0;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode) ? 64 : 0;
 }
@@ -360,22 +433,55 @@ int mfs_st_load_dir(mfs_model *m, const char *path, mfs_err *e)
     free(real);
     if (root == NULL)
         return -1;
+    st_dir d = { .m = m, .root = root, .index_name = INDEX_FILE, .e = e };
+    return load_index(&d);
+}
+
+bool mfs_st_is_index_name(const char *name)
+{
+    static const char end[] = ".safetensors.index.json";
+    size_t n = strlen(name), k = sizeof end - 1;
+    return n > k && strcmp(name + n - k, end) == 0;
+}
+
+int mfs_st_load_remote_index(mfs_model *m, mfs_src *src, const char *url, mfs_err *e)
+{
+    const char *slash = strrchr(url, '/');
+    if (slash == NULL || !mfs_is_remote(url))
+        return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "not the URL of an index");
+    char *dir = mfs_model_own(m, mfs_xstrndup(url, (size_t)(slash - url)));
+    /* model.json's "file" as the folder's mount gives it: the folder's
+     * name (a repository's, without its @REVISION), no size. */
+    const char *base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    size_t blen = mfs_remote_is_folder(dir) ? strcspn(base, "@") : strlen(base);
+    free(m->file_name);
+    m->file_name = mfs_xstrndup(base, blen);
+    m->file_size = 0;
+    st_dir d = { .m = m, .url_dir = dir, .index_src = src,
+                 .index_name = mfs_model_own(m, mfs_xstrdup(slash + 1)), .e = e };
+    return load_index(&d);
+}
+
+/* The index, each shard's header, the check that every tensor was found. */
+static int load_index(st_dir *d)
+{
+    mfs_model *m = d->m;
     mfs_model_set_format(m, "safetensors", 0);
-    st_dir d = { .m = m, .root = root, .e = e };
-    int r = read_index(&d);
+    int r = read_index(d);
     mfs_val *list = mfs_obj_set(m->extra, "shards", mfs_arr());
-    d.unlisted = mfs_arr();
-    for (size_t i = 0; r == 0 && i < d.nshards; i++)
-        r = load_shard(&d, &d.shards[i], list);
+    d->unlisted = mfs_arr();
+    for (size_t i = 0; r == 0 && i < d->nshards; i++)
+        r = load_shard(d, &d->shards[i], list);
     if (r == 0)
-        r = check_all_found(&d);
-    if (r == 0 && d.unlisted->u.arr.n > 0)
-        mfs_obj_set(m->extra, "unlisted_tensors", d.unlisted);
+        r = check_all_found(d);
+    if (r == 0 && d->unlisted->u.arr.n > 0)
+        mfs_obj_set(m->extra, "unlisted_tensors", d->unlisted);
     else
-        mfs_val_free(d.unlisted);
-    free(d.shards);
-    free(d.found);
-    mfs_table_free(&d.wm_index);
-    mfs_val_free(d.index);
+        mfs_val_free(d->unlisted);
+    free(d->shards);
+    free(d->found);
+    mfs_table_free(&d->wm_index);
+    mfs_val_free(d->index);
     return r;
 }

@@ -1,0 +1,276 @@
+"""A test Hugging Face Hub on loopback, speaking the protocol as
+huggingface_hub does (file_download.py, hf_api.py), for test_hub.py.
+
+Two servers: the Hub (127.0.0.1) and the host its resolve redirects to
+(127.0.0.2, as the Hub's CDN is another host):
+
+  HEAD|GET /[datasets/]ORG/REPO/resolve/REV/PATH   (REV quoted whole)
+      an LFS file (any but *.json): 302 to the byte host, a signed URL
+      (?expires=T), with X-Repo-Commit, X-Linked-Size, X-Linked-Etag (the
+      sha256), ETag; a small file (*.json): 200 (206 for a range) from
+      the Hub itself. 401 without the token for a gated repository; 404
+      with X-Error-Code RepoNotFound, RevisionNotFound or EntryNotFound.
+  GET /api/{models|datasets}/ORG/REPO/revision/REV   {"sha": COMMIT}
+  GET /api/{models|datasets}/ORG/REPO/tree/REV?recursive=true[&cursor=N]
+      `page` entries (folders too), the next page in a Link header.
+  Faults: a renamed repository (307, relative), an X-Linked-Size that
+  lies, a next page on the byte host.
+  GET (byte host) /blob/SHA256?expires=T   ranges (206, Content-Range),
+      ETag "SHA256", If-Match (412), 403 once T has passed (the clock
+      can be moved on: srv.skew).
+
+Each request is logged: (host, method, path, Range, carried the token).
+Servers stop when told; handlers are bounded (no waiting).
+"""
+import hashlib
+import http.server
+import json
+import os
+import socketserver
+import threading
+import time
+import urllib.parse
+
+
+class Repo:
+    """Commits of {path: local file}, refs {name: commit}."""
+
+    def __init__(self, gated=False):
+        self.gated = gated
+        self.commits = {}
+        self.refs = {}
+
+    def commit(self, files, ref="main"):
+        sha = hashlib.sha1(json.dumps(sorted(files.items())).encode() +
+                           str(len(self.commits)).encode()).hexdigest()
+        self.commits[sha] = dict(files)
+        if ref:
+            self.refs[ref] = sha
+        return sha
+
+    def at(self, rev):
+        sha = rev if rev in self.commits else self.refs.get(rev)
+        return sha, self.commits.get(sha)
+
+
+def sha256_of(path, memo={}):
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in memo:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        memo[key] = h.hexdigest()
+    return memo[key]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.serve(head=True)
+
+    def do_GET(self):
+        self.serve(head=False)
+
+    def plain(self, code, headers=(), body=b"", head=False):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head and body:
+            self.wfile.write(body)
+
+    def serve(self, head):
+        hub = self.server.hub
+        auth = self.headers.get("Authorization")
+        with hub.lock:
+            hub.log.append((self.server.role, self.command, self.path, self.headers.get("Range"),
+                            auth is not None and hub.token in auth))
+        if self.server.role == "bytes":
+            return self.serve_blob(head)
+        url = urllib.parse.urlsplit(self.path)
+        parts = url.path.split("/")[1:]
+        if parts[:1] == ["api"]:
+            return self.serve_api(parts[1:], urllib.parse.parse_qs(url.query), auth)
+        kind = "models"
+        if parts[:1] == ["datasets"]:
+            kind, parts = "datasets", parts[1:]
+        if len(parts) < 5 or parts[2] != "resolve":
+            return self.plain(404, head=head)
+        repo_id = parts[0] + "/" + parts[1]
+        if repo_id in hub.renamed:
+            # A renamed repository: a relative redirect on the Hub itself.
+            return self.plain(307, [("Location", "/%s/%s" % (hub.renamed[repo_id],
+                                                           "/".join(parts[2:])))], head=head)
+        rev = urllib.parse.unquote(parts[3])
+        path = urllib.parse.unquote("/".join(parts[4:]))
+        repo = self.repo(kind, repo_id, auth, head)
+        if repo is None:
+            return
+        sha, files = repo.at(rev)
+        if files is None:
+            return self.plain(404, [("X-Error-Code", "RevisionNotFound")], head=head)
+        if path not in files:
+            return self.plain(404, [("X-Error-Code", "EntryNotFound"), ("X-Repo-Commit", sha)],
+                              head=head)
+        local = files[path]
+        size = os.path.getsize(local)
+        digest = sha256_of(local)
+        if not path.endswith(".json"):
+            expires = int(time.time() + hub.skew) + hub.ttl
+            return self.plain(302, [
+                ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_url, digest, expires)),
+                ("X-Repo-Commit", sha), ("X-Linked-Size", str(size + hub.size_lie)),
+                ("X-Linked-Etag", '"%s"' % digest), ("ETag", '"git-%s"' % digest[:40])], head=head)
+        return self.serve_file(local, '"%s"' % digest[:40], head, [("X-Repo-Commit", sha)])
+
+    def repo(self, kind, repo_id, auth, head):
+        """The repository, or None when the answer (401, 404) was sent."""
+        hub = self.server.hub
+        repo = hub.repos.get((kind, repo_id))
+        if repo is None:
+            self.plain(404, [("X-Error-Code", "RepoNotFound")], head=head)
+            return None
+        if repo.gated and auth != "Bearer " + hub.token:
+            self.plain(401, [("X-Error-Code", "GatedRepo")], head=head)
+            return None
+        return repo
+
+    def serve_api(self, parts, query, auth):
+        hub = self.server.hub
+        if len(parts) < 5 or parts[0] not in ("models", "datasets"):
+            return self.plain(404)
+        repo = self.repo(parts[0], parts[1] + "/" + parts[2], auth, False)
+        if repo is None:
+            return
+        sha, files = repo.at(urllib.parse.unquote(parts[4]))
+        if files is None:
+            return self.plain(404, [("X-Error-Code", "RevisionNotFound")])
+        if parts[3] == "revision":
+            return self.plain(200, [("Content-Type", "application/json")],
+                              json.dumps({"id": parts[1] + "/" + parts[2], "sha": sha}).encode())
+        if parts[3] != "tree":
+            return self.plain(404)
+        entries, dirs = [], set()
+        for p in sorted(files):
+            d = p.rsplit("/", 1)[0] if "/" in p else None
+            while d and d not in dirs:
+                dirs.add(d)
+                entries.append({"type": "directory", "oid": "0" * 40, "path": d})
+                d = d.rsplit("/", 1)[0] if "/" in d else None
+            size = os.path.getsize(files[p])
+            e = {"type": "file", "oid": sha256_of(files[p])[:40], "size": size, "path": p}
+            if not p.endswith(".json"):
+                e["lfs"] = {"oid": sha256_of(files[p]), "size": size, "pointerSize": 134}
+            entries.append(e)
+        cursor = int(query.get("cursor", ["0"])[0])
+        page = entries[cursor:cursor + hub.page]
+        headers = [("Content-Type", "application/json")]
+        if cursor + hub.page < len(entries):
+            nxt = "%s/api/%s?recursive=true&cursor=%d" % (
+                hub.bytes_url if hub.foreign_next else hub.url, "/".join(parts[:5]),
+                cursor + hub.page)
+            headers.append(("Link", '<%s>; rel="next"' % nxt))
+        return self.plain(200, headers, json.dumps(page).encode())
+
+    def serve_blob(self, head):
+        hub = self.server.hub
+        url = urllib.parse.urlsplit(self.path)
+        digest = url.path.rsplit("/", 1)[-1]
+        expires = int(urllib.parse.parse_qs(url.query).get("expires", ["0"])[0])
+        if time.time() + hub.skew > expires:
+            with hub.lock:
+                hub.expired += 1
+            return self.plain(403, head=head)
+        local = hub.blobs.get(digest)
+        if local is None:
+            return self.plain(404, head=head)
+        return self.serve_file(local, '"%s"' % digest, head, [])
+
+    def serve_file(self, local, etag, head, extra):
+        size = os.path.getsize(local)
+        im = self.headers.get("If-Match")
+        if im is not None and im != etag:
+            return self.plain(412, [("ETag", etag)], head=head)
+        rng = self.headers.get("Range")
+        first, last, partial = 0, size - 1, False
+        if rng and rng.startswith("bytes="):
+            a, _, b = rng[6:].partition("-")
+            first = int(a)
+            last = min(int(b), size - 1) if b else size - 1
+            if first >= size:
+                return self.plain(416, [("Content-Range", "bytes */%d" % size), ("ETag", etag)],
+                                  head=head)
+            partial = True
+        self.send_response(206 if partial else 200)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("ETag", etag)
+        self.send_header("Accept-Ranges", "bytes")
+        if partial:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
+        self.send_header("Content-Length", str(last - first + 1))
+        self.end_headers()
+        if head:
+            return
+        with open(local, "rb") as f:
+            f.seek(first)
+            try:
+                self.wfile.write(f.read(last - first + 1))
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class Hub:
+    def __init__(self, token, page=2, ttl=3600):
+        self.token = token
+        self.page = page
+        self.ttl = ttl
+        self.skew = 0
+        self.expired = 0          # 403s for an expired signed URL
+        self.renamed = {}         # old ORG/REPO: new (307 to the new name)
+        self.size_lie = 0         # added to X-Linked-Size
+        self.foreign_next = False  # the Link to the next page on the byte host
+        self.repos = {}
+        self.blobs = {}
+        self.lock = threading.Lock()
+        self.log = []
+        self.servers = []
+        for role, host in (("hub", "127.0.0.1"), ("bytes", "127.0.0.2")):
+            srv = Server((host, 0), Handler)
+            srv.role, srv.hub = role, self
+            url = "http://%s:%d" % (host, srv.server_address[1])
+            if role == "hub":
+                self.url = url
+            else:
+                self.bytes_url = url
+            threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1},
+                             daemon=True).start()
+            self.servers.append(srv)
+
+    def add_repo(self, repo_id, files, kind="models", gated=False, ref="main"):
+        """A repository of {path: local file} at one commit of `ref`."""
+        repo = self.repos.setdefault((kind, repo_id), Repo(gated))
+        for local in files.values():
+            self.blobs[sha256_of(local)] = local
+        return repo.commit(files, ref)
+
+    def requests(self, role=None, since=0):
+        with self.lock:
+            return [r for r in self.log[since:] if role is None or r[0] == role]
+
+    def stop(self):
+        for srv in self.servers:
+            srv.shutdown()
+            srv.server_close()
