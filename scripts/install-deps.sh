@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs every Debian package that the build, the tests, the fuzzers and the demo need;
 # with --bench also the peers bench/bench.py compares modelfs with (squashfuse_ll,
-# fuse-zip, mksquashfs, zstd, GNU time).
+# fuse-zip, mksquashfs, zstd, GNU time) and bench/remote_bench.py (rclone).
 # Idempotent: does nothing (and needs no network) when everything is already there.
 set -eu
 
@@ -35,7 +35,7 @@ PKGS="build-essential cmake pkg-config
 # own Node.js may bring it, and Debian's would fight that one.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 if [ "$BENCH" -eq 1 ]; then
-    PKGS="$PKGS squashfuse fuse-zip squashfs-tools zstd time"
+    PKGS="$PKGS squashfuse fuse-zip squashfs-tools zstd time rclone"
 fi
 
 missing=""

@@ -213,6 +213,8 @@ typedef struct st_dir {
     bool *found;                 /* per weight_map entry */
     mfs_val *unlisted;
     mfs_err *e;
+    mfs_src **opened;            /* a remote index: each shard opened ahead, at once */
+    mfs_err *open_errs;
 } st_dir;
 
 static void close_src(void *arg)
@@ -222,13 +224,12 @@ static void close_src(void *arg)
 
 /* A file beside a remote index, opened as the index was; closed with the
  * model (its tensors read from it). */
-static mfs_src *open_remote(st_dir *d, const char *rel)
+static mfs_src *open_remote(st_dir *d, const shard *sh, const char *rel)
 {
-    const mfs_http_opts *ho = d->m->opts ? d->m->opts->http : NULL;
-    char *url = mfs_remote_sibling(d->url_dir, rel);
-    mfs_err oe = { 0 };
-    mfs_src *src = mfs_remote_open(url, ho, &oe);
-    free(url);
+    size_t i = (size_t)(sh - d->shards);
+    mfs_src *src = d->opened[i];
+    mfs_err oe = d->open_errs[i];
+    d->opened[i] = NULL;   /* the model's now */
     if (src == NULL) {
         mfs_fail(d->e, oe.code, MFS_NO_OFFSET, "cannot open %s beside the index: %s", rel, oe.msg);
         return NULL;
@@ -346,7 +347,7 @@ static int load_shard(st_dir *d, const shard *sh, mfs_val *list)
     char label[300];
     snprintf(label, sizeof label, "shard %.200s: ", path);
     uint64_t n = 0;
-    mfs_src *src = d->url_dir ? open_remote(d, path) : open_below(d->root, path, d->e);
+    mfs_src *src = d->url_dir ? open_remote(d, sh, path) : open_below(d->root, path, d->e);
     if (src == NULL)
         return -1;
     uint64_t size = src->size;
@@ -463,6 +464,24 @@ int mfs_st_load_remote_index(mfs_model *m, mfs_src *src, const char *url, mfs_er
     return load_index(&d);
 }
 
+/* A remote index's shards, opened at once: each open is a round trip. */
+static void open_shards(st_dir *d)
+{
+    const mfs_http_opts *ho = d->m->opts ? d->m->opts->http : NULL;
+    char **urls = mfs_xcalloc(d->nshards ? d->nshards : 1, sizeof *urls);
+    for (size_t i = 0; i < d->nshards; i++) {
+        char *rel = mfs_xstrndup(d->shards[i].name, d->shards[i].name_len);
+        urls[i] = mfs_remote_sibling(d->url_dir, rel);
+        free(rel);
+    }
+    d->opened = mfs_xcalloc(d->nshards ? d->nshards : 1, sizeof *d->opened);
+    d->open_errs = mfs_xcalloc(d->nshards ? d->nshards : 1, sizeof *d->open_errs);
+    mfs_remote_open_many((const char *const *)urls, d->nshards, ho, d->opened, d->open_errs);
+    for (size_t i = 0; i < d->nshards; i++)
+        free(urls[i]);
+    free(urls);
+}
+
 /* The index, each shard's header, the check that every tensor was found. */
 static int load_index(st_dir *d)
 {
@@ -471,8 +490,14 @@ static int load_index(st_dir *d)
     int r = read_index(d);
     mfs_val *list = mfs_obj_set(m->extra, "shards", mfs_arr());
     d->unlisted = mfs_arr();
+    if (r == 0 && d->url_dir != NULL)
+        open_shards(d);
     for (size_t i = 0; r == 0 && i < d->nshards; i++)
         r = load_shard(d, &d->shards[i], list);
+    for (size_t i = 0; d->opened != NULL && i < d->nshards; i++)
+        mfs_src_close(d->opened[i]);   /* not reached: a shard failed first */
+    free(d->opened);
+    free(d->open_errs);
     if (r == 0)
         r = check_all_found(d);
     if (r == 0 && d->unlisted->u.arr.n > 0)

@@ -1,5 +1,6 @@
 #include "remote.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,43 @@ mfs_src *mfs_remote_open(const char *url, const mfs_http_opts *o, mfs_err *e)
     if (mfs_is_hub_url(url))
         return mfs_hub_open(url, o, e);
     return mfs_src_http_open(url, o, e);
+}
+
+typedef struct open_many {
+    const char *const *urls;
+    const mfs_http_opts *o;
+    mfs_src **out;
+    mfs_err *errs;
+    size_t n, next;
+    pthread_mutex_t mu;
+} open_many;
+
+static void *open_worker(void *arg)
+{
+    open_many *m = arg;
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        size_t i = m->next < m->n ? m->next++ : m->n;
+        pthread_mutex_unlock(&m->mu);
+        if (i == m->n)
+            return NULL;
+        m->out[i] = mfs_remote_open(m->urls[i], m->o, &m->errs[i]);
+    }
+}
+
+void mfs_remote_open_many(const char *const *urls, size_t n, const mfs_http_opts *o,
+                          mfs_src **out, mfs_err *errs)
+{
+    open_many m = { urls, o, out, errs, n, 0, PTHREAD_MUTEX_INITIALIZER };
+    pthread_t t[MFS_REMOTE_OPEN_AT_ONCE];
+    size_t started = 0;
+    for (; started < MFS_REMOTE_OPEN_AT_ONCE && started + 1 < n; started++)
+        if (pthread_create(&t[started], NULL, open_worker, &m) != 0)
+            break;
+    open_worker(&m);   /* this thread too; and alone when no thread starts */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    pthread_mutex_destroy(&m.mu);
 }
 
 int mfs_remote_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out, mfs_err *e)

@@ -26,6 +26,14 @@ bool mfs_remote_is_folder(const char *url);
  * reason). `o` may be NULL. */
 mfs_src *mfs_remote_open(const char *url, const mfs_http_opts *o, mfs_err *e);
 
+/* Opens urls[0..n) at once (at most MFS_REMOTE_OPEN_AT_ONCE at a time:
+ * each open is a round trip, and a model of 100 shards should not take
+ * 100 of them one after the other): out[i] the source, or NULL with
+ * errs[i]. */
+#define MFS_REMOTE_OPEN_AT_ONCE 16u
+void mfs_remote_open_many(const char *const *urls, size_t n, const mfs_http_opts *o,
+                          mfs_src **out, mfs_err *errs);
+
 /* One object of a folder URL. */
 typedef struct mfs_remote_file {
     char *path;              /* below the folder, '/'-separated, as stored */
