@@ -344,9 +344,9 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
 }
 
 /* GETs bytes [off, off + len) into parts (blocks of h->block bytes, len
- * in all); first == true
- * at open, when the size is not known yet (the answer may be shorter).
- * 0, or -1 with e. */
+ * in all), each whole one handed to `sink` (may be NULL) as it arrives;
+ * first == true at open, when the size is not known yet (the answer may
+ * be shorter). 0, or -1 with e. */
 static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first,
                  const part_sink *sink, reply *out, mfs_err *e)
 {
