@@ -104,8 +104,12 @@ def write_safetensors(path, tensors):
 
 def make_inputs(d, size):
     stamp = os.path.join(d, ".done")
-    if os.path.exists(stamp):
-        return
+    try:
+        with open(stamp) as f:
+            if f.read().strip() == str(INPUTS_VERSION):
+                return
+    except OSError:
+        pass
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     log("making the inputs in %s" % d)
@@ -157,7 +161,8 @@ def make_inputs(d, size):
 # ---- the link ---------------------------------------------------------
 
 class Link:
-    """nginx (limit_rate 40m a connection) behind the 20 ms delay proxy."""
+    """nginx (limit_rate 40m a connection; folders listed, for rclone) behind the
+    20 ms delay proxy."""
 
     def __init__(self, build, root, tmp):
         self.tmp = tmp
@@ -176,7 +181,7 @@ http {
   default_type application/octet-stream;
   keepalive_requests 100000;
   sendfile on;
-  server { listen 127.0.0.1:%(p)d; root %(r)s; limit_rate 40m; }
+  server { listen 127.0.0.1:%(p)d; root %(r)s; limit_rate 40m; autoindex on; }
 }
 """ % {"t": tmp, "p": self.nginx_port, "r": root})
         self.nginx = subprocess.Popen(["nginx", "-p", tmp, "-c", conf],

@@ -2,6 +2,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "xalloc.h"
 
@@ -9,6 +10,18 @@ static size_t slot_of(const mfs_block_table *t, uint64_t index)
 {
     uint64_t x = index * 0x9e3779b97f4a7c15ull;
     return (size_t)(x >> 17) & (t->nslots - 1);
+}
+
+uint8_t *mfs_block_data_new(uint32_t cap)
+{
+    void *p = mmap(NULL, cap ? cap : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void mfs_block_data_free(uint8_t *p, uint32_t cap)
+{
+    if (p != NULL)
+        munmap(p, cap ? cap : 1);
 }
 
 void mfs_block_table_init(mfs_block_table *t, size_t max)
@@ -23,7 +36,7 @@ void mfs_block_table_init(mfs_block_table *t, size_t max)
 void mfs_block_table_free(mfs_block_table *t)
 {
     for (size_t i = 0; i < t->nslots; i++)
-        free(t->slots[i].data);
+        mfs_block_data_free(t->slots[i].data, t->slots[i].cap);
     free(t->slots);
     t->slots = NULL;
 }
@@ -42,7 +55,7 @@ mfs_block *mfs_block_find(mfs_block_table *t, uint64_t index)
 /* Backward-shift deletion keeps every probe run whole. */
 void mfs_block_remove(mfs_block_table *t, mfs_block *b)
 {
-    free(b->data);
+    mfs_block_data_free(b->data, b->cap);
     size_t i = (size_t)(b - t->slots);
     t->slots[i].state = MFS_BLOCK_EMPTY;
     t->slots[i].data = NULL;

@@ -14,6 +14,7 @@ typedef struct mfs_block {
     uint64_t index;
     uint8_t *data;           /* READY: len bytes, owned by the table */
     uint32_t len;
+    uint32_t cap;            /* bytes data was made with (mfs_block_data_new) */
     uint8_t state;
     uint64_t used;           /* the table's tick at its last use: LRU */
 } mfs_block;
@@ -23,6 +24,13 @@ typedef struct mfs_block_table {
     size_t nslots, used, max;
     uint64_t tick;
 } mfs_block_table;
+
+/* A block's bytes, its own mapping, given back to the system when freed:
+ * blocks are made and freed by many threads, and malloc's per-thread
+ * arenas kept a third more memory than the blocks held. NULL when out of
+ * memory. */
+uint8_t *mfs_block_data_new(uint32_t cap);
+void mfs_block_data_free(uint8_t *p, uint32_t cap);
 
 void mfs_block_table_init(mfs_block_table *t, size_t max);
 void mfs_block_table_free(mfs_block_table *t);

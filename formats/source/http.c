@@ -519,7 +519,7 @@ static void block_whole(void *arg, uint64_t k)
     if (b != NULL && b->state == MFS_BLOCK_LOADING) {
         b->data = ru->bufs[k];
         ru->bufs[k] = NULL;
-        b->len = (uint32_t)block_len(h, i);
+        b->len = b->cap = (uint32_t)block_len(h, i);
         b->state = MFS_BLOCK_READY;
         b->used = ++h->tab.tick + (ru->ahead ? AHEAD_UNREAD : 0);
     }
@@ -582,7 +582,7 @@ static int load_run(http_src *h, uint64_t first, uint64_t last, bool ahead, mfs_
     ru.ready = calloc(n, sizeof *ru.ready);
     bool ok = ru.bufs != NULL && ru.ready != NULL;
     for (uint64_t i = 0; ok && i < n; i++)
-        ok = (ru.bufs[i] = malloc(block_len(h, first + i))) != NULL;
+        ok = (ru.bufs[i] = mfs_block_data_new((uint32_t)block_len(h, first + i))) != NULL;
     int rc = ok ? fill_run(&ru, e) : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
     pthread_mutex_lock(&h->mu);
     if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
@@ -603,7 +603,7 @@ static int load_run(http_src *h, uint64_t first, uint64_t last, bool ahead, mfs_
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     for (uint64_t i = 0; ru.bufs != NULL && i < n; i++)
-        free(ru.bufs[i]);
+        mfs_block_data_free(ru.bufs[i], (uint32_t)block_len(h, first + i));
     free(ru.bufs);
     free(ru.ready);
     return rc;
@@ -946,15 +946,21 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         return NULL;
     }
     /* The first block: size, ETag and what the probes read, at once. */
-    uint8_t *buf = mfs_xmalloc(h->block);
+    uint32_t cap = (uint32_t)h->block;
+    uint8_t *buf = mfs_block_data_new(cap);
+    if (buf == NULL) {
+        mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        http_close(&h->src);
+        return NULL;
+    }
     reply r;
     if (fetch(h, 0, h->block, &buf, true, NULL, &r, e) != 0) {
-        free(buf);
+        mfs_block_data_free(buf, cap);
         http_close(&h->src);
         return NULL;
     }
     if (r.etag_too_long) {
-        free(buf);
+        mfs_block_data_free(buf, cap);
         mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the server's ETag is longer than %zu bytes",
                  sizeof h->etag - 1);
         http_close(&h->src);
@@ -974,11 +980,12 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     if (h->src.size > 0) {
         mfs_block *b = mfs_block_claim(&h->tab, 0);
         b->data = buf;
+        b->cap = cap;
         b->len = (uint32_t)block_len(h, 0);
         b->state = MFS_BLOCK_READY;
         b->used = ++h->tab.tick;
     } else {
-        free(buf);
+        mfs_block_data_free(buf, cap);
     }
     return &h->src;
 }
