@@ -50,7 +50,8 @@ typedef struct http_src {
                                    one continues a stream */
     unsigned recent_at;
     unsigned jobs;              /* read-ahead jobs queued or running */
-    uint64_t ahead_blocks;      /* blocks they claimed, not yet fetched */
+    uint64_t ahead_blocks;      /* blocks they are to fetch, not fetched yet */
+    uint64_t q_lo, q_hi;        /* the blocks the last jobs queued, in a row */
 } http_src;
 
 /* Bytes claimed by read-ahead jobs of every source, not yet fetched. */
@@ -615,20 +616,37 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
 
 typedef struct ahead_job {
     http_src *h;
-    uint64_t first, last;       /* blocks claimed LOADING for it */
+    uint64_t first, last;       /* the blocks to fetch, claimed when it starts */
     uint64_t bytes;
 } ahead_job;
 
+/* Claims and fetches the job's blocks that no one holds or fetches. They
+ * are claimed when the job starts, not when it is queued: a reader never
+ * waits on a job that has not started (the pool is the process's, and
+ * another file's stalled server may hold every thread of it); it fetches
+ * such a block itself, and the job skips it. */
 static void run_ahead(void *arg)
 {
     ahead_job *j = arg;
     http_src *h = j->h;
     int old;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    mfs_err e = { 0 };
-    /* A failure removes the blocks: a reader then fetches them itself
-     * and gets the error for its own read. */
-    (void)load_run(h, j->first, j->last, true, &e);
+    for (uint64_t k = j->first; k <= j->last;) {
+        pthread_mutex_lock(&h->mu);
+        while (k <= j->last && mfs_block_find(&h->tab, k) != NULL)
+            k++;
+        uint64_t a = k;
+        while (k <= j->last && !h->changed && !stop_now() && mfs_block_claim(&h->tab, k) != NULL)
+            k++;
+        pthread_mutex_unlock(&h->mu);
+        if (k == a)
+            break;   /* the end, a change, a stop, or no room: readers fetch the rest */
+        /* A failure removes the blocks: a reader then fetches them itself
+         * and gets the error for its own read. */
+        mfs_err e = { 0 };
+        if (load_run(h, a, k - 1, true, &e) != 0)
+            break;
+    }
     __atomic_sub_fetch(&ahead_bytes, j->bytes, __ATOMIC_RELAXED);
     pthread_mutex_lock(&h->mu);
     h->jobs--;
@@ -638,19 +656,22 @@ static void run_ahead(void *arg)
     free(j);
 }
 
-/* Claims the blocks that are neither held nor coming from `from` on, in
- * runs of AHEAD_CHUNK that start before `to` and end at `end` at the
- * latest (a region's end: fewer there), and gives each run to the fetch
- * pool. Whole chunks even as a reader's window slides a read at a time:
- * not a GET per read. Stops at the all-sources bound and when the table
- * has no room to spare. Called locked. */
+/* Queues the blocks from `from` on that are neither held nor coming, in
+ * jobs of AHEAD_CHUNK that start before `to` and end at `end` at the
+ * latest (a region's end: fewer there). Whole chunks even as a reader's
+ * window slides a read at a time: not a GET per read (what was queued
+ * last is remembered, q_lo..q_hi). Stops at the all-sources bound and
+ * when half the table is coming already. Called locked. */
 static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
 {
     if (h->changed || h->o.offline || from >= to || stop_now())
         return;
     uint64_t per_chunk = AHEAD_CHUNK / h->block ? AHEAD_CHUNK / h->block : 1;
     uint64_t last_start = (to - 1) / h->block, last_block = (end - 1) / h->block;
-    for (uint64_t bi = from / h->block; bi <= last_start;) {
+    uint64_t bi = from / h->block;
+    if (h->jobs > 0 && bi >= h->q_lo && bi < h->q_hi)
+        bi = h->q_hi;   /* queued already (jobs done: their blocks are held, or were dropped) */
+    while (bi <= last_start) {
         if (mfs_block_find(&h->tab, bi) != NULL) {
             bi++;
             continue;
@@ -659,34 +680,26 @@ static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
          * and what was fetched ahead but not read yet. */
         if (h->ahead_blocks + per_chunk > h->tab.max / 2)
             return;
-        uint64_t claimed = 0, bytes = 0;
-        for (uint64_t k = bi; k <= last_block && claimed < per_chunk; k++) {
-            if (mfs_block_find(&h->tab, k) != NULL || mfs_block_claim(&h->tab, k) == NULL)
-                break;
-            claimed++;
-            bytes += block_len(h, k);
-        }
-        if (claimed == 0)
-            return;
+        uint64_t n = last_block - bi + 1 < per_chunk ? last_block - bi + 1 : per_chunk;
+        uint64_t bytes = n * h->block;
         if (__atomic_add_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED) > AHEAD_ALL) {
             __atomic_sub_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED);
-            for (uint64_t k = bi; k < bi + claimed; k++)
-                mfs_block_remove(&h->tab, mfs_block_find(&h->tab, k));
             return;
         }
         ahead_job *j = malloc(sizeof *j);
         if (j != NULL)
-            *j = (ahead_job){ h, bi, bi + claimed - 1, bytes };
+            *j = (ahead_job){ h, bi, bi + n - 1, bytes };
         if (j == NULL || !mfs_fetch_pool_run(run_ahead, j)) {
             free(j);
             __atomic_sub_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED);
-            for (uint64_t k = bi; k < bi + claimed; k++)
-                mfs_block_remove(&h->tab, mfs_block_find(&h->tab, k));
             return;
         }
         h->jobs++;
-        h->ahead_blocks += claimed;
-        bi += claimed;
+        h->ahead_blocks += n;
+        if (bi != h->q_hi)
+            h->q_lo = bi;
+        h->q_hi = bi + n;
+        bi += n;
     }
 }
 
@@ -767,6 +780,8 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
         while (last < last_needed && last < max_last && mfs_block_find(&h->tab, last + 1) == NULL &&
                h->tab.used < h->tab.max && mfs_block_claim(&h->tab, last + 1) != NULL)
             last++;
+        if (h->jobs > 0)
+            mfs_fetch_pool_wider();   /* ahead of the jobs queued: more at once */
         pthread_mutex_unlock(&h->mu);
         int rc = load_run(h, bi, last, false, e);
         pthread_mutex_lock(&h->mu);
@@ -780,6 +795,20 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
     pthread_mutex_unlock(&h->mu);
     *out = (mfs_span){ dst, len, off };
     return 0;
+}
+
+static bool http_ready(mfs_src *s, uint64_t off, uint64_t len)
+{
+    http_src *h = (http_src *)s;
+    bool ready = true;
+    pthread_mutex_lock(&h->mu);
+    for (uint64_t bi = off / h->block; ready && !h->changed && len > 0 &&
+                                       bi <= (off + len - 1) / h->block; bi++) {
+        mfs_block *b = mfs_block_find(&h->tab, bi);
+        ready = b != NULL && b->state == MFS_BLOCK_READY;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ready;
 }
 
 static void http_release(mfs_src *s, mfs_span got)
@@ -825,7 +854,7 @@ static void http_close(mfs_src *s)
 
 static const mfs_src_ops http_ops = {
     .get = http_get, .release = http_release, .unchanged = http_unchanged, .close = http_close,
-    .advise = http_advise,
+    .advise = http_advise, .ready = http_ready,
 };
 
 void mfs_http_opts_from_env(mfs_http_opts *o)

@@ -48,6 +48,10 @@ typedef struct mfs_src_ops {
      * fetches may fetch ahead in it. Optional; never waits on the
      * network. Any thread. */
     void (*advise)(mfs_src *s, uint64_t off, uint64_t len, uint64_t end);
+    /* True when a get of [off, off + len) would not wait on the network
+     * (its bytes are in memory, or the get fails at once). Optional (a
+     * source without it never waits). Any thread. */
+    bool (*ready)(mfs_src *s, uint64_t off, uint64_t len);
     /* Frees the source (every span released first). */
     void (*close)(mfs_src *s);
 } mfs_src_ops;
@@ -106,6 +110,12 @@ static inline void mfs_src_advise(mfs_src *s, uint64_t off, uint64_t len, uint64
 {
     if (s->map == NULL && s->ops->advise != NULL)
         s->ops->advise(s, off, len, end);
+}
+
+/* Whether a get of [off, off + len) would not wait on the network. */
+static inline bool mfs_src_ready(mfs_src *s, uint64_t off, uint64_t len)
+{
+    return s->map != NULL || s->ops->ready == NULL || s->ops->ready(s, off, len);
 }
 
 static inline bool mfs_src_unchanged(const mfs_src *s)

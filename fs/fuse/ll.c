@@ -11,6 +11,7 @@
 
 #include "digest.h"
 #include "log.h"
+#include "remote_read.h"
 
 /* An open of a produced or checked file, waiting for its bytes. The FUSE
  * worker thread does not wait with it: the reply comes from whichever
@@ -165,6 +166,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     (void)userdata;
     conn->max_read = MFS_MAX_READ;
     conn->max_readahead = MFS_MAX_READ;
+    /* The kernel's readahead reads are background requests, 12 at most
+     * by default: readers of a remote model whose server stalls held
+     * them all, and every other file's reads queued behind. Reads wait
+     * on threads of their own here (remote_read.h), so let many be out. */
+    conn->max_background = MFS_RR_MAX / 2;
+    conn->congestion_threshold = MFS_RR_MAX / 2 * 3 / 4;
     /* Always use readdirplus: `ls -l` then needs no lookup per entry. */
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     if (conn->capable & FUSE_CAP_READDIRPLUS)
@@ -348,26 +355,6 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
             mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
     }
     fuse_reply_err(req, 0);
-}
-
-/* One reply of two buffers: the twin's head from the tree, then its
- * tensor's bytes where they are (mapping or held). Nothing is copied. */
-/* A twin's read of len bytes at off: its head's, then `body`, the body's
- * bytes from where the read enters it. */
-static void reply_twin(fuse_req_t req, const uint8_t *head, uint64_t hlen, const uint8_t *body,
-                       uint64_t off, size_t len)
-{
-    struct iovec iov[2];
-    int count = 0;
-    if (off < hlen) {
-        size_t h = hlen - off < len ? (size_t)(hlen - off) : len;
-        iov[count++] = (struct iovec){ (void *)(uintptr_t)(head + off), h };
-        len -= h;
-        off = hlen;
-    }
-    if (len > 0)
-        iov[count++] = (struct iovec){ (void *)(uintptr_t)body, len };
-    fuse_reply_iov(req, iov, count);
 }
 
 /* ---- SHA256SUMS and user.modelfs.sha256 --------------------------------
@@ -637,9 +624,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         body = (mfs_span){ h->data + boff, blen, boff };
     } else if (blen > 0) {
         mfs_err e = { 0 };
-        /* A fetching source may fetch the rest of this file ahead. */
-        if (src->from_src && fs->src != NULL)
+        /* A fetching source may fetch the rest of this file ahead; bytes
+         * it does not hold yet are waited for on a thread of their own. */
+        if (src->from_src && fs->src != NULL) {
             mfs_src_advise(fs->src, src->src_off + boff, blen, src->src_off + src->size);
+            if (!mfs_src_ready(fs->src, src->src_off + boff, blen) &&
+                mfs_rr_start(req, fs->src, src->src_off + boff, blen, n->data, hlen,
+                             (uint64_t)off, len))
+                return;
+        }
         if (mfs_node_get(src, fs->src, boff, blen, &body, &e) != 0) {
             mfs_log("modelfs: %s: cannot read: %s", fs->src ? fs->src->name : "", e.msg);
             fuse_reply_err(req, e.code == MFS_E_NOMEM ? ENOMEM : EIO);
@@ -647,7 +640,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         }
     }
     if (src != n)
-        reply_twin(req, n->data, hlen, body.p, (uint64_t)off, len);
+        mfs_reply_head_body(req, n->data, hlen, body.p, (uint64_t)off, len);
     else
         fuse_reply_buf(req, (const char *)body.p, len);
     if (h)

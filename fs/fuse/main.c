@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "registry.h"
 #include "http.h"
 #include "remote.h"
+#include "remote_read.h"
 #include "multi.h"
 #include "ll.h"
 #include "open_files.h"
@@ -259,12 +261,15 @@ static void *ready_thread(void *arg)
     return NULL;
 }
 
-/* The session, for remote fetches to see it end (mfs_http_set_stop). */
+/* The session, for remote fetches to see it end (mfs_http_set_stop); and
+ * whether its loop returned: libfuse's loop resets the session's "exited"
+ * as it returns, and fetches must still stop after that. */
 static struct fuse_session *the_session;
+static atomic_bool loop_done;
 
 static bool session_ended(void)
 {
-    return the_session != NULL && fuse_session_exited(the_session);
+    return atomic_load(&loop_done) || (the_session != NULL && fuse_session_exited(the_session));
 }
 
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
@@ -277,8 +282,11 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
         return 1;
     }
     pthread_detach(t);
-    if (o->singlethread)
-        return fuse_session_loop(se);
+    if (o->singlethread) {
+        int r = fuse_session_loop(se);
+        atomic_store(&loop_done, true);
+        return r;
+    }
     struct fuse_loop_config *cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(cfg, (unsigned)o->clone_fd);
     /* fuse_parse_cmdline leaves these at -1 unless given with -o; libfuse
@@ -288,6 +296,7 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
     if (o->max_idle_threads <= 100000)
         fuse_loop_cfg_set_idle_threads(cfg, o->max_idle_threads);
     int r = fuse_session_loop_mt(se, cfg);
+    atomic_store(&loop_done, true);
     fuse_loop_cfg_destroy(cfg);
     return r;
 }
@@ -442,7 +451,9 @@ int main(int argc, char **argv)
      * session: stop them before it goes. One that will not stop (a
      * library call that does not return) leaves everything as it is for
      * the exit to clean up. */
-    if (!mfs_forest_shutdown(&forest, 10000)) {
+    /* And reads waiting on a remote model's fetches (remote_read.h):
+     * those end within a second of the session's end. */
+    if (!mfs_forest_shutdown(&forest, 10000) || !mfs_rr_drain(10000)) {
         mfs_log("modelfs: %s: work still running at unmount; exiting anyway", cli.model);
         fuse_session_unmount(se);
         _exit(rc);

@@ -23,6 +23,8 @@ started here (rangeserver.py):
  - a server that stops sending, or drips a byte at a time: the read fails
    with EIO after the stall timeout; SIGTERM to a daemon waiting on a
    stalled one ends it within 10 s;
+ - 14 readers waiting on a stalled server hold up neither `ls -lR`, nor
+   another model's reads, nor reads of bytes in memory;
  - a cache of 4 blocks under 8 readers at once: the right bytes;
  - an ONNX of 16 MiB with its tensors inside: the mount fetches a fraction
    of it (its structure, not its raw_data), the same tree and bytes;
@@ -260,6 +262,7 @@ def main(argv):
             c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
             check_changed(c, build, srv, models, url_of, env)
             check_stalls(c, build, srv, root, env)
+            check_no_stall(c, build, srv, root, env)
             check_cache(c, build, srv, root, env)
             check_readahead(c, build, srv, root, env)
             if not sanitized(build):   # the fuzz replays load skeletons under ASan
@@ -429,6 +432,68 @@ def check_cache(c, build, srv, root, env):
     fetched = range_bytes(gets)
     c.check(fetched > len(data) + hlen, "small cache: blocks were dropped and fetched again "
             "(%d bytes in %d GETs)" % (fetched, len(gets)))
+
+
+def check_no_stall(c, build, srv, root, env):
+    """A stalled server holds its own readers only: with 14 readers
+    waiting on one model's stalled server (more than the session's 10
+    threads, more than the kernel's 12 background reads by default),
+    `ls -lR` of the mount, a read of another model and a read of the
+    stalled model's bytes already in memory all answer at once."""
+    a = os.path.join(root, "nostall-a.safetensors")
+    b = os.path.join(root, "nostall-b.safetensors")
+    bdata = os.urandom(1 << 20)
+    write_safetensors(a, {"t": os.urandom(8 << 20)})
+    write_safetensors(b, {"t": bdata})
+    fast = dict(env, MODELFS_HTTP_STALL="4")
+    mnt = mfstest.scratch("modelfs-mnt-")
+    r = subprocess.run([os.path.join(build, "modelfs"), srv.url + "/fault/stall/nostall-a.safetensors",
+                        srv.url + "/nostall-b.safetensors", mnt], env=fast, capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        c.check(False, "no stall: mount: %s" % r.stderr.strip())
+        os.rmdir(mnt)
+        return
+    try:
+        ta = os.path.join(mnt, "nostall-a.safetensors", "tensors", "t")
+        os.stat(ta)   # loads model a (its first block fetched at mount)
+
+        def reader(i):
+            fd = os.open(ta, os.O_RDONLY)
+            try:
+                os.pread(fd, 4096, (i + 1) * (512 << 10) + 100)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(14)]
+        for th in threads:
+            th.start()
+        time.sleep(1)
+        t0 = time.time()
+        subprocess.run(["ls", "-lR", mnt], stdout=subprocess.DEVNULL, timeout=60)
+        c.check(time.time() - t0 < 2, "stalled server: ls -lR took %.1f s" % (time.time() - t0))
+        t0 = time.time()
+        got, _ = mfstest.read_or_errno(os.path.join(mnt, "nostall-b.safetensors", "tensors", "t"))
+        took = time.time() - t0
+        c.check(got == bdata and took < 2, "stalled server: another model read in %.1f s" % took)
+        fd = os.open(ta, os.O_RDONLY)
+        try:
+            t0 = time.time()
+            os.pread(fd, 100, 0)
+            took = time.time() - t0
+        finally:
+            os.close(fd)
+        c.check(took < 2, "stalled server: its bytes in memory read in %.1f s" % took)
+        for th in threads:
+            th.join(60)
+    finally:
+        mfstest.unmount(mnt)
+        for _ in range(50):
+            if not os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        os.rmdir(mnt)
 
 
 def sanitized(build):

@@ -1,0 +1,38 @@
+/* Reads whose bytes a fetching source does not hold yet (a remote model):
+ * each waits on a thread of its own, not on one of the session's. The
+ * session has 10 threads by default: ten readers of a stalled server
+ * held them all, and `ls` and every read of bytes in memory waited
+ * behind them. The FUSE layer only: it knows sources, not formats. */
+#ifndef MFS_REMOTE_READ_H
+#define MFS_REMOTE_READ_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "source.h"
+
+/* Most such reads waiting at once; past it a read waits on the session's
+ * thread as before. */
+#define MFS_RR_MAX 512
+
+/* A read of len bytes at `off` of a file whose first `hlen` bytes are
+ * `head` (a twin's; 0 for a tensor) and whose body is [src_off, src_off +
+ * blen) of `src` (the part the read covers). Answered later on a thread
+ * of its own: true; false when none could be had (then the caller reads
+ * on its thread). `label` names the source in a failure's log line. */
+bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
+                  const uint8_t *head, uint64_t hlen, uint64_t off, size_t len);
+
+/* Waits up to `ms` for every such read to be answered (at unmount, before
+ * the session goes: fetches end within a second once it stopped). True
+ * when none is left. */
+bool mfs_rr_drain(int ms);
+
+/* One reply of a head's bytes, then `body` from where the read enters it:
+ * a read of len bytes at off of a file whose first hlen bytes are head. */
+void mfs_reply_head_body(fuse_req_t req, const uint8_t *head, uint64_t hlen,
+                         const uint8_t *body, uint64_t off, size_t len);
+
+#endif
