@@ -26,6 +26,7 @@
 #define AHEAD_TRIGGER (64u << 10)   /* a read this long is a stream's, not a random one */
 #define AHEAD_ALL (256ull << 20)    /* fetched ahead by every source at once at most */
 #define AHEAD_UNREAD (1ull << 62)   /* added to an unread block's LRU tick */
+#define RUN_ON_GAP 4096u            /* alignment between tensors (GGUF: 32; some 4096) */
 #define RECENT 16                   /* read ends remembered: streams followed */
 
 typedef struct http_src {
@@ -52,6 +53,7 @@ typedef struct http_src {
     unsigned jobs;              /* read-ahead jobs queued or running */
     uint64_t ahead_blocks;      /* blocks they are to fetch, not fetched yet */
     uint64_t q_lo, q_hi;        /* the blocks the last jobs queued, in a row */
+    uint64_t region_done;       /* where the last region a read finished ended */
 } http_src;
 
 /* Bytes claimed by read-ahead jobs of every source, not yet fetched. */
@@ -705,8 +707,11 @@ static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
 
 /* A read of [off, off + len) in a region ending at `end`: when it is a
  * stream's (long, or starting where an earlier read ended), the next
- * bytes of the region are fetched ahead, up to AHEAD_MAX past it. A
- * 4 KiB read at random fetches its own block and nothing more. */
+ * bytes of the region are fetched ahead, up to AHEAD_MAX past it; when
+ * reading runs on from one region into the next (tensor after tensor, in
+ * file order: this one starts within RUN_ON_GAP of where the last one a
+ * read finished ended), past the region too. A 4 KiB read at random
+ * fetches its own block and nothing more. */
 static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
 {
     http_src *h = (http_src *)s;
@@ -718,7 +723,13 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
     for (unsigned i = 0; i < RECENT && !stream; i++)
         stream = h->recent[i] == off && off != 0;
     h->recent[h->recent_at++ % RECENT] = off + len;
-    if (stream && off + len < end)
+    bool runs_on = h->region_done != 0 && off >= h->region_done &&
+                   off - h->region_done <= RUN_ON_GAP;
+    if (runs_on)
+        end = h->src.size;   /* the next tensors too */
+    else if (off + len >= end)
+        h->region_done = end;
+    if ((stream || runs_on) && off + len < end)
         queue_ahead(h, off + len, end - (off + len) > ahead ? off + len + ahead : end, end);
     pthread_mutex_unlock(&h->mu);
 }

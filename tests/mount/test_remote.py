@@ -28,7 +28,8 @@ started here (rangeserver.py):
  - a cache of 4 blocks under 8 readers at once: the right bytes;
  - an ONNX of 16 MiB with its tensors inside: the mount fetches a fraction
    of it (its structure, not its raw_data), the same tree and bytes;
- - read-ahead: `cat` of a 40 MiB tensor (12 under ASan) takes far fewer GETs than blocks
+ - read-ahead: `cat` of a 40 MiB tensor (12 under ASan) takes far fewer GETs than blocks,
+   16 tensors read in file order are fetched ahead past each one,
    and fetches no more than the tensor; random 4 KiB reads a block each;
    GETs cut at 60% keep their whole blocks and ask only the rest again;
  - https with a CA made here (trusted through CURL_CA_BUNDLE, refused
@@ -511,7 +512,8 @@ def check_readahead(c, build, srv, root, env):
     than its blocks (8 MiB ones, in parallel), fetching no more than the
     tensor (its other tensors untouched); 4 KiB preads at random offsets
     of another tensor fetch one block each, nothing ahead; GETs cut at 60%
-    keep their whole blocks."""
+    keep their whole blocks; tensors read one after another in file order
+    are fetched ahead past each one's end."""
     path = os.path.join(root, "ahead.safetensors")
     mib = 12 if sanitized(build) else 40   # 12: still more than one 8 MiB GET ahead
     data, other = os.urandom(mib << 20), os.urandom(8 << 20)
@@ -546,6 +548,23 @@ def check_readahead(c, build, srv, root, env):
             c.check(range_bytes(gets) <= 12 * (256 << 10),
                     "random 4 KiB reads: a block each at most (%d bytes in %d GETs)"
                     % (range_bytes(gets), len(gets)))
+        # Tensor after tensor in file order: reading runs on, so the next
+        # tensors are fetched ahead too, not each with its own first GET.
+        many = os.path.join(root, "runson.safetensors")
+        parts = {"t%02d" % i: os.urandom(1 << 20) for i in range(16)}
+        write_safetensors(many, parts)
+        with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/runson.safetensors",
+                             fresh) as mnt:
+            before = len(srv.log)
+            names = sorted(parts)
+            got = subprocess.run(["cat"] + [os.path.join(mnt, "tensors", n) for n in names],
+                                 stdout=subprocess.PIPE, timeout=120).stdout
+            c.check(got == b"".join(parts[n] for n in names),
+                    "tensor after tensor: cat has their bytes")
+            gets = [r for r in srv.log[before:] if r[2]]
+            c.check(len(gets) <= 8, "tensor after tensor: 16 tensors of 1 MiB in %d GETs "
+                    "(4 now; 16 without reading on past each tensor)" % len(gets))
+        os.unlink(many)
         # Every GET over 1 MiB cut at 60% the first time: the blocks that
         # came whole are kept and only the rest is asked again.
         with mfstest.mounted(os.path.join(build, "modelfs"),
