@@ -84,9 +84,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         im = self.headers.get("If-Match")
         if im is not None and im != "*" and im != etag:
             return self.send_plain(412, [("ETag", etag)])
-        if kind == "503once" and rng and (self.path, rng) not in srv.seen503:
+        if kind in ("503once", "429once") and rng and (self.path, rng) not in srv.seen503:
             with srv.lock:
                 srv.seen503.add((self.path, rng))
+            if kind == "429once":
+                return self.send_plain(429, [("Retry-After", "1")])
             return self.send_plain(503, [("Retry-After", "0")])
         first, last, partial = 0, size - 1, False
         if rng and kind != "norange":
@@ -111,6 +113,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if partial:
             shown_first, shown_last = (first + 1, last + 1) if kind == "badrange" else (first, last)
             self.send_header("Content-Range", "bytes %d-%d/%d" % (shown_first, shown_last, size))
+        if kind == "endless":
+            # The range's Content-Range, no length, and a body that goes
+            # on past it (up to 16 MiB, then the connection closes).
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for _ in range(256):
+                    if srv.stopping:
+                        break
+                    self.wfile.write(b"\0" * 65536)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         self.send_header("Content-Length", str(last - first + 1))
         self.end_headers()
         if head:

@@ -17,7 +17,8 @@ started here (rangeserver.py):
    an ETag of 400 bytes, nothing listening;
  - a URL with user:password@ refused by both programs (exit 2), the
    password in no message;
- - a 503 (Retry-After: 0) is retried and the model mounts;
+ - a 503 (Retry-After: 0) and a 429 (Retry-After: 1, waited) are retried
+   and the model mounts; a body that goes on past its range is refused;
  - a model whose ETag changes after the mount: its reads give EIO, never
    bytes of the other version, and the daemon stays up;
  - a server that stops sending, or drips a byte at a time: the read fails
@@ -261,6 +262,11 @@ def main(argv):
             # Retried: a 503 with Retry-After: 0 for each first ask.
             code, out = listing(ls, url_of(good, "503once"), env)
             c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
+            t0 = time.time()
+            code, out = listing(ls, url_of(good, "429once"), env)
+            c.equal((code, out), listing(ls, good, env), "429 then 206: retried, the same listing")
+            c.check(time.time() - t0 >= 1, "429 with Retry-After: 1: waited it out")
+            refused(c, build, url_of(good, "endless"), "sent more than", env)
             check_changed(c, build, srv, models, url_of, env)
             check_stalls(c, build, srv, root, env)
             check_no_stall(c, build, srv, root, env)
