@@ -129,6 +129,8 @@ typedef struct reply {
     const char *want_etag;      /* "" for none */
     const mfs_curl_api *api;
     CURL *k;
+    const char *pin_name;       /* a header to keep (mfs_http_hooks.pin_header), or NULL */
+    char pin[256];              /* its value, "" when absent (or too long) */
     bool overflow;              /* more body than asked: a 200, or a lie */
     long status;
     char etag[256];
@@ -181,15 +183,38 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* "NAME: value" with NAME (any case) = `name`: the value, trimmed, into
+ * out (size bytes; "" when it does not fit). */
+static void header_value(const char *p, size_t len, const char *name, char *out, size_t size)
+{
+    size_t k = strlen(name);
+    if (len <= k || strncasecmp(p, name, k) != 0 || p[k] != ':')
+        return;
+    size_t a = k + 1, b = len;
+    while (a < b && (p[a] == ' ' || p[a] == '\t'))
+        a++;
+    while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' ' || p[b - 1] == '\t'))
+        b--;
+    if (b - a < size) {
+        memcpy(out, p + a, b - a);
+        out[b - a] = '\0';
+    } else {
+        out[0] = '\0';
+    }
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
     reply *r = arg;
     size_t len = size * n;
+    if (r->pin_name != NULL)
+        header_value(p, len, r->pin_name, r->pin, sizeof r->pin);
     mfs_http_header hd;
     switch (mfs_http_parse_header(p, len, &hd)) {
     case MFS_HTTP_H_STATUS:
         /* A new response (after a redirect or a 100): forget the last. */
         r->etag[0] = '\0';
+        r->pin[0] = '\0';
         r->etag_too_long = false;
         r->has_range = r->total_unknown = false;
         r->retry_after = -1;
@@ -375,7 +400,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1,
                     .sink = first ? NULL : sink, .want_first = off, .want_last = off + len - 1,
                     .want_total = h->src.size, .want_etag = h->strong ? h->etag : "",
-                    .api = c, .k = k };
+                    .api = c, .k = k, .pin_name = first ? h->hk.pin_header : NULL };
         if (skipped > 0 && sink != NULL) {
             shift.by = skipped;
             shifted_sink = (part_sink){ shifted, &shift };
@@ -1008,6 +1033,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     }
     h->src.size = r.status == 416 ? 0 : r.r_total;
     snprintf(h->etag, sizeof h->etag, "%s", r.etag);
+    if (r.pin[0] != '\0' && h->hk.pinned != NULL)
+        h->hk.pinned(h->hk.arg, r.pin);   /* every later request asks this version */
     finish_open(h);
     if (h->disk != NULL && h->strong) {
         /* Only a strong ETag names one version: a weak one is not kept. */

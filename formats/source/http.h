@@ -71,6 +71,12 @@ typedef struct mfs_http_hooks {
     void (*explain)(void *arg, long status, const uint8_t *body, size_t len, char *out,
                     size_t size);
     void (*free)(void *arg);
+    /* A response header naming the version the open's answer is of (S3's
+     * "x-amz-version-id"; a string that outlives the source), or NULL;
+     * its value, when the answer has one, goes to `pinned` once, before
+     * any other request: every later request then asks that version. */
+    const char *pin_header;
+    void (*pinned)(void *arg, const char *value);
     /* Names the object in messages and on the source ("s3://B/K"); NULL:
      * the URL. */
     const char *shown;

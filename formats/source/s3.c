@@ -85,6 +85,8 @@ typedef struct signer {
     char *userpwd;            /* KEY_ID:SECRET */
     char *token_header;       /* "x-amz-security-token: ...", or NULL */
     char from[160];           /* where the credentials came from */
+    char *object_url;         /* the object's request URL (an open's signer), or NULL */
+    char *version_url;        /* it with ?versionId= once pinned, or NULL */
 } signer;
 
 static signer *signer_new(const mfs_s3_config *c, bool no_sign_request)
@@ -124,6 +126,8 @@ static void signer_free(void *arg)
         return;
     wipe_free(s->userpwd);
     wipe_free(s->token_header);
+    free(s->object_url);
+    free(s->version_url);
     free(s);
 }
 
@@ -138,6 +142,8 @@ static struct curl_slist *s3_prepare(void *arg, CURL *k, struct curl_slist *hdr)
     const mfs_curl_api *c = mfs_curl();
     /* The key as given: "a/../b" is a key of its own, not "b". */
     c->easy_setopt(k, CURLOPT_PATH_AS_IS, 1L);
+    if (s->version_url != NULL)
+        c->easy_setopt(k, CURLOPT_URL, s->version_url);
     if (!s->sign)
         return hdr;
     c->easy_setopt(k, CURLOPT_AWS_SIGV4, s->sigv4);
@@ -147,6 +153,22 @@ static struct curl_slist *s3_prepare(void *arg, CURL *k, struct curl_slist *hdr)
     if (hdr != NULL && s->token_header != NULL)
         hdr = c->slist_append(hdr, s->token_header);
     return hdr;
+}
+
+/* The version the open's answer was of (x-amz-version-id, a versioned
+ * bucket): every later request asks for it, so an object replaced after
+ * the mount still reads as it was (not EIO). Called once, before any
+ * other request of the source. */
+static void s3_pinned(void *arg, const char *version)
+{
+    signer *s = arg;
+    if (s->object_url == NULL || strcmp(version, "null") == 0)
+        return;   /* "null": a bucket without versioning */
+    mfs_strbuf u = { 0 };
+    mfs_sb_adds(&u, s->object_url);
+    mfs_sb_adds(&u, "?versionId=");
+    put_encoded(&u, version, false);
+    s->version_url = mfs_sb_take(&u, NULL);
 }
 
 /* The end of a failed request's message: S3's error code (from the XML
@@ -211,9 +233,12 @@ mfs_src *mfs_s3_open(const char *url, const mfs_http_opts *o, mfs_err *e)
      * virtual-hosted URLs name the same object). */
     mfs_sb_addf(&cache, "s3\n%s\n%s\n%s\n%s", c.endpoint[0] ? c.endpoint : "aws",
                       c.region, bucket, key);
+    signer *sg = signer_new(&c, anon);
+    sg->object_url = mfs_xstrdup(req.buf);
     mfs_http_hooks hk = {
-        .arg = signer_new(&c, anon), .prepare = s3_prepare, .explain = s3_explain,
+        .arg = sg, .prepare = s3_prepare, .explain = s3_explain,
         .free = signer_free, .shown = url, .cache_name = cache.buf,
+        .pin_header = "x-amz-version-id", .pinned = s3_pinned,
     };
     mfs_s3_config_wipe(&c);
     mfs_src *s = mfs_src_http_open_hooked(req.buf, o, &hk, e);

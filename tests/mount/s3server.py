@@ -8,7 +8,9 @@ what a real S3 checks and s3rver does not:
    than 15 minutes off: 403 with an S3 XML <Error>;
  - unsigned requests only to buckets made public;
  - GET and HEAD of objects: ranges (206 + Content-Range; 416 past the
-   end), a strong ETag, If-Match (412 when it does not match);
+   end), a strong ETag, If-Match (412 when it does not match); in a
+   versioned bucket x-amz-version-id, and ?versionId= serving the bytes
+   that version had;
  - ListObjectsV2 (list-type=2, prefix, continuation-token, max-keys up to
    1,000 per page), path-style only (ENDPOINT/BUCKET/KEY);
  - 404 NoSuchBucket / NoSuchKey.
@@ -158,25 +160,45 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if query.get("list-type") != ["2"]:
                 return self.fail(400, "InvalidArgument", "only ListObjectsV2 here")
             return self.list_objects(bucket, query)
-        self.get_object(bucket, key)
+        self.get_object(bucket, key, query)
 
-    def get_object(self, bucket, key):
+    def get_object(self, bucket, key, query):
         srv = self.server
         root = srv.buckets[bucket]
         full = os.path.join(root, key)
-        if (".." in key.split("/") or not os.path.isfile(full) or
-                not os.path.realpath(full).startswith(root + os.sep)):
-            return self.fail(404, "NoSuchKey", "The specified key does not exist.")
-        st = os.stat(full)
-        etag = '"%s"' % hashlib.md5(("%d:%d:%d" % (st.st_size, st.st_mtime_ns, st.st_ino))
-                                    .encode()).hexdigest()
+        vid = query.get("versionId", [None])[0]
+        if vid is not None:
+            # A versioned bucket: the bytes as they were when that version
+            # was first given out.
+            with srv.lock:
+                kept = srv.versions.get((bucket, key, vid))
+            if kept is None:
+                return self.fail(404, "NoSuchVersion", "The specified version does not exist.")
+            body_all, etag, mtime = kept
+        else:
+            if (".." in key.split("/") or not os.path.isfile(full) or
+                    not os.path.realpath(full).startswith(root + os.sep)):
+                return self.fail(404, "NoSuchKey", "The specified key does not exist.")
+            st = os.stat(full)
+            etag = '"%s"' % hashlib.md5(("%d:%d:%d" % (st.st_size, st.st_mtime_ns, st.st_ino))
+                                        .encode()).hexdigest()
+            mtime = st.st_mtime
+            body_all = None
         base = [("ETag", etag), ("Accept-Ranges", "bytes"),
-                ("Last-Modified", self.date_time_string(st.st_mtime))]
+                ("Last-Modified", self.date_time_string(mtime))]
+        if bucket in srv.versioned:
+            if vid is None:
+                vid = etag.strip('"')[:16]
+                with open(full, "rb") as f:
+                    data = f.read()
+                with srv.lock:
+                    srv.versions.setdefault((bucket, key, vid), (data, etag, mtime))
+            base.append(("x-amz-version-id", vid))
         im = self.headers.get("If-Match")
         if im is not None and im != etag:
             return self.fail(412, "PreconditionFailed", "At least one of the pre-conditions you "
                              "specified did not hold")
-        size = st.st_size
+        size = len(body_all) if body_all is not None else os.path.getsize(full)
         rng = self.headers.get("Range")
         first, last, status = 0, size - 1, 200
         if rng is not None and rng.startswith("bytes="):
@@ -193,9 +215,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status = 206
             base.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
         self.record(status)
-        with open(full, "rb") as f:
-            f.seek(first)
-            body = f.read(last - first + 1)
+        if body_all is not None:
+            body = body_all[first:last + 1]
+        else:
+            with open(full, "rb") as f:
+                f.seek(first)
+                body = f.read(last - first + 1)
         self.send_body(status, body, base)
 
     def list_objects(self, bucket, query):
@@ -239,7 +264,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
-def start(buckets, users, public=(), expired=(), region="us-east-1"):
+def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=()):
     """Serves `buckets` ({name: folder}) on 127.0.0.1:(a free port) to
     `users` ({key id: (secret, session token or None)}); `public`: buckets
     unsigned requests may read; `expired`: session tokens refused as
@@ -248,6 +273,8 @@ def start(buckets, users, public=(), expired=(), region="us-east-1"):
     srv.buckets = {k: os.path.realpath(v) for k, v in buckets.items()}
     srv.users = dict(users)
     srv.public = set(public)
+    srv.versioned = set(versioned)   # x-amz-version-id, ?versionId= (bytes kept per version)
+    srv.versions = {}
     srv.expired = set(expired)
     srv.region = region
     srv.lock = threading.Lock()

@@ -196,7 +196,7 @@ def main(argv):
 
     # The buckets: "models" (private) holds one model per format, a zoo/
     # prefix of a few models among 1,100 filler keys, and a model that
-    # changes; "open" (public) one model.
+    # changes; "open" (public) one model; "versions" (versioned) one model.
     models = pick_models(c, ls, dirs, base_env)
     bucket = os.path.join(root, "models")
     public = os.path.join(root, "open")
@@ -220,10 +220,15 @@ def main(argv):
         shutil.copy(models[0][0], public)
     write_safetensors(os.path.join(bucket, "changing.safetensors"),
                       {"near": bytes(range(256)) * 16, "far": os.urandom(2 << 20)})
-    srv = s3server.start({"models": bucket, "open": public},
+    versions = os.path.join(root, "versions")
+    os.makedirs(versions)
+    write_safetensors(os.path.join(versions, "v.safetensors"),
+                      {"near": bytes(range(256)) * 16, "far": os.urandom(2 << 20)})
+    srv = s3server.start({"models": bucket, "open": public, "versions": versions},
                          {KEY_ID: (SECRET, None), TOKEN_ID: (TOKEN_SECRET, TOKEN),
                           OLD_ID: (OLD_SECRET, OLD_TOKEN)},
-                         public=["open"], expired=[OLD_TOKEN], region=REGION)
+                         public=["open"], expired=[OLD_TOKEN], region=REGION,
+                         versioned=["versions"])
     env = dict(base_env, AWS_ENDPOINT_URL=srv.url, AWS_REGION=REGION,
                AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SECRET)
     try:
@@ -242,6 +247,7 @@ def main(argv):
                     % [k for k, _ in keys])
             check_no_leak(c, build, srv, env)
             check_changed(c, build, bucket, srv, env)
+            check_versioned(c, build, versions, srv, env)
             check_public(c, build, ls, models, srv, base_env)
         else:
             c.skip("no /dev/fuse: the mount half of this test")
@@ -444,6 +450,34 @@ def check_changed(c, build, bucket, srv, env):
                 "a changed object: the GET's If-Match answered 412: %s" % srv.log[before:])
         c.equal(near, bytes(range(256)) * 16, "a changed object: bytes read before it changed")
         c.check(os.path.exists(os.path.join(mnt, "model.json")), "changed object: the daemon answers")
+    with open(path, "wb") as f:
+        f.write(old)
+
+
+def check_versioned(c, build, root, srv, env):
+    """A versioned bucket: the version the mount's first answer named
+    (x-amz-version-id) is pinned; the object replaced after the mount
+    still reads as it was, every later GET asking ?versionId=."""
+    path = os.path.join(root, "v.safetensors")
+    with open(path, "rb") as f:
+        old = f.read()
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    before = len(srv.log)
+    with mfstest.mounted(os.path.join(build, "modelfs"), "s3://versions/v.safetensors",
+                         env) as mnt:
+        hlen = 8 + int.from_bytes(old[:8], "little")
+        with open(path, "wb") as f:
+            f.write(old[:hlen] + bytes(b ^ 0xff for b in old[hlen:]))
+        os.utime(path, ns=(1, 1))
+        got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "far"))
+        want = old[len(old) - (2 << 20):]
+        c.equal((got == want, err), (True, 0),
+                "a versioned object replaced after the mount: the pinned version's bytes")
+    gets = [r for r in srv.log[before:] if r[0] == "GET"]
+    c.check(len(gets) >= 2 and "versionId=" not in gets[0][1] and
+            all("versionId=" in r[1] for r in gets[1:]),
+            "versioned: every GET after the first asks the pinned version: %s"
+            % [r[1] for r in gets])
     with open(path, "wb") as f:
         f.write(old)
 
