@@ -109,6 +109,8 @@ static void usage(FILE *f)
             "  MODEL           a model file; the format is recognised by its bytes\n"
             "                  (%s); or the http:// or https:// URL of one\n"
             "                  (fetched by byte ranges, as reads need it), or\n"
+            "                  s3://BUCKET/KEY, an S3 object (s3://BUCKET/PREFIX/:\n"
+            "                  the models below it), or\n"
             "                  hf://ORG/REPO[@REV]/PATH, a Hugging Face Hub file\n"
             "                  (hf://ORG/REPO[@REV]: the repository's models)\n"
             "  MODEL...        several: each is a folder named after its file, with\n"

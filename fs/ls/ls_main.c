@@ -37,6 +37,7 @@ static void usage(FILE *f)
             "  MODEL          a model file (%s), or a folder holding an unpacked carton,\n"
             "                 or a folder of models (as `modelfs DIR MNT` mounts it),\n"
             "                 or the http:// or https:// URL of a model file,\n"
+            "                 or s3://BUCKET/KEY (s3://BUCKET/PREFIX/: its models, with --),\n"
             "                 or hf://ORG/REPO[@REV][/PATH] (Hugging Face Hub)\n"
             "  MODEL... --    several models, as `modelfs A B MNT` mounts them; the PATHs\n"
             "                 (for --sha256, -x or one file's bytes) come after the --\n"

@@ -5,8 +5,8 @@ started here (rangeserver.py):
  - every single-file model of the given folders, a folder's models at
    once (`modelfs-ls URL... --`, as several models mount): the same exit
    code per model as its file (--check), the same tree (models.json
-   aside: it names each source), and the same sha256 and size of every
-   file (ONNX external data: the files beside the model's URL);
+   aside: it names each source), and the same sha256, size and xattrs of
+   every file (ONNX external data: the files beside the model's URL);
  - one model per format mounted from its URL for real: every file read
    through FUSE has the bytes of the local file's mount, every xattr the
    same value; the mount's GETs all ask for identity encoding, carry
@@ -84,7 +84,7 @@ def check_same_models(c, ls, pairs, env):
     """The models of one folder, local files and their URLs, each side in
     one modelfs-ls run per step (as `modelfs A B MNT` loads them): the
     same exit code per model (--check), the same tree, and the same
-    sha256 and size of every file of every model that loads."""
+    sha256, size and xattrs of every file of every model that loads."""
     files, urls = [p for p, _ in pairs], [u for _, u in pairs]
     where = os.path.relpath(os.path.dirname(files[0]))
     _, codes_l, _ = run_ls(ls, ["--check"] + files, env)
@@ -118,6 +118,11 @@ def check_same_models(c, ls, pairs, env):
         differ = sorted(p for p in set(got) | set(want) if got.get(p) != want.get(p))
         c.check(not differ, "%s: sha256 and size, remote vs local, differ for %d files: %s"
                 % (where, len(differ), differ[:5]))
+        # And every node's xattrs (modelfs-ls -x: "# PATH", then its xattrs).
+        _, xl, _ = run_ls(ls, ["-x"] + [p for p, _ in keep] + ["--"] + chunk, env)
+        _, xr, err = run_ls(ls, ["-x"] + [u for _, u in keep] + ["--"] + chunk, env)
+        c.check(xl == xr and xl.count("\n# ") + 1 >= len(chunk),
+                "%s: xattrs of %d files, remote vs local (%s)" % (where, len(chunk), err[-300:]))
 
 
 def xattrs(path):
