@@ -2,7 +2,7 @@
  *
  * DIR/blocks/KEY/INDEX holds block INDEX of the object KEY (the sha256 of
  * its URL, ETag and size: another version is another key), behind a
- * header with its index, length and sha256; written to a temporary file
+ * header with its index, length and CRC-32; written to a temporary file
  * and renamed, so a reader sees a whole block or none. A block whose
  * header or checksum does not match is removed and reported missing.
  * DIR/objects/UKEY (the sha256 of the URL) says what the URL was last
