@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "digest.h"
 #include "hash.h"
 #include "log.h"
@@ -534,25 +535,12 @@ static void finish(mfs_content *c, uint32_t i, int r, mfs_bytes *b, const mfs_er
     pthread_mutex_lock(&c->lock);
 }
 
-/* `ms` milliseconds from now on `clock`, for pthread_cond_timedwait. */
-static struct timespec deadline(clockid_t clock, unsigned ms)
-{
-    struct timespec t;
-    clock_gettime(clock, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
 
 /* Under the lock: waits up to MFS_JOB_LINGER_MS for start_job to hand
  * this thread a job; false when none came (or the content stops). */
 static bool linger(mfs_content *c)
 {
-    struct timespec until = deadline(CLOCK_MONOTONIC, MFS_JOB_LINGER_MS);
+    struct timespec until = mfs_deadline_ms(CLOCK_MONOTONIC, MFS_JOB_LINGER_MS);
     c->lingering++;
     int rc = 0;
     while (c->handed == 0 && !c->stopping && rc == 0)
@@ -830,7 +818,7 @@ bool mfs_content_shutdown(mfs_content *c, unsigned wait_ms)
 {
     pthread_mutex_lock(&c->lock);
     stop_jobs(c);
-    struct timespec until = deadline(CLOCK_REALTIME, wait_ms);
+    struct timespec until = mfs_deadline_ms(CLOCK_REALTIME, wait_ms);
     while (c->running > 0 && pthread_cond_timedwait(&c->jobs_done, &c->lock, &until) == 0)
         ;
     bool ended = c->running == 0;

@@ -183,32 +183,18 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-/* "NAME: value" with NAME (any case) = `name`: the value, trimmed, into
- * out (size bytes; "" when it does not fit). */
-static void header_value(const char *p, size_t len, const char *name, char *out, size_t size)
-{
-    size_t k = strlen(name);
-    if (len <= k || strncasecmp(p, name, k) != 0 || p[k] != ':')
-        return;
-    size_t a = k + 1, b = len;
-    while (a < b && (p[a] == ' ' || p[a] == '\t'))
-        a++;
-    while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' ' || p[b - 1] == '\t'))
-        b--;
-    if (b - a < size) {
-        memcpy(out, p + a, b - a);
-        out[b - a] = '\0';
-    } else {
-        out[0] = '\0';
-    }
-}
-
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
     reply *r = arg;
     size_t len = size * n;
-    if (r->pin_name != NULL)
-        header_value(p, len, r->pin_name, r->pin, sizeof r->pin);
+    const char *pv;
+    size_t pvlen;
+    if (r->pin_name != NULL && mfs_http_header_is(p, len, r->pin_name, &pv, &pvlen)) {
+        /* Kept whole or not at all: a cut version names another one. */
+        size_t keep = pvlen < sizeof r->pin ? pvlen : 0;
+        memcpy(r->pin, pv, keep);
+        r->pin[keep] = '\0';
+    }
     mfs_http_header hd;
     switch (mfs_http_parse_header(p, len, &hd)) {
     case MFS_HTTP_H_STATUS:

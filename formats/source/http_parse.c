@@ -3,10 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* "Name: value" with `name` matched without case; the value without the
- * blanks around it and the line end. */
-static bool header_is(const char *line, size_t len, const char *name, const char **value,
-                      size_t *vlen)
+bool mfs_http_header_is(const char *line, size_t len, const char *name, const char **value,
+                        size_t *vlen)
 {
     size_t n = strlen(name);
     if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
@@ -73,18 +71,18 @@ mfs_http_hkind mfs_http_parse_header(const char *line, size_t len, mfs_http_head
     memset(out, 0, sizeof *out);
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0)
         return MFS_HTTP_H_STATUS;
-    if (header_is(line, len, "ETag", &v, &vlen)) {
+    if (mfs_http_header_is(line, len, "ETag", &v, &vlen)) {
         out->value = v;
         out->len = vlen;
         return MFS_HTTP_H_ETAG;
     }
-    if (header_is(line, len, "Content-Range", &v, &vlen)) {
+    if (mfs_http_header_is(line, len, "Content-Range", &v, &vlen)) {
         out->value = v;
         out->len = vlen;
         content_range(v, vlen, out);
         return MFS_HTTP_H_RANGE;
     }
-    if (header_is(line, len, "Retry-After", &v, &vlen)) {
+    if (mfs_http_header_is(line, len, "Retry-After", &v, &vlen)) {
         const char *q = v;
         if (parse_u64(&q, v + vlen, &out->seconds) && q == v + vlen)
             return MFS_HTTP_H_RETRY_AFTER;

@@ -25,6 +25,12 @@ typedef struct mfs_http_header {
     uint64_t seconds;
 } mfs_http_header;
 
+/* Whether `line` (len bytes) is "Name: value" with `name` matched
+ * without case; then the value, without the blanks around it and the line
+ * end, in *value (into the line) and *vlen. */
+bool mfs_http_header_is(const char *line, size_t len, const char *name, const char **value,
+                        size_t *vlen);
+
 /* What `line` (len bytes) is, and its parsed value in *out. */
 mfs_http_hkind mfs_http_parse_header(const char *line, size_t len, mfs_http_header *out);
 

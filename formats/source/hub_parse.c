@@ -4,28 +4,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http_parse.h"
 #include "hub_url.h"
 #include "json_parse.h"
 #include "path.h"
 #include "xalloc.h"
 
 #define JSON_DEPTH 16
-
-static bool header_is(const char *line, size_t len, const char *name, const char **value,
-                      size_t *vlen)
-{
-    size_t n = strlen(name);
-    if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
-        return false;
-    const char *v = line + n + 1, *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    *value = v;
-    *vlen = (size_t)(end - v);
-    return true;
-}
 
 mfs_hub_hkind mfs_hub_parse_header(const char *line, size_t len, const char **value,
                                    size_t *vlen, uint64_t *number)
@@ -42,7 +27,7 @@ mfs_hub_hkind mfs_hub_parse_header(const char *line, size_t len, const char **va
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0)
         return MFS_HUB_H_STATUS;
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
-        if (!header_is(line, len, known[i].name, value, vlen))
+        if (!mfs_http_header_is(line, len, known[i].name, value, vlen))
             continue;
         if (*vlen > MFS_HUB_HVAL_MAX)
             return MFS_HUB_H_OTHER;

@@ -7,6 +7,7 @@
 
 #include "http.h"
 #include "path.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 static bool name_char(char c)
@@ -34,17 +35,6 @@ static bool take_name(const char **p, char *out)
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The revision at *p up to a '/' or the end, percent-decoded. */
 static bool take_rev(const char **p, char *out)
 {
@@ -53,7 +43,7 @@ static bool take_rev(const char **p, char *out)
     for (; *s != '\0' && *s != '/'; s++) {
         int c = (unsigned char)*s;
         if (c == '%') {
-            int hi = hexval(s[1]), lo = hi < 0 ? -1 : hexval(s[2]);
+            int hi = mfs_hexval(s[1]), lo = hi < 0 ? -1 : mfs_hexval(s[2]);
             if (lo < 0)
                 return false;
             c = hi * 16 + lo;

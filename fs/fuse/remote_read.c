@@ -4,8 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/uio.h>
-#include <time.h>
 
+#include "deadline.h"
 #include "log.h"
 
 typedef struct rr {
@@ -91,16 +91,9 @@ bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
     return ok;
 }
 
-bool mfs_rr_drain(int ms)
+bool mfs_rr_drain(unsigned ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = mfs_deadline_ms(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&mu);
     while (pending > 0 && pthread_cond_timedwait(&cv, &mu, &until) == 0)
         ;

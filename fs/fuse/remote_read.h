@@ -28,7 +28,7 @@ bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
 /* Waits up to `ms` for every such read to be answered (at unmount, before
  * the session goes: fetches end within a second once it stopped). True
  * when none is left. */
-bool mfs_rr_drain(int ms);
+bool mfs_rr_drain(unsigned ms);
 
 /* One reply of a head's bytes, then `body` from where the read enters it:
  * a read of len bytes at off of a file whose first hlen bytes are head. */

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "http.h"
 
 #define SHOW_FROM (4u << 20)   /* less is over before anyone waits for it */
@@ -22,13 +23,7 @@ static void *tick(void *arg)
     (void)arg;
     pthread_mutex_lock(&mu);
     while (!stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 250000000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = mfs_deadline_ms(CLOCK_REALTIME, 250);
         pthread_cond_timedwait(&cv, &mu, &until);
         uint64_t n = mfs_http_fetched();
         if (!stopping && n >= SHOW_FROM) {

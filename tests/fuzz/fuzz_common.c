@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "mem.h"
+#include "onnx_skeleton.h"
 #include "tree.h"
 
 static volatile uint8_t sink;
@@ -114,4 +115,22 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
     cur_src = NULL;
     mfs_src_close(src);
     return 0;
+}
+
+bool mfs_fuzz_onnx_skeleton(const uint8_t *data, size_t size, bool tensor_proto)
+{
+    mfs_src *src = mfs_src_mem_copying(data, size, "fuzz.onnx");
+    uint8_t *img;
+    mfs_err e = { 0 };
+    bool skipped = false;
+    if (onnx_skeleton(src, tensor_proto, &img, &e) == 0) {
+        for (size_t i = 0; i < size; i++) {
+            if (img[i] != 0 && img[i] != data[i])
+                abort();
+            skipped |= img[i] != data[i];
+        }
+        onnx_skeleton_free(img, size);
+    }
+    mfs_src_close(src);
+    return skipped;
 }

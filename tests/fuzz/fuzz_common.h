@@ -4,6 +4,7 @@
 #ifndef MFS_FUZZ_COMMON_H
 #define MFS_FUZZ_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,12 @@ int mfs_fuzz_open_all(const mfs_format *f, const uint8_t *data, size_t size, con
  * does not lie inside); mfs_fuzz_put lets them go. */
 mfs_span mfs_fuzz_get(const mfs_node *n, uint64_t len);
 void mfs_fuzz_put(const mfs_node *n, mfs_span got);
+
+/* The ONNX skeleton of the bytes (onnx_skeleton.c: a ModelProto, or one
+ * TensorProto with `tensor_proto`), which must hold the input's bytes or
+ * zeros (abort otherwise): true when it left some bytes out, so that a
+ * load by it differs from a load of the whole input. */
+bool mfs_fuzz_onnx_skeleton(const uint8_t *data, size_t size, bool tensor_proto);
 
 /* Reads every byte (so that ASan sees a slice that strays outside). */
 void mfs_fuzz_touch(const uint8_t *p, uint64_t n);

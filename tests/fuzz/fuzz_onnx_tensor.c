@@ -11,7 +11,6 @@
  * bounds, giving up) is reached by inputs of a few KB. Its skeleton
  * (onnx_skeleton.c, how a remote file loads) must hold the file's bytes or
  * zeros; one that left raw_data out is loaded by it too. */
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -34,22 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mfs_fuzz_open_all(&mfs_format_onnx_tensor, data, size, "fuzz.pb", open_once);
     if (size == 0)
         return 0;
-    mfs_src *src = mfs_src_mem_copying(data, size, "fuzz.pb");
-    uint8_t *img;
-    bool skipped = false;
-    mfs_err se = { 0 };
-    if (onnx_skeleton(src, true, &img, &se) == 0) {
-        for (size_t i = 0; i < size; i++) {
-            if (img[i] != 0 && img[i] != data[i])
-                abort();
-            skipped |= img[i] != data[i];
-        }
-        onnx_skeleton_free(img, size);
-    }
-    if (skipped) {   /* raw_data left out: loaded by the skeleton too */
+    if (mfs_fuzz_onnx_skeleton(data, size, true)) {   /* raw_data left out: loaded by it too */
         onnx_skeleton_min = 0;
         mfs_fuzz_open_all(&mfs_format_onnx_tensor, data, size, "fuzz.pb", open_once);
     }
+    mfs_src *src = mfs_src_mem_copying(data, size, "fuzz.pb");
     uint64_t budget = (uint64_t)data[0] * 16;
     mfs_err e = { 0 };
     if (onnx_tp_check(src, NULL, &budget, &e) != 0 && e.msg[0] == '\0')
