@@ -68,14 +68,6 @@ def log(msg):
     print("bench: %s" % msg, file=sys.stderr, flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def wait_port(port, timeout=10):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -167,7 +159,7 @@ class Link:
     def __init__(self, build, root, tmp):
         self.tmp = tmp
         self.log_path = os.path.join(tmp, "access.log")
-        self.nginx_port, self.port = free_port(), free_port()
+        self.nginx_port, self.port = mfstest.free_port(), mfstest.free_port()
         conf = os.path.join(tmp, "nginx.conf")
         with open(conf, "w") as f:
             f.write("""user root; daemon off; worker_processes 2; pid %(t)s/nginx.pid;
@@ -261,15 +253,6 @@ def mount(build, url, cache, extra=()):
     return mnt, t
 
 
-def umount(mnt):
-    mfstest.unmount(mnt)
-    for _ in range(100):
-        if not os.path.ismount(mnt):
-            break
-        time.sleep(0.05)
-    os.rmdir(mnt)
-
-
 def cat(path):
     t, r = timed(lambda: subprocess.run(["cat", path], stdout=subprocess.DEVNULL))
     if r.returncode != 0:
@@ -325,7 +308,7 @@ def rclone_read(build, link, root, tmp):
         try:
             return cat(os.path.join(mnt, "tensors", "big"))
         finally:
-            umount(mnt)
+            mfstest.unmount_and_remove(mnt)
     finally:
         subprocess.run(["fusermount", "-u", rmnt], stderr=subprocess.DEVNULL)
         proc.terminate()
@@ -378,7 +361,7 @@ def run(build, size, root, table):
             gets, heads, _ = link.since(mark)
             table.add("ls -lR, model.json %s" % name, "%d requests" % (gets + heads),
                       target="0", ok=gets + heads == 0)
-            umount(mnt)
+            mfstest.unmount_and_remove(mnt)
 
         # A model of 100 shards, by its index's URL.
         mark = link.mark()
@@ -387,7 +370,7 @@ def run(build, size, root, table):
         table.add("mount 100 shards (index URL)", "%.2f s, %d GETs, %d KB" % (t, gets,
                                                                               nbytes // 1000),
                   target="<= 2 s", ok=t <= 2)
-        umount(mnt)
+        mfstest.unmount_and_remove(mnt)
 
         # First read of the tensor vs curl.
         one = curls(big_url, off, length, 1)
@@ -411,7 +394,7 @@ def run(build, size, root, table):
                       ok=hwm <= 320 * MIB)
         t_warm = cat(os.path.join(mnt, "tensors", "big"))
         table.add("re-read, same mount", "%.2f s (%.0f MiB/s)" % (t_warm, mib / t_warm))
-        umount(mnt)
+        mfstest.unmount_and_remove(mnt)
 
         # rclone's HTTP mount (its full VFS cache) with modelfs on top.
         if shutil.which("rclone"):
@@ -434,20 +417,20 @@ def run(build, size, root, table):
         ok = r.returncode == 0
         table.add("np.load mmap + one pass", "%.2f s" % t_np, "cat %.2f s" % t_cat,
                   "%.2fx" % (t_np / t_cat), "<= 1.5x", ok and t_np / t_cat <= 1.5)
-        umount(mnt)
+        mfstest.unmount_and_remove(mnt)
 
         # Warm remount from the cache_dir, vs a local mount's first read.
         mark = link.mark()
         mnt, _ = mount(build, big_url, cache)
         t_re = cat(os.path.join(mnt, "tensors", "big"))
         gets, heads, _ = link.since(mark)
-        umount(mnt)
+        mfstest.unmount_and_remove(mnt)
         lmnt = tempfile.mkdtemp(prefix="modelfs-rb-local-")
         subprocess.run([os.path.join(build, "modelfs"), os.path.join(root, "big.safetensors"),
                         lmnt], check=True)
         mfstest.drop_caches()
         t_local = cat(os.path.join(lmnt, "tensors", "big"))
-        umount(lmnt)
+        mfstest.unmount_and_remove(lmnt)
         table.add("warm remount read", "%.2f s, %d GETs %d HEADs" % (t_re, gets, heads),
                   "local first read %.2f s" % t_local, "%.2fx" % (t_local / t_re),
                   ">= 0.9x, 0 GETs", gets == 0 and t_local / t_re >= 0.9)
@@ -470,13 +453,13 @@ def run(build, size, root, table):
                                                                      nbytes // 1000),
                   ratio="%.2f GETs/read" % (gets / size["rand"]), target="<= 1",
                   ok=gets <= size["rand"])
-        umount(mnt)
+        mfstest.unmount_and_remove(mnt)
 
         # cache_max.
         c = fresh_cache()
         mnt, _ = mount(build, big_url, c, ("-o", "cache_max=64M"))
         cat(os.path.join(mnt, "tensors", "big"))
-        umount(mnt)
+        mfstest.unmount_and_remove(mnt)
         used = du(c)
         table.add("cache_dir after the read", "%d MiB" % (used // MIB), target="<= 64 MiB",
                   ok=used <= 64 * MIB)

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -113,6 +114,47 @@ def scratch(prefix):
     return tempfile.mkdtemp(prefix=prefix, dir=_scratch_root[0])
 
 
+def sanitized(build):
+    """Whether `build` is a sanitizer (ASan/UBSan) build: slower, bigger."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            return "MODELFS_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port nothing listens on now (for a server, or for nothing)."""
+    s = socket.socket()
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file of uint8 tensors {name: bytes}, in that order."""
+    header, off = {}, 0
+    for name, data in tensors.items():
+        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
+
+
+def unmount_and_remove(mnt):
+    """Unmounts `mnt`, waits (5 s at most) for it to go, removes the folder."""
+    unmount(mnt)
+    # The daemon exits after the unmount; give it time to flush sanitizer logs.
+    for _ in range(50):
+        if not os.path.ismount(mnt):
+            break
+        time.sleep(0.1)
+    os.rmdir(mnt)
+
+
 @contextlib.contextmanager
 def mounted(modelfs, model, env=None, extra=()):
     """Mounts `model` (daemon mode, as a user would) and yields the mount
@@ -126,13 +168,7 @@ def mounted(modelfs, model, env=None, extra=()):
     try:
         yield mnt
     finally:
-        unmount(mnt)
-        # The daemon exits after the unmount; give it time to flush sanitizer logs.
-        for _ in range(50):
-            if not os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        os.rmdir(mnt)
+        unmount_and_remove(mnt)
 
 
 def daemon_pid(mnt):

@@ -35,15 +35,6 @@ import mfstest  # noqa: E402
 MIB = 1 << 20
 
 
-def sanitized(build):
-    """ASan/UBSan builds are slower and bigger: bounds scale by 3."""
-    try:
-        with open(os.path.join(build, "CMakeCache.txt")) as f:
-            return "MODELFS_SANITIZE:BOOL=ON" in f.read()
-    except OSError:
-        return False
-
-
 def run_ls(ls, model, env):
     """(exit code, stderr, CPU seconds, peak RSS in bytes) of `modelfs-ls
     MODEL`: wait4 gives that one process's CPU time and peak RSS. CPU time,
@@ -150,7 +141,7 @@ def main(argv):
         # In a process of its own: a child's peak RSS starts from its
         # parent's, which must stay small.
         subprocess.run([sys.executable, os.path.join(HERE, "gen_hostile.py"), d], check=True)
-        san = sanitized(build)
+        san = mfstest.sanitized(build)
         r = Run(c, os.path.join(build, "modelfs-ls"), env, 3 if san else 1)
         check_names_hostile(c)
         # Before: 11.7 s / 3.4 GB, 6.9 s / 2.5 GB, 3.7 s / 1.9 GB, 35 s and

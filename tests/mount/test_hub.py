@@ -31,7 +31,6 @@ on 127.0.0.2, reached through HF_ENDPOINT):
 usage: test_hub.py BUILD_DIR GEN_DIR
 """
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -67,18 +66,6 @@ def same_mounts(c, what, rmnt, lmnt):
             differ.append(p)
     c.check(not differ, "%s: %d files differ in bytes or xattrs: %s" % (what, len(differ),
                                                                        differ[:4]))
-
-
-def write_safetensors(path, tensors):
-    """A safetensors file of uint8 tensors {name: bytes}."""
-    header, off = {}, 0
-    for name, data in tensors.items():
-        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [off, off + len(data)]}
-        off += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
 
 
 def run(args, env, timeout=60):
@@ -396,7 +383,7 @@ def main(argv):
         for f in sorted(os.listdir(sharded)):
             files["sharded/" + f] = os.path.join(sharded, f)
         big = os.path.join(s.tmp, "big.safetensors")
-        write_safetensors(big, {"near": b"n" * 1024,
+        mfstest.write_safetensors(big, {"near": b"n" * 1024,
                                 "far": hashlib.sha256(b"x").digest() * (1 << 15)})
         files["deep/er/big.safetensors"] = big
         readme = os.path.join(s.tmp, "README.md")

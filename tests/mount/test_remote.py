@@ -196,14 +196,6 @@ def check_userinfo(c, build, srv, good, root, env):
         os.rmdir(mnt)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def main(argv):
     build, dirs = argv[1], argv[2:]
     c = mfstest.Checker("remote tests")
@@ -262,8 +254,8 @@ def main(argv):
             refused(c, build, url_of(good, "longetag"), "ETag is longer", env)
             check_userinfo(c, build, srv, good, root, env)
             refused(c, build, url_of(good, "short"), url_of(good, "short"), env)
-            refused(c, build, "http://127.0.0.1:%d/x.safetensors" % free_port(), "http://127.0.0.1",
-                    env)
+            refused(c, build, "http://127.0.0.1:%d/x.safetensors" % mfstest.free_port(),
+                    "http://127.0.0.1", env)
             # Retried: a 503 with Retry-After: 0 for each first ask.
             code, out = listing(ls, url_of(good, "503once"), env)
             c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
@@ -277,7 +269,7 @@ def main(argv):
             check_no_stall(c, build, srv, root, env)
             check_cache(c, build, srv, root, env)
             check_readahead(c, build, srv, root, env)
-            if not sanitized(build):   # the fuzz replays load skeletons under ASan
+            if not mfstest.sanitized(build):   # the fuzz replays load skeletons under ASan
                 check_onnx_skeleton(c, build, srv, root, url_of, env)
             check_tls(c, build, srv, root, good, env)
             check_disk_cache(c, build, srv, root, env)
@@ -324,18 +316,6 @@ def check_changed(c, build, srv, models, url_of, env):
         f.write(old)
 
 
-def write_safetensors(path, tensors):
-    """A safetensors file of uint8 tensors {name: bytes}, in that order."""
-    header, off = {}, 0
-    for name, data in tensors.items():
-        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [off, off + len(data)]}
-        off += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
-
-
 def far_read_errno(mnt):
     """0, or the errno of 4 KiB read 1 MiB into tensors/far: past the
     first block (fetched at mount), so one GET."""
@@ -364,7 +344,7 @@ def check_stalls(c, build, srv, root, env):
     for the stall timeout (MODELFS_HTTP_STALL=2 here); and SIGTERM to a
     daemon whose read waits on such a server ends it within 10 s."""
     path = os.path.join(root, "stall.safetensors")
-    write_safetensors(path, {"a": bytes(range(256)) * 4, "far": os.urandom(2 << 20)})
+    mfstest.write_safetensors(path, {"a": bytes(range(256)) * 4, "far": os.urandom(2 << 20)})
     url = srv.url + "/fault/stall/stall.safetensors"
     modelfs = os.path.join(build, "modelfs")
     fast = dict(env, MODELFS_HTTP_STALL="2")
@@ -411,7 +391,7 @@ def check_cache(c, build, srv, root, env):
     and a whole read after it too."""
     path = os.path.join(root, "cache.safetensors")
     data = os.urandom(3 << 20)
-    write_safetensors(path, {"t": data})
+    mfstest.write_safetensors(path, {"t": data})
     hlen = os.path.getsize(path) - len(data)
     small = dict(env, MODELFS_HTTP_BUDGET=str(1 << 20))
     before = len(srv.log)
@@ -455,11 +435,12 @@ def check_no_stall(c, build, srv, root, env):
     a = os.path.join(root, "nostall-a.safetensors")
     b = os.path.join(root, "nostall-b.safetensors")
     bdata = os.urandom(1 << 20)
-    write_safetensors(a, {"t": os.urandom(8 << 20)})
-    write_safetensors(b, {"t": bdata})
+    mfstest.write_safetensors(a, {"t": os.urandom(8 << 20)})
+    mfstest.write_safetensors(b, {"t": bdata})
     fast = dict(env, MODELFS_HTTP_STALL="4")
     mnt = mfstest.scratch("modelfs-mnt-")
-    r = subprocess.run([os.path.join(build, "modelfs"), srv.url + "/fault/stall/nostall-a.safetensors",
+    r = subprocess.run([os.path.join(build, "modelfs"),
+                        srv.url + "/fault/stall/nostall-a.safetensors",
                         srv.url + "/nostall-b.safetensors", mnt], env=fast, capture_output=True,
                        text=True, timeout=60)
     if r.returncode != 0:
@@ -500,21 +481,7 @@ def check_no_stall(c, build, srv, root, env):
         for th in threads:
             th.join(60)
     finally:
-        mfstest.unmount(mnt)
-        for _ in range(50):
-            if not os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        os.rmdir(mnt)
-
-
-def sanitized(build):
-    """Whether `build` is the sanitizer build (a smaller read-ahead case)."""
-    try:
-        with open(os.path.join(build, "CMakeCache.txt")) as f:
-            return "MODELFS_SANITIZE:BOOL=ON" in f.read()
-    except OSError:
-        return False
+        mfstest.unmount_and_remove(mnt)
 
 
 def check_readahead(c, build, srv, root, env):
@@ -526,9 +493,9 @@ def check_readahead(c, build, srv, root, env):
     keep their whole blocks; tensors read one after another in file order
     are fetched ahead past each one's end."""
     path = os.path.join(root, "ahead.safetensors")
-    mib = 12 if sanitized(build) else 40   # 12: still more than one 8 MiB GET ahead
+    mib = 12 if mfstest.sanitized(build) else 40   # 12: still more than one 8 MiB GET ahead
     data, other = os.urandom(mib << 20), os.urandom(8 << 20)
-    write_safetensors(path, {"a": data, "b": other})
+    mfstest.write_safetensors(path, {"a": data, "b": other})
     fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
     try:
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/ahead.safetensors",
@@ -563,7 +530,7 @@ def check_readahead(c, build, srv, root, env):
         # tensors are fetched ahead too, not each with its own first GET.
         many = os.path.join(root, "runson.safetensors")
         parts = {"t%02d" % i: os.urandom(1 << 20) for i in range(16)}
-        write_safetensors(many, parts)
+        mfstest.write_safetensors(many, parts)
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/runson.safetensors",
                              fresh) as mnt:
             before = len(srv.log)
@@ -703,7 +670,7 @@ def check_nginx(c, build, root, by_dir, env):
         c.skip("no nginx: the real-server half of this test")
         return
     tmp = tempfile.mkdtemp(prefix="modelfs-nginx-")
-    port = free_port()
+    port = mfstest.free_port()
     conf = os.path.join(tmp, "nginx.conf")
     with open(conf, "w") as f:
         # Workers as the test's user: the files are in its private folders.
@@ -736,11 +703,11 @@ http {
         # Replaced after the mount: If-Match answered 412, reads EIO.
         path = os.path.join(root, "nginx.safetensors")
         data = os.urandom(2 << 20)
-        write_safetensors(path, {"t": data})
+        mfstest.write_safetensors(path, {"t": data})
         fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
         with mfstest.mounted(os.path.join(build, "modelfs"), base + "nginx.safetensors",
                              fresh) as mnt:
-            write_safetensors(path + ".new", {"t": bytes(b ^ 0xff for b in data)})
+            mfstest.write_safetensors(path + ".new", {"t": bytes(b ^ 0xff for b in data)})
             os.utime(path + ".new", (1, 1))
             os.rename(path + ".new", path)
             got, err = mfstest.read_or_errno(os.path.join(mnt, "tensors", "t"))
@@ -766,7 +733,7 @@ def check_disk_cache(c, build, srv, root, env):
     modelfs = os.path.join(build, "modelfs")
     path = os.path.join(root, "disk.safetensors")
     data = os.urandom(3 << 20)
-    write_safetensors(path, {"t": data})
+    mfstest.write_safetensors(path, {"t": data})
     url = srv.url + "/disk.safetensors"
     cache = tempfile.mkdtemp(prefix="modelfs-cache-")
     opt = ("-o", "cache_dir=" + cache)
@@ -804,7 +771,7 @@ def check_disk_cache(c, build, srv, root, env):
     # At a terminal (script(1) gives one), a fetch of more than 4 MB shows
     # a progress line on stderr.
     big = os.path.join(root, "progress.safetensors")
-    write_safetensors(big, {"t": os.urandom(6 << 20)})
+    mfstest.write_safetensors(big, {"t": os.urandom(6 << 20)})
     out = tempfile.mktemp(prefix="modelfs-out-")
     r = subprocess.run(["script", "-qec", "%s --cache-dir %s %s/fault/throttle/progress.safetensors "
                         "tensors/t > %s" % (os.path.join(build, "modelfs-ls"), cache, srv.url, out),

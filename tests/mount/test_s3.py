@@ -138,26 +138,6 @@ def refused(c, build, url, wants, env, extra=()):
         os.rmdir(mnt)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def write_safetensors(path, tensors):
-    """A safetensors file of uint8 tensors {name: bytes}, in that order."""
-    header, off = {}, 0
-    for name, data in tensors.items():
-        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [off, off + len(data)]}
-        off += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
-
-
 def pick_models(c, ls, dirs, env):
     """The first single-file model of each format in `dirs` modelfs-ls
     loads: [(path, format)]."""
@@ -218,11 +198,11 @@ def main(argv):
         open(os.path.join(bucket, "zoo", "filler", "%04d.txt" % i), "wb").close()
     if models:
         shutil.copy(models[0][0], public)
-    write_safetensors(os.path.join(bucket, "changing.safetensors"),
+    mfstest.write_safetensors(os.path.join(bucket, "changing.safetensors"),
                       {"near": bytes(range(256)) * 16, "far": os.urandom(2 << 20)})
     versions = os.path.join(root, "versions")
     os.makedirs(versions)
-    write_safetensors(os.path.join(versions, "v.safetensors"),
+    mfstest.write_safetensors(os.path.join(versions, "v.safetensors"),
                       {"near": bytes(range(256)) * 16, "far": os.urandom(2 << 20)})
     srv = s3server.start({"models": bucket, "open": public, "versions": versions},
                          {KEY_ID: (SECRET, None), TOKEN_ID: (TOKEN_SECRET, TOKEN),
@@ -341,11 +321,11 @@ def check_credentials(c, ls, keys, srv, env, base_env, home):
     os.rename(os.path.join(home, ".aws", "config"), moved)
     code, out, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved))
     c.equal((code, out == want_tree, err), (0, True, ""), "AWS_CONFIG_FILE")
+    nowhere = "http://127.0.0.1:%d" % mfstest.free_port()
     code, out, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved, AWS_ENDPOINT_URL_S3=srv.url,
-                                         AWS_ENDPOINT_URL="http://127.0.0.1:%d" % free_port()))
+                                         AWS_ENDPOINT_URL=nowhere))
     c.equal((code, out == want_tree, err), (0, True, ""), "AWS_ENDPOINT_URL_S3 first")
-    code, _, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved,
-                                       AWS_ENDPOINT_URL="http://127.0.0.1:%d" % free_port()))
+    code, _, err = run([ls, url], dict(prof, AWS_CONFIG_FILE=moved, AWS_ENDPOINT_URL=nowhere))
     c.check(code == 3 and url in err, "AWS_ENDPOINT_URL before the profile's: %d %r" % (code, err))
     os.rename(moved, os.path.join(home, ".aws", "config"))
     # The wrong region signs for another one: refused.
@@ -386,7 +366,8 @@ def check_refusals(c, build, keys, srv, env, base_env):
         refused(c, build, "s3://models/one/absent.safetensors", ["404", "NoSuchKey"], env)
         refused(c, build, "s3://nobucket/a.safetensors", ["404", "NoSuchBucket"], env)
         refused(c, build, "s3://models/zoo/", ["403", "SignatureDoesNotMatch"], wrong)
-        refused(c, build, url, [], dict(env, AWS_ENDPOINT_URL="http://127.0.0.1:%d" % free_port()))
+        refused(c, build, url, [],
+                dict(env, AWS_ENDPOINT_URL="http://127.0.0.1:%d" % mfstest.free_port()))
     # modelfs-ls too: the listing's refusal.
     code, out, err = run([ls, "s3://models/zoo/", "--"], wrong)
     c.check(code == 3 and "s3://models/zoo/" in err and "SignatureDoesNotMatch" in err,
@@ -521,7 +502,7 @@ def check_s3rver(c, build, ls, models, root, env):
     bin_path = r.stdout.strip()
     data = os.path.join(root, "s3rver")
     os.makedirs(data)
-    port = free_port()
+    port = mfstest.free_port()
     p = subprocess.Popen([bin_path, "--directory", data, "--address", "127.0.0.1", "--port",
                           str(port), "--silent", "--configure-bucket", "rver"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
