@@ -45,7 +45,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -66,17 +65,6 @@ QUICK = {"big_mib": 64, "tensors": 8, "tensor_mib": 1, "rand": 40}
 
 def log(msg):
     print("bench: %s" % msg, file=sys.stderr, flush=True)
-
-
-def wait_port(port, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("nothing listens on port %d" % port)
 
 
 # ---- inputs -----------------------------------------------------------
@@ -181,7 +169,8 @@ http {
         self.proxy = subprocess.Popen([os.path.join(build, "bench-delay-proxy"), str(self.port),
                                        str(self.nginx_port), "20"], stdout=subprocess.PIPE)
         self.proxy.stdout.readline()
-        wait_port(self.nginx_port)
+        if not mfstest.wait_port(self.nginx_port, 10, self.nginx):
+            raise RuntimeError("nginx does not listen on port %d" % self.nginx_port)
         self.base = "http://127.0.0.1:%d/" % self.port
 
     def mark(self):
@@ -209,11 +198,7 @@ http {
 
     def close(self):
         for p in (self.proxy, self.nginx):
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            mfstest.stop_process(p)
 
 
 # ---- measuring --------------------------------------------------------
@@ -311,11 +296,7 @@ def rclone_read(build, link, root, tmp):
             mfstest.unmount_and_remove(mnt)
     finally:
         subprocess.run(["fusermount", "-u", rmnt], stderr=subprocess.DEVNULL)
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        mfstest.stop_process(proc, 20)
         os.rmdir(rmnt)
         shutil.rmtree(cache, ignore_errors=True)
 

@@ -1,6 +1,7 @@
 #include "fuzz_common.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "mem.h"
 #include "onnx_skeleton.h"
@@ -133,4 +134,20 @@ bool mfs_fuzz_onnx_skeleton(const uint8_t *data, size_t size, bool tensor_proto)
     }
     mfs_src_close(src);
     return skipped;
+}
+
+void mfs_fuzz_each_line(const uint8_t *data, size_t size, void (*fn)(const char *line, size_t len))
+{
+    for (size_t start = 0; start < size;) {
+        const uint8_t *nl = memchr(data + start, '\n', size - start);
+        size_t end = nl ? (size_t)(nl - data) + 1 : size;
+        size_t len = end - start;
+        char *line = malloc(len);
+        if (line == NULL)
+            return;
+        memcpy(line, data + start, len);
+        fn(line, len);
+        free(line);
+        start = end;
+    }
 }

@@ -38,6 +38,11 @@ void mfs_fuzz_put(const mfs_node *n, mfs_span got);
  * load by it differs from a load of the whole input. */
 bool mfs_fuzz_onnx_skeleton(const uint8_t *data, size_t size, bool tensor_proto);
 
+/* Calls fn for each line of the input (its '\n' kept; the last may have
+ * none), each in a buffer of its own exactly that long, so that ASan sees
+ * a parser reading past its line. */
+void mfs_fuzz_each_line(const uint8_t *data, size_t size, void (*fn)(const char *line, size_t len));
+
 /* Reads every byte (so that ASan sees a slice that strays outside). */
 void mfs_fuzz_touch(const uint8_t *p, uint64_t n);
 

@@ -8,30 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "http_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void one_line(const char *line, size_t len)
+{
+    mfs_http_header h;
+    mfs_http_hkind k = mfs_http_parse_header(line, len, &h);
+    if ((k == MFS_HTTP_H_ETAG || k == MFS_HTTP_H_RANGE) &&
+        (h.value < line || h.value + h.len > line + len))
+        abort();
+    if (k == MFS_HTTP_H_RANGE && h.range_ok && !(h.first == 1 && h.last == 0) && h.first > h.last)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t start = 0;
-    while (start < size) {
-        const uint8_t *nl = memchr(data + start, '\n', size - start);
-        size_t end = nl ? (size_t)(nl - data) + 1 : size;
-        size_t len = end - start;
-        char *line = malloc(len ? len : 1);
-        if (line == NULL)
-            return 0;
-        memcpy(line, data + start, len);
-        mfs_http_header h;
-        mfs_http_hkind k = mfs_http_parse_header(line, len, &h);
-        if ((k == MFS_HTTP_H_ETAG || k == MFS_HTTP_H_RANGE) &&
-            (h.value < line || h.value + h.len > line + len))
-            abort();
-        if (k == MFS_HTTP_H_RANGE && h.range_ok && !(h.first == 1 && h.last == 0) && h.first > h.last)
-            abort();
-        free(line);
-        start = end;
-    }
+    mfs_fuzz_each_line(data, size, one_line);
     return 0;
 }

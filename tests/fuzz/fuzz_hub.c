@@ -10,43 +10,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "hub_parse.h"
 #include "hub_url.h"
 #include "path.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void headers(const uint8_t *data, size_t size)
+static void header_line(const char *line, size_t len)
 {
-    size_t start = 0;
-    while (start < size) {
-        const uint8_t *nl = memchr(data + start, '\n', size - start);
-        size_t end = nl ? (size_t)(nl - data) + 1 : size;
-        size_t len = end - start;
-        char *line = malloc(len ? len : 1);
-        if (line == NULL)
-            return;
-        memcpy(line, data + start, len);
-        const char *v;
-        size_t vlen;
-        uint64_t num;
-        mfs_hub_hkind k = mfs_hub_parse_header(line, len, &v, &vlen, &num);
-        if (k != MFS_HUB_H_OTHER && k != MFS_HUB_H_STATUS &&
-            (v < line || v + vlen > line + len || vlen > MFS_HUB_HVAL_MAX))
+    const char *v;
+    size_t vlen;
+    uint64_t num;
+    mfs_hub_hkind k = mfs_hub_parse_header(line, len, &v, &vlen, &num);
+    if (k != MFS_HUB_H_OTHER && k != MFS_HUB_H_STATUS &&
+        (v < line || v + vlen > line + len || vlen > MFS_HUB_HVAL_MAX))
+        abort();
+    if (k == MFS_HUB_H_LINK) {
+        char next[64];
+        if (mfs_hub_link_next(v, vlen, next, sizeof next) && strlen(next) >= sizeof next)
             abort();
-        if (k == MFS_HUB_H_LINK) {
-            char next[64];
-            if (mfs_hub_link_next(v, vlen, next, sizeof next) && strlen(next) >= sizeof next)
-                abort();
-        }
-        free(line);
-        start = end;
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    headers(data, size);
+    mfs_fuzz_each_line(data, size, header_line);
     char *text = malloc(size + 1);
     if (text == NULL)
         return 0;

@@ -132,6 +132,29 @@ def free_port(host="127.0.0.1"):
     return port
 
 
+def wait_port(port, timeout=10, proc=None):
+    """Whether something accepts on 127.0.0.1:port within `timeout`
+    seconds (False too once `proc`, the server's process, has ended)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and (proc is None or proc.poll() is None):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def stop_process(proc, timeout=10):
+    """SIGTERM, then SIGKILL if it is still there after `timeout` s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def write_safetensors(path, tensors):
     """A safetensors file of uint8 tensors {name: bytes}, in that order."""
     header, off = {}, 0

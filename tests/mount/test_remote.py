@@ -51,7 +51,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -688,13 +687,7 @@ http {
     proc = subprocess.Popen([nginx, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        mfstest.wait_port(port, 10, proc)
         base = "http://127.0.0.1:%d/" % port
         ls = os.path.join(build, "modelfs-ls")
         for d in sorted(by_dir):
@@ -714,11 +707,7 @@ http {
             c.equal((got is None, err), (True, errno.EIO), "nginx, replaced after the mount: EIO")
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        mfstest.stop_process(proc)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -35,7 +35,6 @@ import errno
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -508,13 +507,7 @@ def check_s3rver(c, build, ls, models, root, env):
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         url = "http://127.0.0.1:%d" % port
-        end = time.time() + 20
-        while time.time() < end and p.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        mfstest.wait_port(port, 20, p)
         if not c.check(p.poll() is None, "s3rver is up: %s" % (p.stderr.read()[-300:]
                                                                 if p.poll() is not None else "")):
             return
@@ -542,12 +535,7 @@ def check_s3rver(c, build, ls, models, root, env):
         c.check(code == 0 and len([p for p in tree if p.count("/") == 1]) >= len(models),
                 "s3rver: the listing of s3://rver/m/: %s %s" % (sorted(tree)[:4], err))
     finally:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        mfstest.stop_process(p)
 
 
 if __name__ == "__main__":
