@@ -30,6 +30,19 @@ static char *unique_name(const mfs_tree *t, uint32_t dir, const char *name)
     return cand;
 }
 
+/* Whether `node` is a model's folder or lies below one (`mark[i]`: node i
+ * is a model's folder): an S3 prefix may hold a key "m.gguf" and keys
+ * below "m.gguf/", which a model's folder would hide. */
+static bool below_model(const mfs_tree *t, uint32_t node, const uint8_t *mark, size_t marks)
+{
+    for (unsigned depth = 0; node != MFS_ROOT && depth <= MFS_COLLECT_MAX_DEPTH + 1; depth++) {
+        if (node < marks && mark[node])
+            return true;
+        node = t->nodes[node].parent;
+    }
+    return false;
+}
+
 int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mfs_collection *out,
                 const char **bad, mfs_err *e)
 {
@@ -51,18 +64,29 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
     out->models = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->models);
     out->open_paths = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->open_paths);
     out->roots = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->roots);
+    uint8_t *mark = NULL;
+    size_t marks = 0;
     for (size_t i = 0; i < w.count; i++) {
         mfs_found *f = &w.list[i];
         uint32_t dir = f->dir[0] ? mfs_tree_mkdirs(top, MFS_ROOT, f->dir) : MFS_ROOT;
+        if (dir != MFS_NONE && below_model(top, dir, mark, marks))
+            dir = MFS_NONE;
         char *enc = mfs_name_encode(f->name, strlen(f->name));
         char *name = dir == MFS_NONE ? NULL : unique_name(top, dir, enc);
         uint32_t node = name ? mfs_tree_add(top, dir, name, MFS_NODE_DIR, NULL, 0) : MFS_NONE;
         free(enc);
         free(name);
         if (node == MFS_NONE) {
-            mfs_log("modelfs: %s: no room for it in the tree (a file is in the way); skipped",
-                    f->source);
+            mfs_log("modelfs: %s: no room for it in the tree (a file or a model is in the "
+                    "way); skipped", f->source);
         } else {
+            if (node >= marks) {
+                size_t grown = (size_t)node * 2 + 16;
+                mark = mfs_xrealloc(mark, grown);
+                memset(mark + marks, 0, grown - marks);
+                marks = grown;
+            }
+            mark[node] = 1;
             mfs_forest_model *m = &out->models[out->count];
             m->node = node;
             m->source = f->source;
@@ -80,9 +104,9 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
         free(f->root);
     }
     free(w.list);
+    free(mark);
     mfs_tree_finish(top);
     out->top = top;
-    return 0;
     return 0;
 }
 

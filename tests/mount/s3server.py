@@ -165,7 +165,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def get_object(self, bucket, key, query):
         srv = self.server
         root = srv.buckets[bucket]
-        full = os.path.join(root, key)
+        full = srv.aliases.get((bucket, key), os.path.join(root, key))
         vid = query.get("versionId", [None])[0]
         if vid is not None:
             # A versioned bucket: the bytes as they were when that version
@@ -176,7 +176,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.fail(404, "NoSuchVersion", "The specified version does not exist.")
             body_all, etag, mtime = kept
         else:
-            if (".." in key.split("/") or not os.path.isfile(full) or
+            if (bucket, key) not in srv.aliases and (
+                    ".." in key.split("/") or not os.path.isfile(full) or
                     not os.path.realpath(full).startswith(root + os.sep)):
                 return self.fail(404, "NoSuchKey", "The specified key does not exist.")
             st = os.stat(full)
@@ -237,6 +238,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 k = os.path.relpath(os.path.join(d, f), root)
                 if k.startswith(prefix) and k > after:
                     keys.append(k)
+        keys += [k for (b, k) in srv.aliases if b == bucket and k.startswith(prefix) and k > after]
         keys.sort(key=lambda k: k.encode())
         page, more = keys[:max_keys], len(keys) > max_keys
         out = ['<?xml version="1.0" encoding="UTF-8"?>',
@@ -248,7 +250,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             # The token is the last key, as an opaque string would be.
             out.append("<NextContinuationToken>%s</NextContinuationToken>" % escape(page[-1]))
         for k in page:
-            st = os.stat(os.path.join(root, k))
+            st = os.stat(srv.aliases.get((bucket, k), os.path.join(root, k)))
             mtime = datetime.datetime.fromtimestamp(int(st.st_mtime), datetime.timezone.utc)
             out.append("<Contents><Key>%s</Key><LastModified>%s</LastModified><ETag>&quot;x&quot;"
                        "</ETag><Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>"
@@ -264,7 +266,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
-def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=()):
+def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=(), aliases=None):
     """Serves `buckets` ({name: folder}) on 127.0.0.1:(a free port) to
     `users` ({key id: (secret, session token or None)}); `public`: buckets
     unsigned requests may read; `expired`: session tokens refused as
@@ -275,6 +277,9 @@ def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=(
     srv.public = set(public)
     srv.versioned = set(versioned)   # x-amz-version-id, ?versionId= (bytes kept per version)
     srv.versions = {}
+    # {(bucket, key): file}: keys no folder could hold, e.g. "m.gguf" beside
+    # "m.gguf/inner.gguf" (S3 keys are names, not paths).
+    srv.aliases = dict(aliases or {})
     srv.expired = set(expired)
     srv.region = region
     srv.lock = threading.Lock()

@@ -203,15 +203,24 @@ def main(argv):
     os.makedirs(versions)
     mfstest.write_safetensors(os.path.join(versions, "v.safetensors"),
                       {"near": bytes(range(256)) * 16, "far": os.urandom(2 << 20)})
-    srv = s3server.start({"models": bucket, "open": public, "versions": versions},
+    # "clash": a key "m/model" and, as S3 allows, keys below "m/model/".
+    clash = os.path.join(root, "clash")
+    if models:
+        name = os.path.basename(models[0][0])
+        os.makedirs(os.path.join(clash, "m", name))
+        shutil.copy(models[0][0], os.path.join(clash, "m", name, name))
+    aliases = {("clash", "m/" + name): models[0][0]} if models else {}
+    srv = s3server.start({"models": bucket, "open": public, "versions": versions, "clash": clash},
                          {KEY_ID: (SECRET, None), TOKEN_ID: (TOKEN_SECRET, TOKEN),
                           OLD_ID: (OLD_SECRET, OLD_TOKEN)},
                          public=["open"], expired=[OLD_TOKEN], region=REGION,
-                         versioned=["versions"])
+                         versioned=["versions"], aliases=aliases)
     env = dict(base_env, AWS_ENDPOINT_URL=srv.url, AWS_REGION=REGION,
                AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SECRET)
     try:
         check_listing(c, ls, bucket, srv, env)
+        if models:
+            check_clash(c, ls, os.path.basename(models[0][0]), env)
         check_credentials(c, ls, keys, srv, env, base_env, home)
         check_external(c, ls, dirs, bucket, env)
         bad = srv.bad_signatures
@@ -263,6 +272,21 @@ def check_listing(c, ls, bucket, srv, env):
     c.check(code == 0 and any(p.startswith("zoo/") for p in both) and
             any(p.startswith("open/") for p in both),
             "two folder URLs side by side: %s %s" % (sorted(both)[:4], err))
+
+
+def check_clash(c, ls, name, env):
+    """S3 keys are names, not paths: "m/NAME" is a model and "m/NAME/NAME"
+    another, which NAME's folder would hide. The first mounts; the second
+    is skipped with a line naming it, not hidden without a word."""
+    tree, code, err = tree_of(ls, ["s3://clash/"], env)
+    c.equal(code, 0, "a key and keys below it: modelfs-ls s3://clash/ -- (%s)" % err)
+    c.check("m/%s/model.json" % name in tree, "a key and keys below it: the key's model: %s"
+            % sorted(tree)[:4])
+    c.check(not any(p.startswith("m/%s/%s" % (name, name)) for p in tree),
+            "a key and keys below it: nothing of the other model inside the first's folder")
+    c.check("s3://clash/m/%s/%s" % (name, name) in err and "skipped" in err,
+            "a key and keys below it: the other model is skipped with a line naming it: %r"
+            % err)
 
 
 def check_external(c, ls, dirs, bucket, env):
