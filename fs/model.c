@@ -15,7 +15,11 @@
 #include "docstream.h"
 #include "names.h"
 #include "toml_write.h"
+#include "st_out.h"
 #include "utf8.h"
+#include "f32_view.h"
+#include "layouts.h"
+#include "stats.h"
 
 /* Largest power of two dividing an offset, capped: what a reader that maps
  * the bytes can rely on. */
@@ -40,6 +44,7 @@ struct mfs_model_impl {
                                 written out */
     struct mfs_docstream *json_body, *toml_body;  /* the table, written out */
     uint32_t npy_of, npy_dir;  /* the npy/ folder of the tensors' folder npy_of */
+    uint32_t f32_of, f32_dir;  /* the f32/ folder of the tensors' folder f32_of */
     struct mfs_npy_heads *npy_heads;  /* .npy headers made lately */
     struct mfs_dup *dups;    /* duplicate-name counters */
     size_t dup_count, dup_cap;
@@ -316,6 +321,79 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     free(dims);
 }
 
+/* Notes a tensor stored big-endian or in another memory order, for the
+ * number views that read it in logical order (layouts.h). */
+static void note_layout(mfs_model *m, uint32_t node, const mfs_tensor *t, const mfs_val *e)
+{
+    const mfs_val *bo = mfs_obj_get(e, "byte_order");
+    bool big = bo && bo->type == MFS_V_STR && bo->u.s.len == 3 && memcmp(bo->u.s.p, "big", 3) == 0;
+    const mfs_val *mo = mfs_obj_get(e, "memory_order");
+    bool other = mo && mo->type == MFS_V_STR &&
+                 ((mo->u.s.len == 7 && memcmp(mo->u.s.p, "fortran", 7) == 0) ||
+                  (mo->u.s.len == 9 && memcmp(mo->u.s.p, "dim_order", 9) == 0));
+    uint64_t stored[NPY_MAX_DIMS], order[NPY_MAX_DIMS];
+    size_t sn = 0, on = 0;
+    if (other && (t->ndim > NPY_MAX_DIMS ||
+                  !mfs_val_uint_list(mfs_obj_get(e, "stored_shape"), stored, NPY_MAX_DIMS, &sn) ||
+                  !mfs_val_uint_list(mfs_obj_get(e, "dim_order"), order, NPY_MAX_DIMS, &on) ||
+                  sn != t->ndim || on != t->ndim))
+        other = false;  /* not described well enough to read in order: as stored */
+    if (big || other)
+        mfs_layout_note(m->impl->tree, node, big, stored, order, other ? t->ndim : 0);
+}
+
+/* Adds f32/NAME.npy beside the tensor's folder for a tensor whose numbers
+ * numpy cannot read (f32_view.h), and its `f32` key to entry e (or
+ * `f32_missing`, why a type numpy cannot read has none). */
+static void add_f32(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor *t, mfs_val *e)
+{
+    if (dir == MFS_ROOT || mfs_obj_get(e, "problem") != NULL || t->ndim > NPY_MAX_DIMS)
+        return;
+    uint64_t dims[NPY_MAX_DIMS + 1];
+    size_t nd = 0;
+    const char *descr, *why;
+    if (!mfs_f32_view_shape(t->dtype, t->shape, t->ndim, t->nbytes, &descr, dims, &nd, &why)) {
+        if (why != NULL)
+            mfs_obj_set(e, "f32_missing", mfs_str(why));
+        return;
+    }
+    mfs_tree *tr = m->impl->tree;
+    if (mfs_tree_node(tr, node)->size_unknown)
+        return;
+    if (m->impl->f32_of != dir) {
+        uint32_t parent = mfs_tree_node(tr, dir)->parent;
+        if (mfs_obj_get(e, "nested_in") == NULL) {
+            m->impl->f32_dir = mfs_tree_mkdirs(tr, parent, "f32");
+        } else {
+            uint32_t f = mfs_tree_mkdirs(tr, mfs_tree_node(tr, parent)->parent, "f32");
+            char *nested = mfs_xstrdup(mfs_tree_node(tr, dir)->name);
+            m->impl->f32_dir = f == MFS_NONE ? MFS_NONE : mfs_tree_mkdirs(tr, f, nested);
+            free(nested);
+        }
+        m->impl->f32_of = dir;
+    }
+    uint64_t values = descr[2] == 'c' ? 2 : 1;
+    for (size_t i = 0; i < nd; i++)
+        values *= dims[i];  /* cannot overflow: mfs_f32_view_shape checked */
+    size_t hlen;
+    char *head = mfs_npy_head_make(descr, false, dims, nd, &hlen);
+    /* The tensor file's name is unique in its folder: so is NAME.npy. */
+    char *name = mfs_name_add_suffix(mfs_tree_node(tr, node)->name, ".npy");
+    uint32_t view = m->impl->f32_dir == MFS_NONE
+                        ? MFS_NONE
+                        : mfs_f32_view_add(tr, m->src, m->impl->f32_dir, name, node, head, hlen,
+                                           values);
+    free(name);
+    free(head);
+    if (view == MFS_NONE) {
+        mfs_obj_set(e, "f32_missing", mfs_str("its f32/ name is taken"));
+        return;
+    }
+    char *path = mfs_tree_path(tr, view);
+    mfs_obj_set(e, "f32", mfs_str(path));
+    free(path);
+}
+
 /* The tensor's file: the model's bytes when stored, else its own or a
  * producer's. */
 static uint32_t add_tensor_file(mfs_model *m, uint32_t dir, const char *fname, const mfs_tensor *t)
@@ -391,6 +469,8 @@ static uint32_t build_add_tensor(mfs_model *m, uint32_t dir, const mfs_tensor *t
         mfs_val_free(t->extra);
     }
     add_npy(m, dir, node, t, e);
+    note_layout(m, node, t, e);
+    add_f32(m, dir, node, t, e);
     build_add_entry(m, e);
     free(path);
     return node;
@@ -535,6 +615,10 @@ void mfs_model_finish(mfs_model *m)
      * `sha256sum -c` refuses ("no properly formatted checksum lines"). */
     if (m->tensor_total > 0 && mfs_tree_add_sums(m->impl->tree, MFS_ROOT, "SHA256SUMS") == MFS_NONE)
         mfs_fail(&m->err, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add SHA256SUMS");
+    /* A driver's own file of that name wins (none has one). */
+    if (m->tensor_total > 0)
+        mfs_stats_add(m->impl->tree, m->src, MFS_ROOT);
+    mfs_st_out_build(m->impl->tree, m);
 }
 
 /* ---- the tree side of the description (formats/layout/model.h) ------- */
@@ -629,6 +713,7 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
     m->impl->toml_body = mfs_docstream_new();
     m->tensors_dir = mfs_tree_mkdirs(tree, MFS_ROOT, "tensors");
     m->impl->npy_of = MFS_NONE;
+    m->impl->f32_of = MFS_NONE;
 }
 
 void mfs_model_destroy(mfs_model *m)

@@ -58,6 +58,7 @@ static const void *find_keyed(const void *arr, uint32_t count, size_t size, uint
 
 _Static_assert(offsetof(mfs_twin_name, twin) == 0, "find_keyed's key comes first");
 _Static_assert(offsetof(mfs_tensor_attrs, node) == 0, "find_keyed's key comes first");
+_Static_assert(offsetof(mfs_concat, node) == 0, "find_keyed's key comes first");
 
 static const mfs_twin_name *twin_name_of(const mfs_tree *t, uint32_t k)
 {
@@ -272,6 +273,8 @@ void mfs_tree_on_destroy(mfs_tree *t, void (*fn)(void *arg), void *arg)
     t->dtors = d;
 }
 
+static void free_finishers(mfs_tree *t);
+
 void mfs_tree_destroy(mfs_tree *t)
 {
     /* Newest first, and before the owned memory goes: `arg` may be owned. */
@@ -293,6 +296,8 @@ void mfs_tree_destroy(mfs_tree *t)
     free(t->twin_runs);
     free(t->twin_names);
     free(t->heads);
+    free(t->concats);
+    free_finishers(t);
     mfs_table_free(&t->pair_index);
     mfs_table_free(&t->names);
     forget_pieces(t);
@@ -371,6 +376,104 @@ uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uin
     return idx;
 }
 
+uint32_t mfs_tree_add_concat(mfs_tree *t, uint32_t parent, const char *name)
+{
+    uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, 0);
+    if (idx == MFS_NONE)
+        return MFS_NONE;
+    t->nodes[idx].concat = true;
+    /* Nodes only grow: the table stays sorted by node. */
+    t->concats = grow(t->concats, t->concat_count, &t->concat_cap, sizeof *t->concats);
+    t->concats[t->concat_count++] = (mfs_concat){ idx, 0, NULL, 0 };
+    return idx;
+}
+
+bool mfs_tree_set_concat(mfs_tree *t, uint32_t node, uint8_t *head, uint64_t head_len,
+                         mfs_concat_piece *pieces, uint32_t count)
+{
+    mfs_tree_own(t, head);
+    mfs_tree_own(t, pieces);
+    mfs_concat *c = (mfs_concat *)(uintptr_t)mfs_tree_concat(t, node);
+    if (c == NULL || t->finished)
+        return false;
+    uint64_t size = head_len;
+    for (uint32_t i = 0; i < count; i++) {
+        const mfs_node *p = mfs_tree_node(t, pieces[i].node);
+        if (p == NULL || p->kind != MFS_NODE_FILE || p->size_unknown || p->sums || p->concat ||
+            p->size != pieces[i].len || size > UINT64_MAX - p->size)
+            return false;
+        pieces[i].at = size;
+        size += p->size;
+    }
+    *c = (mfs_concat){ node, count, pieces, head_len };
+    t->nodes[node].data = head;
+    t->nodes[node].size = size;
+    return true;
+}
+
+typedef struct mfs_tree_finisher {
+    void (*fn)(mfs_tree *t, void *arg);
+    void *arg;
+    struct mfs_tree_finisher *next;
+} mfs_tree_finisher;
+
+void mfs_tree_on_finish(mfs_tree *t, void (*fn)(mfs_tree *t, void *arg), void *arg)
+{
+    mfs_tree_finisher *f = mfs_xmalloc(sizeof *f), **at = &t->finishers;
+    *f = (mfs_tree_finisher){ fn, arg, NULL };
+    while (*at != NULL)
+        at = &(*at)->next;
+    *at = f;
+}
+
+static void run_finishers(mfs_tree *t)
+{
+    for (mfs_tree_finisher *f = t->finishers, *next; f != NULL; f = next) {
+        next = f->next;
+        t->finishers = next;  /* taken off first: a fault inside leaves no double call */
+        f->fn(t, f->arg);
+        free(f);
+    }
+}
+
+static void free_finishers(mfs_tree *t)
+{
+    for (mfs_tree_finisher *f = t->finishers, *next; f != NULL; f = next) {
+        next = f->next;
+        free(f);
+    }
+    t->finishers = NULL;
+}
+
+const mfs_concat *mfs_tree_concat(const mfs_tree *t, uint32_t node)
+{
+    if (node >= t->count || !t->nodes[node].concat)
+        return NULL;
+    return find_keyed(t->concats, t->concat_count, sizeof *t->concats, node);
+}
+
+uint64_t mfs_tree_concat_head_len(const mfs_tree *t, const mfs_node *n)
+{
+    const mfs_concat *c = n >= t->nodes && n < t->nodes + t->count
+                          ? mfs_tree_concat(t, (uint32_t)(n - t->nodes)) : NULL;
+    return c ? c->head_len : n->size;
+}
+
+uint32_t mfs_concat_piece_at(const mfs_concat *c, uint64_t off)
+{
+    /* The last piece starting at or before `off`: empty ones before it
+     * start where it does. */
+    uint32_t lo = 0, hi = c->count;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (c->pieces[mid].at <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The id in t->heads of an interned head (equal bytes, equal pointer). */
 static uint32_t head_id(mfs_tree *t, const uint8_t *p, size_t len)
 {
@@ -403,7 +506,7 @@ uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, 
         return MFS_NONE;
     const mfs_node *b = &t->nodes[body];
     /* A size learnt at open would make this file's size wrong. */
-    if (b->kind != MFS_NODE_FILE || b->size_unknown || b->sums ||
+    if (b->kind != MFS_NODE_FILE || b->size_unknown || b->sums || b->concat ||
         b->size > UINT64_MAX - t->heads[head].len)
         return MFS_NONE;
     name_key key = { t, parent, name };
@@ -712,7 +815,7 @@ void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node)
 
 void mfs_tree_set_producer(mfs_tree *t, uint32_t node, const mfs_produce_ops *ops, void *ctx)
 {
-    if (node >= t->count || t->nodes[node].kind != MFS_NODE_FILE)
+    if (node >= t->count || t->nodes[node].kind != MFS_NODE_FILE || t->nodes[node].concat)
         return;
     mfs_node *n = &t->nodes[node];
     if (n->producer == MFS_NONE) {
@@ -807,7 +910,8 @@ static void sort_xattrs(mfs_tree *t)
 
 void mfs_tree_mark_summed(mfs_tree *t, uint32_t node)
 {
-    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE && !t->nodes[node].sums)
+    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE && !t->nodes[node].sums &&
+        !t->nodes[node].concat)
         t->nodes[node].summed = true;
 }
 
@@ -994,6 +1098,7 @@ void mfs_tree_finish(mfs_tree *t)
             p->xattr_first = i;
     }
     sums_finish(t);
+    run_finishers(t);
     t->finished = true;
     /* Lookups search the sorted children from now on; the slack of the
      * arrays that grew by doubling goes back too. */
@@ -1009,6 +1114,10 @@ void mfs_tree_finish(mfs_tree *t)
     if (t->tattr_cap > t->tattr_count && t->tattr_count > 0) {
         t->tattrs = mfs_xreallocarray(t->tattrs, t->tattr_count, sizeof *t->tattrs);
         t->tattr_cap = t->tattr_count;
+    }
+    if (t->concat_cap > t->concat_count && t->concat_count > 0) {
+        t->concats = mfs_xreallocarray(t->concats, t->concat_count, sizeof *t->concats);
+        t->concat_cap = t->concat_count;
     }
     if (t->xattr_cap > t->xattr_count && t->xattr_count > 0) {
         t->xattrs = mfs_xreallocarray(t->xattrs, t->xattr_count, sizeof *t->xattrs);

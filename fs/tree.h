@@ -61,6 +61,8 @@ typedef struct mfs_node {
     bool summed : 1;            /* has a line in SHA256SUMS (and the sha256 xattr) */
     bool from_src : 1;          /* its bytes are the model's, at src_off in its
                                    source (mfs_node_get), not `data` */
+    bool concat : 1;            /* `data` is its head, other files' bytes follow
+                                   (mfs_tree_add_concat, mfs_tree_concat) */
     union {
         struct {            /* MFS_NODE_FILE */
             union {
@@ -153,6 +155,27 @@ struct mfs_piece {
     size_t len;
 };
 
+/* A file made of other files (mfs_tree_add_concat): `head_len` bytes of
+ * its own (the node's `data`), then each piece's bytes in turn. Nothing
+ * is copied at mount: readers serve each piece from where its file's
+ * bytes are (the mapping, produced content). */
+#define MFS_PIECE_LOGICAL 1u  /* the file's bytes in logical order (C order,
+                                 little-endian: fs/tensor_read.h's reader), not as stored */
+
+typedef struct mfs_concat_piece {
+    uint64_t at;            /* where it starts in the concatenation */
+    uint64_t len;           /* its file's size */
+    uint32_t node;          /* the file whose bytes it is */
+    uint32_t flags;         /* MFS_PIECE_* */
+} mfs_concat_piece;
+
+typedef struct mfs_concat {
+    uint32_t node;          /* first: find_keyed's key */
+    uint32_t count;         /* pieces */
+    mfs_concat_piece *pieces;  /* owned by the tree */
+    uint64_t head_len;
+} mfs_concat;
+
 typedef struct mfs_tree {
     mfs_node *nodes;
     uint32_t count, cap;
@@ -193,6 +216,10 @@ typedef struct mfs_tree {
     size_t arena_next;      /* the next block's size: grows to ARENA_BLOCK */
     struct mfs_tree_dtor *dtors;    /* mfs_tree_on_destroy's, newest first */
     mfs_sums sums;
+    mfs_concat *concats;    /* by node, ascending (nodes are added in order) */
+    uint32_t concat_count, concat_cap;
+    struct mfs_tree_finisher *finishers;  /* mfs_tree_on_finish's, oldest first */
+    struct mfs_layouts *layouts;  /* tensors stored in another order (tensor_read.c) */
     bool finished;
 } mfs_tree;
 
@@ -237,6 +264,34 @@ void mfs_tree_set_size_unknown(mfs_tree *t, uint32_t node);
 uint32_t mfs_tree_twin_head(mfs_tree *t, const void *head, size_t head_len);
 uint32_t mfs_tree_add_twin_with(mfs_tree *t, uint32_t parent, const char *name, uint32_t head,
                                 uint32_t body);
+
+/* Adds a concatenation file, empty until mfs_tree_set_concat gives it its
+ * head and pieces: as mfs_tree_add otherwise. */
+uint32_t mfs_tree_add_concat(mfs_tree *t, uint32_t parent, const char *name);
+
+/* Gives concatenation `node` its bytes: `head` (head_len bytes from
+ * malloc, owned by the tree from now on, even on failure) followed by the
+ * bytes of each piece's file in turn (`pieces` from malloc, owned the
+ * same way; their `at` is set here, `len` must be the file's size).
+ * Pieces must be real files of known size, not SHA256SUMS nor another
+ * concatenation. Before mfs_tree_finish returns (an mfs_tree_on_finish
+ * call may do it). False when a piece is no such file (the file stays
+ * empty). */
+bool mfs_tree_set_concat(mfs_tree *t, uint32_t node, uint8_t *head, uint64_t head_len,
+                         mfs_concat_piece *pieces, uint32_t count);
+
+/* Calls fn(t, arg) in mfs_tree_finish, once directories and xattrs are
+ * sorted (the tree reads as it will when mounted) but before it is
+ * finished: the last moment to set a file's bytes (a concatenation's,
+ * whose header lists tensors by their names). In the order added. */
+void mfs_tree_on_finish(mfs_tree *t, void (*fn)(mfs_tree *t, void *arg), void *arg);
+
+/* The concatenation of file `node`, or NULL when it is none. */
+const mfs_concat *mfs_tree_concat(const mfs_tree *t, uint32_t node);
+
+/* The piece that holds byte `off` of the concatenation (off at or past
+ * head_len and before the file's size): an index into c->pieces. */
+uint32_t mfs_concat_piece_at(const mfs_concat *c, uint64_t off);
 
 /* Gives a file node on-demand or verified content (see mfs_produce_ops). */
 void mfs_tree_set_producer(mfs_tree *t, uint32_t node, const mfs_produce_ops *ops, void *ctx);
@@ -362,16 +417,20 @@ static inline void *mfs_tree_ctx(const mfs_tree *t, const mfs_node *n)
     return n->producer < t->producer_count ? t->producers[n->producer].ctx : NULL;
 }
 
-/* How many bytes of a file are its own `data` (all of them but a body's;
- * none for SHA256SUMS). */
+/* How many bytes of a file are its own `data` (all of them but a body's
+ * or a concatenation's pieces; none for SHA256SUMS). */
+uint64_t mfs_tree_concat_head_len(const mfs_tree *t, const mfs_node *n);
 static inline uint64_t mfs_tree_head_len(const mfs_tree *t, const mfs_node *n)
 {
     if (n->sums)
         return 0;  /* made on demand: no bytes of its own */
+    if (n->concat)
+        return mfs_tree_concat_head_len(t, n);
     return n->body == MFS_NONE ? n->size : n->size - t->nodes[n->body].size;
 }
 
-/* Bytes [off, off + len) of file `n` (no producer's: see mfs_tree_ops),
+/* Bytes [off, off + len) of file `n` (no producer's: see mfs_tree_ops; no
+ * concatenation's past its head: see mfs_tree_concat),
  * whose model reads from `src` (NULL for a model with none): its source's
  * bytes, or its own. Valid until mfs_node_release. -1 with e. */
 static inline int mfs_node_get(const mfs_node *n, mfs_src *src, uint64_t off, uint64_t len,

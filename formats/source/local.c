@@ -79,7 +79,23 @@ static void local_close(mfs_src *s)
     free(l);
 }
 
-static const mfs_src_ops mapped_ops = { .unchanged = unchanged, .close = local_close };
+/* The pages holding [off, off + len) leave this process's memory
+ * (MADV_DONTNEED on a shared read-only file mapping loses no data: the
+ * next touch, of a neighbour's bytes on a shared page too, maps the page
+ * cache's page again). */
+static void mapped_drop(mfs_src *s, uint64_t off, uint64_t len)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t start = off / page * page, end = (off + len + page - 1) / page * page;
+    if (end > s->size)
+        end = s->size;  /* the mapping's last page is whole: its tail too */
+    if (s->map != NULL && end > start)
+        madvise((void *)(s->map + start), (size_t)(end - start), MADV_DONTNEED);
+}
+
+static const mfs_src_ops mapped_ops = {
+    .unchanged = unchanged, .drop = mapped_drop, .close = local_close,
+};
 static const mfs_src_ops read_ops = {
     .get = read_get, .release = read_release, .unchanged = unchanged, .close = local_close,
 };

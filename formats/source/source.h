@@ -52,6 +52,11 @@ typedef struct mfs_src_ops {
      * (its bytes are in memory, or the get fails at once). Optional (a
      * source without it never waits). Any thread. */
     bool (*ready)(mfs_src *s, uint64_t off, uint64_t len);
+    /* A reader is done with [off, off + len) (every span of it released):
+     * a mapping lets go of those pages in this process (they stay in the
+     * page cache, and a later get maps them again), so a pass over a
+     * large model holds a few pieces, not the file. Optional. */
+    void (*drop)(mfs_src *s, uint64_t off, uint64_t len);
     /* Frees the source (every span released first). */
     void (*close)(mfs_src *s);
 } mfs_src_ops;
@@ -116,6 +121,14 @@ static inline void mfs_src_advise(mfs_src *s, uint64_t off, uint64_t len, uint64
 static inline bool mfs_src_ready(mfs_src *s, uint64_t off, uint64_t len)
 {
     return s->map != NULL || s->ops->ready == NULL || s->ops->ready(s, off, len);
+}
+
+/* Says a reader is done with [off, off + len) for now (a mapping unmaps
+ * its pages from this process; nothing to do for other sources). */
+static inline void mfs_src_drop(mfs_src *s, uint64_t off, uint64_t len)
+{
+    if (s->ops->drop != NULL && off <= s->size && len <= s->size - off)
+        s->ops->drop(s, off, len);
 }
 
 static inline bool mfs_src_unchanged(const mfs_src *s)

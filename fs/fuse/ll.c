@@ -312,6 +312,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EIO);
         return;
     }
+    if (n->concat) {
+        /* model.safetensors: its pieces are read as reads come (a
+         * produced one is made on a read's own thread); the open keeps
+         * what it made (st_out.h). Its bytes never change while mounted. */
+        mfs_concat_file *f = mfs_concat_file_new();
+        if (f == NULL) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        fi->fh = (uint64_t)(uintptr_t)f;
+        fi->keep_cache = 1;
+        if (fuse_reply_open(req, fi) != 0)
+            mfs_concat_file_unref(f);
+        return;
+    }
     if (n->sums) {
         /* Each read hashes what it covers: no readahead past what was
          * asked (`head -n 1` hashes a few files), and a short reply is
@@ -350,8 +365,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     const mfs_volume *fs = vol_of(req, ino, &idx);
     if (fs != NULL) {
         mfs_node_buf buf;
-        const mfs_node *src = source_of(fs, mfs_tree_get(fs->tree, idx, &buf), NULL);
-        if (mfs_tree_ops(fs->tree, src) != NULL)
+        const mfs_node *n = mfs_tree_get(fs->tree, idx, &buf);
+        const mfs_node *src = source_of(fs, n, NULL);
+        if (n->concat)
+            mfs_concat_file_unref((mfs_concat_file *)(uintptr_t)fi->fh);
+        else if (mfs_tree_ops(fs->tree, src) != NULL)
             mfs_held_unref((mfs_held *)(uintptr_t)fi->fh);
     }
     fuse_reply_err(req, 0);
@@ -580,7 +598,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
     const mfs_volume *fs;
     mfs_node_buf buf;
-    const mfs_node *n = node_or_enoent(req, ino, &fs, NULL, &buf);
+    uint32_t idx;
+    const mfs_node *n = node_or_enoent(req, ino, &fs, &idx, &buf);
     if (n == NULL)
         return;
     if (n->kind != MFS_NODE_FILE) {
@@ -589,6 +608,22 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     }
     if (n->sums) {
         read_sums(req, fs, n, size, off);
+        return;
+    }
+    if (n->concat) {
+        if (off < 0 || (uint64_t)off >= n->size || size == 0) {
+            fuse_reply_buf(req, NULL, 0);
+            return;
+        }
+        /* Its tensors are the model's bytes: none once it changed. */
+        if (fs->src != NULL && !mfs_src_unchanged(fs->src)) {
+            fuse_reply_err(req, EIO);
+            return;
+        }
+        uint64_t left = n->size - (uint64_t)off;
+        mfs_concat_read(req, fs->tree, fs->src, fs->content, idx,
+                        (mfs_concat_file *)(uintptr_t)fi->fh, (uint64_t)off,
+                        left < size ? (size_t)left : size);
         return;
     }
     /* A twin: its head, then its tensor's bytes (src). */

@@ -11,7 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "content.h"
 #include "source.h"
+#include "st_out.h"
+#include "tree.h"
 
 /* Most such reads waiting at once; past it a read waits on the session's
  * thread as before. */
@@ -34,5 +37,21 @@ bool mfs_rr_drain(unsigned ms);
  * a read of len bytes at off of a file whose first hlen bytes are head. */
 void mfs_reply_head_body(fuse_req_t req, const uint8_t *head, uint64_t hlen,
                          const uint8_t *body, uint64_t off, size_t len);
+
+/* ---- concatenations (model.safetensors: mfs_tree_concat) ----
+ * One open's state: its cache of logical bytes made (st_out.h), held by
+ * the open and by each of its reads in flight (a reader may close the
+ * file before a read's thread has let go of it). */
+typedef struct mfs_concat_file mfs_concat_file;
+mfs_concat_file *mfs_concat_file_new(void);     /* NULL when memory ran out */
+void mfs_concat_file_unref(mfs_concat_file *f);
+
+/* Answers a read of len bytes at off (inside the file: off + len <= its
+ * size, len > 0) of concatenation `node`: at once when every piece's
+ * bytes are at hand (a mapping: one reply pointing into it, no copy),
+ * else on a thread of its own (a fetch, a decode, a tensor put in
+ * logical order), or on this one when no thread can be had. */
+void mfs_concat_read(fuse_req_t req, const mfs_tree *t, mfs_src *src, mfs_content *content,
+                     uint32_t node, mfs_concat_file *f, uint64_t off, size_t len);
 
 #endif

@@ -5,6 +5,7 @@
  *   modelfs-ls --sha256 MODEL PATH...  "SHA256  SIZE  PATH" per PATH
  *   modelfs-ls --check MODEL...        "EXIT  MODEL" per MODEL: would it mount?
  *   modelfs-ls --verify MODEL every checked/produced file made and checked
+ *   modelfs-ls --diff A B     two models' tensors compared by name (diff.c)
  * It is the oracle the mount tests compare against. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,8 +20,10 @@
 #include "multi.h"
 #include "open_files.h"
 #include "content.h"
+#include "diff.h"
 #include "digest.h"
 #include "opts.h"
+#include "st_out.h"
 #include "tree.h"
 
 static const char *prog = "modelfs-ls";
@@ -32,6 +35,7 @@ static void usage(FILE *f)
             "       %s [options] MODEL... -- [PATH]\n"
             "       %s --sha256 [options] MODEL PATH...\n"
             "       %s --check [options] MODEL...\n"
+            "       %s --diff [--json] [options] A B\n"
             "List the tree modelfs would mount for MODEL, or write one file of it.\n"
             "\n"
             "  MODEL          a model file (%s), or a folder holding an unpacked carton,\n"
@@ -54,6 +58,21 @@ static void usage(FILE *f)
             "                 first failure's\n"
             "  --verify       produce and check every file that has a checksum or must be\n"
             "                 decoded or fetched (Carton: MANIFEST); report each failure\n"
+            "  --diff         compare the tensors of models A and B (any formats, dtypes),\n"
+            "                 paired by name (duplicate names in order): a line for each,\n"
+            "                 identical (same dtype and bytes), equal (same numbers, e.g. in\n"
+            "                 another dtype), changed (with max_abs and mean_abs of |a-b|,\n"
+            "                 rel_l2 = ||a-b||/||a||, cos (cosine similarity) and ndiff,\n"
+            "                 the numbers that differ), shape (another shape, or a dtype\n"
+            "                 without numbers on one side: not compared), only_a, only_b or\n"
+            "                 error; then a summary line. Numbers are compared as doubles;\n"
+            "                 two NaNs at the same place are equal; norms and cos take\n"
+            "                 the places where both are finite. Dtypes without numbers\n"
+            "                 (strings, bytes) compare by bytes. Exits as diff(1) does:\n"
+            "                 0 every tensor identical or equal, 1 some difference, 2 trouble\n"
+            "                 (a model cannot be loaded, a tensor cannot be read)\n"
+            "  --json         with --diff: one JSON document (a tensors list, a summary;\n"
+            "                 figures as shortest round-trip numbers, null for NaN or inf)\n"
             "  --links-dir DIR  folder of files named by their sha256, for Carton LINKS\n"
             "  --fetch-max SIZE      most bytes (decoded) one fetched LINKS file may have\n"
             "                        (default 16G)\n"
@@ -72,8 +91,8 @@ static void usage(FILE *f)
             "\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
             "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
-            "to verify or could not be read.\n",
-            prog, prog, prog, prog, mfs_format_names());
+            "to verify or could not be read (--diff: 0, 1 or 2, as above).\n",
+            prog, prog, prog, prog, prog, mfs_format_names());
 }
 
 /* A model's folder in the top tree of several models: its volume (loaded
@@ -91,8 +110,11 @@ static uint64_t shown_size(const mfs_volume *v, uint32_t node)
     mfs_node_buf buf;
     const mfs_node *n = mfs_tree_get(v->tree, node, &buf);
     uint64_t size = n->size;
-    if (n->size_unknown && v->id == 0 && !mfs_content_known_size(v->content, node, &size)) {
-        /* models.json: the mount shows its size once read; so do we. */
+    if (n->size_unknown && v->id == 0 && n->parent == MFS_ROOT &&
+        strcmp(n->name, "models.json") == 0 &&
+        !mfs_content_known_size(v->content, node, &size)) {
+        /* models.json: the mount shows its size once read; so do we (not
+         * stats.tsv: 0 until read, here too, as nothing reads it). */
         mfs_held *h = mfs_content_get(v->content, node, NULL);
         mfs_held_unref(h);
     }
@@ -196,6 +218,60 @@ static bool sums_text(const mfs_tree *t, mfs_content *content, file_bytes *b)
     return true;
 }
 
+/* Each byte of concatenation `node` (model.safetensors) in turn, to
+ * fn(arg, p, len): its head, then each piece from where its file's bytes
+ * are (st_out.h). False when a piece cannot be read (said on stderr) or
+ * fn says stop. */
+static bool concat_each(const mfs_volume *v, uint32_t node,
+                        bool (*fn)(void *arg, const uint8_t *p, size_t len), void *arg)
+{
+    const mfs_tree *t = v->tree;
+    const mfs_concat *c = mfs_tree_concat(t, node);
+    const mfs_node *n = mfs_tree_node(t, node);
+    if (c == NULL || n == NULL)
+        return false;
+    if (c->head_len && !fn(arg, n->data, (size_t)c->head_len))
+        return false;
+    mfs_piece_cache *pc = mfs_piece_cache_new();
+    bool ok = pc != NULL;
+    for (uint32_t k = 0; ok && k < c->count; k++) {
+        const mfs_concat_piece *p = &c->pieces[k];
+        /* In steps, so that a fetching source holds one step at a time. */
+        for (uint64_t at = 0; ok && at < p->len;) {
+            uint64_t step = p->len - at < (64u << 20) ? p->len - at : (64u << 20);
+            mfs_piece_ref ref;
+            mfs_err e = { 0 };
+            if (mfs_piece_get(t, v->src, v->content, pc, p, at, step, &ref, &e) != 0) {
+                fprintf(stderr, "%s: model.safetensors: %s\n", prog, e.msg);
+                ok = false;
+                break;
+            }
+            ok = fn(arg, ref.p, (size_t)step);
+            mfs_piece_put(&ref);
+            at += step;
+        }
+    }
+    mfs_piece_cache_free(pc);
+    return ok;
+}
+
+static bool append_bytes(void *arg, const uint8_t *p, size_t len)
+{
+    file_bytes *b = arg;
+    memcpy(b->own + b->len, p, len);
+    b->len += len;
+    return true;
+}
+
+/* arg: a bool set when stdout fails. */
+static bool write_bytes(void *arg, const uint8_t *p, size_t len)
+{
+    if (fwrite(p, 1, len, stdout) == len)
+        return true;
+    *(bool *)arg = true;
+    return false;
+}
+
 /* False when the file cannot be made or checked (the reason was logged).
  * put_bytes lets them go. */
 static bool get_bytes(const mfs_volume *v, uint32_t node, file_bytes *b)
@@ -206,6 +282,18 @@ static bool get_bytes(const mfs_volume *v, uint32_t node, file_bytes *b)
     *b = (file_bytes){ .data = n->data, .len = n->size };
     if (n->sums)
         return sums_text(t, v->content, b);
+    if (n->concat) {
+        /* Made whole here (--sha256); dump streams it (concat_each). */
+        b->own = malloc(n->size ? n->size : 1);
+        b->len = 0;
+        b->data = (const uint8_t *)b->own;
+        if (b->own == NULL || !concat_each(v, node, append_bytes, b)) {
+            free(b->own);
+            b->own = NULL;
+            return false;
+        }
+        return true;
+    }
     if (n->body != MFS_NONE) {
         /* A twin: the mount opens its tensor (mfs_tree_add_twin_with). */
         b->head = n->data;
@@ -272,6 +360,14 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
     if (n->kind != MFS_NODE_FILE) {
         fprintf(stderr, "%s: is a directory\n", prog);
         return mfs_exit_code(MFS_E_NO_PATH);
+    }
+    if (n->concat) {
+        bool write_failed = false;
+        if (concat_each(vol, node, write_bytes, &write_failed))
+            return mfs_exit_code(MFS_OK);
+        if (write_failed)
+            perror(prog);
+        return mfs_exit_code(write_failed ? MFS_E_INTERNAL : MFS_E_VERIFY);
     }
     file_bytes b;
     if (!get_bytes(vol, node, &b))
@@ -389,7 +485,7 @@ static bool refuse_userinfo(const char *model, int i)
 
 int main(int argc, char **argv)
 {
-    int xattrs = 0, verify = 0, sums = 0, check = 0, argi = 1;
+    int xattrs = 0, verify = 0, sums = 0, check = 0, diff = 0, json = 0, argi = 1;
     mfs_load_opts opts = { 0 };
     mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
@@ -408,6 +504,10 @@ int main(int argc, char **argv)
             sums = 1;
         } else if (!strcmp(a, "--check")) {
             check = 1;
+        } else if (!strcmp(a, "--diff")) {
+            diff = 1;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
         } else if (!strcmp(a, "--links-dir") && argi + 1 < argc) {
             opts.links_dir = argv[++argi];
         } else if (!strcmp(a, "--cache-dir") && argi + 1 < argc) {
@@ -439,6 +539,21 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: unknown option '%s' (try --help)\n", prog, a);
             return mfs_exit_code(MFS_E_USAGE);
         }
+    }
+    if (diff) {
+        /* A B, nothing else: exit codes as diff(1)'s (2 for a bad line too). */
+        if (argc - argi != 2 || xattrs || verify || sums || check) {
+            usage(stderr);
+            return mfs_exit_code(MFS_E_USAGE);
+        }
+        for (int i = argi; i < argc; i++)
+            if (refuse_userinfo(argv[i], i - argi))
+                return mfs_exit_code(MFS_E_USAGE);
+        return mfs_ls_diff(prog, argv[argi], argv[argi + 1], &opts, json != 0);
+    }
+    if (json) {
+        fprintf(stderr, "%s: --json goes with --diff (try --help)\n", prog);
+        return mfs_exit_code(MFS_E_USAGE);
     }
     if (check) {
         if (argi >= argc || xattrs || verify || sums) {

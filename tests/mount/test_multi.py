@@ -464,15 +464,16 @@ def check_args(c, build, gen, env, tmp):
             want = sorted(["demo.rten", "demo.rten%~2", os.path.basename(b), "junk.bin",
                            "models.json"])
             c.equal(names, want, "folders named after the files")
+            with open(os.path.join(mnt, "models.json")) as f:
+                json.load(f)  # its size is known once read
+            # Before any stats.tsv is read: its size shows 0 until then.
+            c.equal(sorted(mfstest.walk_tree(mnt).items(), key=str),
+                    sorted(mfstest.ls_tree_args(ls, [a, b, a2, junk, "--"], env).items(), key=str),
+                    "tree vs modelfs-ls A B A2 JUNK --")
             c.equal(files_of(os.path.join(mnt, "demo.rten%~2")), files_of(os.path.join(mnt, "demo.rten")),
                     "two copies of one model, same bytes")
             with open(os.path.join(mnt, "junk.bin", "ERROR")) as f:
                 c.check("not a model file of a known format" in f.read(), "junk.bin: ERROR says why")
-            with open(os.path.join(mnt, "models.json")) as f:
-                json.load(f)  # its size is known once read
-            c.equal(sorted(mfstest.walk_tree(mnt).items(), key=str),
-                    sorted(mfstest.ls_tree_args(ls, [a, b, a2, junk, "--"], env).items(), key=str),
-                    "tree vs modelfs-ls A B A2 JUNK --")
             mfstest.unmount(mnt)
         check_first_use_race(c, modelfs, [a, b, a2, junk], mnt, env)
         r = subprocess.run([modelfs, a, os.path.join(tmp, "missing.rten"), mnt],
@@ -552,17 +553,23 @@ def check_diff(c, build, gen, env, tmp):
         rc, lines = diff_lines(x, y)
         c.equal(rc, 1, "%s: diff -r finds a difference" % how)
         binary = sorted(ln for ln in lines if ln.startswith("Binary files"))
-        c.equal(len(binary), 2, "%s: two binary files differ: %s" % (how, binary))
+        c.equal(len(binary), 3, "%s: three binary files differ: %s" % (how, binary))
         c.check(any("/tensors/%s " % fname in ln for ln in binary), "%s: the tensor file" % how)
         c.check(any("/npy/%s.npy " % fname in ln for ln in binary), "%s: its .npy" % how)
+        c.check(any("/model.safetensors " in ln for ln in binary),
+                "%s: model.safetensors" % how)
         changed = [ln for ln in lines if ln[:2] in ("< ", "> ")]
         sums = [ln for ln in changed if ln.endswith("  tensors/" + fname)]
         c.equal(len(sums), 2, "%s: its SHA256SUMS line, old and new" % how)
-        others = [ln for ln in changed if ln not in sums]
+        # stats.tsv: the changed tensor's line, old and new.
+        stats = [ln for ln in changed if ln[2:].startswith(fname + "\t")]
+        c.equal(len(stats), 2, "%s: its stats.tsv line, old and new" % how)
+        others = [ln for ln in changed if ln not in sums and ln not in stats]
         c.check(others and all("a.rten" in ln or "b.rten" in ln for ln in others),
                 "%s: the other changed lines name the model file: %s" % (how, others))
         files = sorted(ln.split()[2] for ln in lines if ln.startswith("diff -r"))
-        c.check(all(f.endswith(("/SHA256SUMS", "/model.json", "/model.toml")) for f in files),
+        c.check(all(f.endswith(("/SHA256SUMS", "/model.json", "/model.toml", "/stats.tsv"))
+                    for f in files),
                 "%s: text files that differ: %s" % (how, files))
 
     with mfstest.mounted(modelfs, a, env=env) as ma, mfstest.mounted(modelfs, b, env=env) as mb:

@@ -115,6 +115,9 @@ def check_generated(c, build, gen, env):
             top = {"model.json", "model.toml", "SHA256SUMS", "tensors", t["path"]}
             if "npy" in t:
                 top |= {"npy", t["npy"]}
+            if "f32" in t:
+                top |= {"f32", t["f32"]}
+            top |= {"stats.tsv", "model.safetensors"}
             c.equal(set(tree), top, name + ": the tree (no graph.json)")
             for k in ("name", "dtype", "shape", "graph_path", "source", "storage", "onnx_field",
                       "onnx_data_type", "location", "length", "element_bits"):

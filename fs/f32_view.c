@@ -1,0 +1,149 @@
+#include "f32_view.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "tensor_read.h"
+#include "xalloc.h"
+
+/* Pieces of about this much stored bytes at a time. */
+#define F32_PIECE (1u << 20)
+
+bool mfs_f32_view_shape(const char *dtype, const uint64_t *dims, size_t ndim, uint64_t nbytes,
+                        const char **descr, uint64_t *out_dims, size_t *out_ndim,
+                        const char **why)
+{
+    *why = NULL;
+    const mfs_numtype *nt = mfs_numtype_of(dtype);
+    if (nt == NULL || !nt->f32_view || nt->to_f32 == NULL) {
+        /* Only types numpy cannot read say why they have none. */
+        const char *npy = mfs_dtype_npy(dtype);
+        if (nt == NULL && npy != NULL && strcmp(dtype, "bytes") != 0 &&
+            strcmp(mfs_npy_name(npy), dtype) != 0)
+            *why = mfs_num_why_not(dtype);
+        return false;
+    }
+    uint64_t count = 1;
+    for (size_t i = 0; i < ndim; i++) {
+        if (dims[i] != 0 && count > UINT64_MAX / dims[i]) {
+            *why = "its shape overflows";
+            return false;
+        }
+        count *= dims[i];
+        out_dims[i] = dims[i];
+    }
+    *out_ndim = ndim;
+    bool grows;
+    if (!mfs_tensor_values(nt->block_elems, nt->block_bytes, count, nbytes, &count, &grows)) {
+        *why = "its bytes do not hold its shape's values";
+        return false;
+    }
+    /* torch's float4_e2m1fn_x2: each element a byte of two values. */
+    if (grows) {
+        if (ndim == 0)
+            out_dims[(*out_ndim)++] = nt->block_elems;
+        else
+            out_dims[ndim - 1] *= nt->block_elems;
+    }
+    if (count > UINT64_MAX / 4 / nt->lanes) {
+        *why = "its shape overflows";
+        return false;
+    }
+    *descr = nt->lanes == 2 ? "'<c8'" : "'<f4'";
+    return true;
+}
+
+typedef struct f32_ctx {
+    const mfs_tree *t;
+    mfs_src *src;
+    uint32_t tensor;
+    const char *head;       /* owned by the tree */
+    size_t head_len;
+    uint64_t values;        /* floats after the head */
+} f32_ctx;
+
+static void release_malloced(mfs_bytes *b)
+{
+    free((void *)b->data);
+    b->data = NULL;
+}
+
+static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
+{
+    const f32_ctx *c = ctx;
+    mfs_tensor_info ti;
+    if (!mfs_tensor_info_of(c->t, c->tensor, &ti))
+        return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "f32 view of no tensor");
+    const mfs_numtype *nt = mfs_numtype_of(ti.dtype);
+    if (nt == NULL || nt->to_f32 == NULL)
+        return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "no float32 view of %s", ti.dtype);
+    uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes, done = 0;
+    uint64_t len = c->head_len + c->values * 4;
+    /* Room for one block more: a half-used last byte of packed 4-bit
+     * floats decodes to one value past the end (dropped). */
+    if (len < c->head_len || len > SIZE_MAX - per_block * 4)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "float32 view too large");
+    uint8_t *buf = malloc(len + per_block * 4);
+    if (buf == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a float32 view");
+    memcpy(buf, c->head, c->head_len);
+    mfs_tensor_reader *r = mfs_tensor_reader_open(c->t, c->src, &ti, job, e);
+    if (r == NULL) {
+        free(buf);
+        return -1;
+    }
+    uint64_t piece = nt->block_bytes * (F32_PIECE / nt->block_bytes + 1);
+    mfs_span s;
+    int rc;
+    while ((rc = mfs_tensor_reader_next(r, piece, &s, e)) == 1) {
+        uint64_t nblocks = s.len / nt->block_bytes;
+        if (s.len % nt->block_bytes != 0 || nblocks > (c->values - done + per_block - 1) / per_block) {
+            rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
+            break;
+        }
+        /* Through memcpy-free aligned stores: the head is 64 bytes long
+         * times k, and malloc's memory is aligned, so the floats are too. */
+        nt->to_f32(s.p, nblocks, (float *)(void *)(buf + c->head_len) + done);
+        done += nblocks * per_block;
+        if (mfs_job_cancelled(job)) {
+            rc = mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
+            break;
+        }
+    }
+    mfs_tensor_reader_close(r);
+    if (rc == 0 && (done < c->values || done - c->values >= per_block))
+        rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor holds %llu values, not %llu",
+                      (unsigned long long)done, (unsigned long long)c->values);
+    if (rc != 0) {
+        free(buf);
+        return -1;
+    }
+    *out = (mfs_bytes){ .data = buf, .len = len, .charge = len, .release = release_malloced };
+    return 0;
+}
+
+static const mfs_produce_ops f32_ops = {
+    .produce = f32_produce,
+    .in_memory = true,
+};
+
+uint32_t mfs_f32_view_add(mfs_tree *t, mfs_src *src, uint32_t dir, const char *name,
+                          uint32_t tensor, const char *head, size_t head_len, uint64_t values)
+{
+    uint32_t node = mfs_tree_add(t, dir, name, MFS_NODE_FILE, NULL, head_len + values * 4);
+    if (node == MFS_NONE)
+        return MFS_NONE;
+    f32_ctx *c = mfs_tree_own(t, mfs_xcalloc(1, sizeof *c));
+    c->t = t;
+    c->src = src;
+    c->tensor = tensor;
+    /* Not a string: the header's version bytes hold a NUL. */
+    char *copy = mfs_tree_own(t, mfs_xmalloc(head_len ? head_len : 1));
+    memcpy(copy, head, head_len);
+    c->head = copy;
+    c->head_len = head_len;
+    c->values = values;
+    mfs_tree_set_producer(t, node, &f32_ops, c);
+    return node;
+}
