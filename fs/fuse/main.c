@@ -460,6 +460,7 @@ int main(int argc, char **argv)
         fuse_session_unmount(se);
         _exit(rc);
     }
+    mfs_concat_files_free();
 
 out_unmount:
     fuse_session_unmount(se);

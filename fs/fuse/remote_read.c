@@ -107,7 +107,12 @@ bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
 struct mfs_concat_file {
     atomic_uint refs;
     mfs_piece_cache *pc;
+    mfs_concat_file *prev, *next;   /* in `live`, under mu */
 };
+
+/* Every open's state: a release that never comes (the session ended with
+ * the file open) leaves it here for mfs_concat_files_free. */
+static mfs_concat_file *live;
 
 mfs_concat_file *mfs_concat_file_new(void)
 {
@@ -120,14 +125,46 @@ mfs_concat_file *mfs_concat_file_new(void)
         return NULL;
     }
     atomic_init(&f->refs, 1);
+    pthread_mutex_lock(&mu);
+    f->next = live;
+    if (live != NULL)
+        live->prev = f;
+    live = f;
+    pthread_mutex_unlock(&mu);
     return f;
+}
+
+static void concat_file_free(mfs_concat_file *f)
+{
+    mfs_piece_cache_free(f->pc);
+    free(f);
 }
 
 void mfs_concat_file_unref(mfs_concat_file *f)
 {
     if (f != NULL && atomic_fetch_sub(&f->refs, 1) == 1) {
-        mfs_piece_cache_free(f->pc);
-        free(f);
+        pthread_mutex_lock(&mu);
+        if (f->prev != NULL)
+            f->prev->next = f->next;
+        else
+            live = f->next;
+        if (f->next != NULL)
+            f->next->prev = f->prev;
+        pthread_mutex_unlock(&mu);
+        concat_file_free(f);
+    }
+}
+
+void mfs_concat_files_free(void)
+{
+    pthread_mutex_lock(&mu);
+    mfs_concat_file *f = live;
+    live = NULL;
+    pthread_mutex_unlock(&mu);
+    while (f != NULL) {
+        mfs_concat_file *next = f->next;
+        concat_file_free(f);
+        f = next;
     }
 }
 

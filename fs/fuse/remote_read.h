@@ -45,6 +45,9 @@ void mfs_reply_head_body(fuse_req_t req, const uint8_t *head, uint64_t hlen,
 typedef struct mfs_concat_file mfs_concat_file;
 mfs_concat_file *mfs_concat_file_new(void);     /* NULL when memory ran out */
 void mfs_concat_file_unref(mfs_concat_file *f);
+/* Frees the state of opens whose release never came (the session ended
+ * with them open); after mfs_rr_drain, when no read is left. */
+void mfs_concat_files_free(void);
 
 /* Answers a read of len bytes at off (inside the file: off + len <= its
  * size, len > 0) of concatenation `node`: at once when every piece's
