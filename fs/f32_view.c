@@ -1,14 +1,22 @@
 #include "f32_view.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dtype.h"
+#include "layouts.h"
 #include "tensor_read.h"
 #include "xalloc.h"
 
 /* Pieces of about this much stored bytes at a time. */
 #define F32_PIECE (1u << 20)
+/* A plain stored tensor of at least this many bytes is decoded by a few
+ * threads at once, each its share of the blocks (the page faults of the
+ * new memory are most of a view's cost, and they go in parallel too). */
+#define F32_SPLIT (16u << 20)
+#define F32_THREADS 4u
 
 bool mfs_f32_view_shape(const char *dtype, const uint64_t *dims, size_t ndim, uint64_t nbytes,
                         const char **descr, uint64_t *out_dims, size_t *out_ndim,
@@ -69,6 +77,69 @@ static void release_malloced(mfs_bytes *b)
     b->data = NULL;
 }
 
+/* One thread's share of a plain tensor: blocks [first, end). */
+typedef struct f32_part {
+    const mfs_node *n;
+    mfs_src *src;
+    const mfs_numtype *nt;
+    const mfs_job *job;
+    float *out;             /* the view's first value */
+    uint64_t first, end;
+    int rc;
+    mfs_err e;
+} f32_part;
+
+static void *f32_part_run(void *arg)
+{
+    f32_part *p = arg;
+    uint64_t step = F32_PIECE / p->nt->block_bytes + 1;
+    uint64_t per_block = (uint64_t)p->nt->block_elems * p->nt->lanes;
+    for (uint64_t b = p->first; b < p->end && p->rc == 0; b += step) {
+        uint64_t nb = p->end - b < step ? p->end - b : step;
+        mfs_span s;
+        if (mfs_node_get(p->n, p->src, b * p->nt->block_bytes, nb * p->nt->block_bytes, &s,
+                         &p->e) != 0) {
+            p->rc = -1;
+            break;
+        }
+        p->nt->to_f32(s.p, nb, p->out + b * per_block);
+        mfs_node_release(p->n, p->src, s);
+        if (mfs_job_cancelled(p->job))
+            p->rc = mfs_fail(&p->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
+    }
+    return NULL;
+}
+
+/* Decodes a plain stored tensor (its bytes a slice, in order) of
+ * `blocks` whole blocks on a few threads: 0, or -1 with e. */
+static int f32_split(const mfs_node *n, mfs_src *src, const mfs_numtype *nt, uint64_t blocks,
+                     float *out, const mfs_job *job, mfs_err *e)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned k = cpus < 1 ? 1 : cpus > (long)F32_THREADS ? F32_THREADS : (unsigned)cpus;
+    f32_part parts[F32_THREADS];
+    pthread_t th[F32_THREADS];
+    bool started[F32_THREADS] = { false };
+    for (unsigned i = 0; i < k; i++)
+        parts[i] = (f32_part){ n, src, nt, job, out, blocks * i / k, blocks * (i + 1) / k, 0,
+                               { 0 } };
+    for (unsigned i = 1; i < k; i++)
+        started[i] = pthread_create(&th[i], NULL, f32_part_run, &parts[i]) == 0;
+    f32_part_run(&parts[0]);
+    for (unsigned i = 1; i < k; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            f32_part_run(&parts[i]);  /* no thread to be had: here */
+    }
+    for (unsigned i = 0; i < k; i++)
+        if (parts[i].rc != 0) {
+            *e = parts[i].e;
+            return -1;
+        }
+    return 0;
+}
+
 static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const f32_ctx *c = ctx;
@@ -88,6 +159,18 @@ static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e
     if (buf == NULL)
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a float32 view");
     memcpy(buf, c->head, c->head_len);
+    const mfs_node *n = mfs_tree_node(c->t, c->tensor);
+    if (n != NULL && ti.nbytes >= F32_SPLIT && ti.nbytes % nt->block_bytes == 0 &&
+        mfs_tree_ops(c->t, n) == NULL && mfs_layout_of(c->t, c->tensor) == NULL &&
+        ti.nbytes / nt->block_bytes * per_block == c->values) {
+        if (f32_split(n, c->src, nt, ti.nbytes / nt->block_bytes,
+                      (float *)(void *)(buf + c->head_len), job, e) != 0) {
+            free(buf);
+            return -1;
+        }
+        *out = (mfs_bytes){ .data = buf, .len = len, .charge = len, .release = release_malloced };
+        return 0;
+    }
     mfs_tensor_reader *r = mfs_tensor_reader_open(c->t, c->src, &ti, job, e);
     if (r == NULL) {
         free(buf);

@@ -133,6 +133,7 @@ BLOCK_TYPES = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "
                "iq4_xs", "tq1_0", "tq2_0", "mxfp4", "nvfp4", "q1_0"}
 
 WIDE = {"float128", "float96", "complex256", "complex192"}
+BIG = (8 << 20) + 5  # bfloat16 values: past f32_view.c's F32_SPLIT
 
 # ---- the all-values model ---------------------------------------------
 
@@ -143,7 +144,10 @@ def write_all_values(path):
     tensors = [("e4m3fn", "F8_E4M3", [256], every), ("e5m2", "F8_E5M2", [256], every),
                ("e8m0", "F8_E8M0", [256], every), ("e4m3fnuz", "F8_E4M3FNUZ", [256], every),
                ("e5m2fnuz", "F8_E5M2FNUZ", [256], every), ("f4", "F4", [512], every),
-               ("bf16", "BF16", [256, 256], u16), ("f16", "F16", [65536], u16)]
+               ("bf16", "BF16", [256, 256], u16), ("f16", "F16", [65536], u16),
+               # 16 MiB and more: decoded by several threads at once
+               ("bf16_big", "BF16", [BIG], (np.arange(BIG, dtype=np.uint64) * 40503 % 65536)
+                .astype("<u2").tobytes())]
     header, off, data = {}, 0, b""
     for name, dt, shape, raw in tensors:
         header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
