@@ -196,6 +196,30 @@ static uint32_t npy_head_id(mfs_model *m, const char *descr, bool fortran, const
     return id;
 }
 
+/* The folder KIND ("npy", "f32") beside tensor folder `dir` that its
+ * views go in: KIND/ beside tensors/, or KIND/NESTED for the inner
+ * tensors of a nested one (tensors/NESTED). Tensors come folder by
+ * folder, so the last one is kept (*of, *kept): one look-up per folder,
+ * not per tensor. MFS_NONE when a file is in the way. */
+static uint32_t twin_folder(mfs_model *m, uint32_t dir, const mfs_val *e, const char *kind,
+                            uint32_t *of, uint32_t *kept)
+{
+    if (*of == dir)
+        return *kept;
+    mfs_tree *tr = m->impl->tree;
+    uint32_t parent = mfs_tree_node(tr, dir)->parent;
+    if (mfs_obj_get(e, "nested_in") == NULL) {
+        *kept = mfs_tree_mkdirs(tr, parent, kind);
+    } else {
+        uint32_t top = mfs_tree_mkdirs(tr, mfs_tree_node(tr, parent)->parent, kind);
+        char *nested = mfs_xstrdup(mfs_tree_node(tr, dir)->name);
+        *kept = top == MFS_NONE ? MFS_NONE : mfs_tree_mkdirs(tr, top, nested);
+        free(nested);
+    }
+    *of = dir;
+    return *kept;
+}
+
 #define NPY_MAX_DIMS 1024u  /* deeper arrays get no twin (numpy allows 64) */
 
 /* Adds npy/NAME.npy beside the tensor's folder when its bytes are a whole
@@ -252,23 +276,7 @@ static void add_npy(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
         return;
     }
     uint32_t head = npy_head_id(m, descr, fortran, dims, ndim);
-    /* Tensors come folder by folder: one look-up per folder, not per
-     * tensor. */
-    if (m->impl->npy_of != dir) {
-        mfs_tree *tr = m->impl->tree;
-        uint32_t parent = mfs_tree_node(tr, dir)->parent;
-        if (mfs_obj_get(e, "nested_in") == NULL) {
-            m->impl->npy_dir = mfs_tree_mkdirs(tr, parent, "npy");
-        } else {
-            /* dir is tensors/NESTED: the twin goes in npy/NESTED. */
-            uint32_t npy = mfs_tree_mkdirs(tr, mfs_tree_node(tr, parent)->parent, "npy");
-            char *nested = mfs_xstrdup(mfs_tree_node(tr, dir)->name);
-            m->impl->npy_dir = npy == MFS_NONE ? MFS_NONE : mfs_tree_mkdirs(tr, npy, nested);
-            free(nested);
-        }
-        m->impl->npy_of = dir;
-    }
-    uint32_t ndir = m->impl->npy_dir;
+    uint32_t ndir = twin_folder(m, dir, e, "npy", &m->impl->npy_of, &m->impl->npy_dir);
     /* mkdirs may move the nodes: `n` is stale now. */
     char *name = mfs_name_add_suffix(mfs_tree_node(m->impl->tree, node)->name, ".npy");
     uint32_t twin = MFS_NONE;
@@ -360,18 +368,7 @@ static void add_f32(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     mfs_tree *tr = m->impl->tree;
     if (mfs_tree_node(tr, node)->size_unknown)
         return;
-    if (m->impl->f32_of != dir) {
-        uint32_t parent = mfs_tree_node(tr, dir)->parent;
-        if (mfs_obj_get(e, "nested_in") == NULL) {
-            m->impl->f32_dir = mfs_tree_mkdirs(tr, parent, "f32");
-        } else {
-            uint32_t f = mfs_tree_mkdirs(tr, mfs_tree_node(tr, parent)->parent, "f32");
-            char *nested = mfs_xstrdup(mfs_tree_node(tr, dir)->name);
-            m->impl->f32_dir = f == MFS_NONE ? MFS_NONE : mfs_tree_mkdirs(tr, f, nested);
-            free(nested);
-        }
-        m->impl->f32_of = dir;
-    }
+    uint32_t fdir = twin_folder(m, dir, e, "f32", &m->impl->f32_of, &m->impl->f32_dir);
     uint64_t values = descr[2] == 'c' ? 2 : 1;
     for (size_t i = 0; i < nd; i++)
         values *= dims[i];  /* cannot overflow: mfs_f32_view_shape checked */
@@ -379,10 +376,9 @@ static void add_f32(mfs_model *m, uint32_t dir, uint32_t node, const mfs_tensor 
     char *head = mfs_npy_head_make(descr, false, dims, nd, &hlen);
     /* The tensor file's name is unique in its folder: so is NAME.npy. */
     char *name = mfs_name_add_suffix(mfs_tree_node(tr, node)->name, ".npy");
-    uint32_t view = m->impl->f32_dir == MFS_NONE
-                        ? MFS_NONE
-                        : mfs_f32_view_add(tr, m->src, m->impl->f32_dir, name, node, head, hlen,
-                                           values);
+    uint32_t view = fdir == MFS_NONE ? MFS_NONE
+                                     : mfs_f32_view_add(tr, m->src, fdir, name, node, head, hlen,
+                                                        values);
     free(name);
     free(head);
     if (view == MFS_NONE) {

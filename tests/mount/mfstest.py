@@ -194,6 +194,37 @@ def mounted(modelfs, model, env=None, extra=()):
         unmount_and_remove(mnt)
 
 
+def mount_model(build, model, env=None):
+    """Mounts `model` as the per-model tests do (its NAME.links folder, when
+    there is one, as links_dir): (context, mount point), or (None, None)
+    when it does not mount (mount.models checks those). The caller ends it
+    with context.__exit__(None, None, None)."""
+    extra = ()
+    if os.path.isdir(model + ".links"):
+        extra = ("-o", "links_dir=" + os.path.abspath(model + ".links"))
+    try:
+        ctx = mounted(os.path.join(build, "modelfs"), model, env=env, extra=extra)
+        return ctx, ctx.__enter__()
+    except RuntimeError:
+        return None, None
+
+
+def links_args(model):
+    """modelfs-ls's options for `model` as mount_model mounts it."""
+    links = model + ".links"
+    return ["--links-dir", os.path.abspath(links)] if os.path.isdir(links) else []
+
+
+def range_bytes(log):
+    """Bytes the ranged requests of a server log (rangeserver.py) asked for."""
+    total = 0
+    for r in log:
+        if r[2]:
+            first, _, last = r[2][len("bytes="):].partition("-")
+            total += int(last) - int(first) + 1
+    return total
+
+
 def daemon_pid(mnt):
     """The pid of the modelfs daemon serving `mnt`, or None."""
     for d in os.listdir("/proc"):

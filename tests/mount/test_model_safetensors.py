@@ -40,7 +40,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -215,13 +214,8 @@ def check_torch(c, name, path, tensors, data, n):
 
 def check_model(c, build, model, expect, env, state):
     name = os.path.relpath(model)
-    extra = ()
-    if os.path.isdir(model + ".links"):
-        extra = ("-o", "links_dir=" + os.path.abspath(model + ".links"))
-    try:
-        ctx = mfstest.mounted(os.path.join(build, "modelfs"), model, env=env, extra=extra)
-        mnt = ctx.__enter__()
-    except RuntimeError:
+    ctx, mnt = mfstest.mount_model(build, model, env)
+    if ctx is None:
         return  # a model that does not mount (mount.models checks those)
     try:
         if mfstest.is_collection(mnt):
@@ -306,13 +300,11 @@ def check_model(c, build, model, expect, env, state):
         if os.path.exists(sums):
             c.check(ST.encode() not in read(sums), name + ": not in SHA256SUMS")
         c.check(not os.path.exists(os.path.join(mnt, "npy", ST + ".npy")), name + ": no twin")
-        r = subprocess.run([os.path.join(build, "modelfs-ls"), *(
-            ["--links-dir", os.path.abspath(model + ".links")] if extra else []), model, ST],
-            capture_output=True, env=env, timeout=600)
+        r = subprocess.run([os.path.join(build, "modelfs-ls"), *mfstest.links_args(model), model,
+                            ST], capture_output=True, env=env, timeout=600)
         c.check(r.returncode == 0 and r.stdout == data, name + ": modelfs-ls gives the same bytes")
-        sums_ls, rc, _ = mfstest.ls_sums_args(os.path.join(build, "modelfs-ls"), (
-            ["--links-dir", os.path.abspath(model + ".links")] if extra else []) + [model], [ST],
-            env=env)
+        sums_ls, rc, _ = mfstest.ls_sums_args(os.path.join(build, "modelfs-ls"),
+                                              mfstest.links_args(model) + [model], [ST], env=env)
         c.check(rc == 0 and sums_ls.get(ST) == (hashlib.sha256(data).hexdigest(), len(data)),
                 name + ": modelfs-ls --sha256")
         if check_torch(c, name, path, tensors, data, n):
@@ -414,15 +406,6 @@ def check_convert(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def range_bytes(log):
-    total = 0
-    for r in log:
-        if r[2]:
-            first, _, last = r[2][len("bytes="):].partition("-")
-            total += int(last) - int(first) + 1
-    return total
-
-
 def check_remote(c, build, env):
     import rangeserver
     root = tempfile.mkdtemp(prefix="modelfs-st-remote-")
@@ -457,7 +440,7 @@ def check_remote(c, build, env):
                         break
                     got += k
             c.check(got == b, "remote: tensor b's bytes")
-            fetched = range_bytes([r for r in srv.log[before:] if r[2]])
+            fetched = mfstest.range_bytes([r for r in srv.log[before:] if r[2]])
             print("remote: reading b (%d bytes) fetched %d" % (len(b), fetched), flush=True)
             c.check(0 < fetched <= len(b) + MIB,
                     "remote: %d bytes fetched for a tensor of %d" % (fetched, len(b)))

@@ -34,7 +34,6 @@ usage: test_numbers.py BUILD_DIR DIR...
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 

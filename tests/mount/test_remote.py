@@ -139,7 +139,7 @@ def check_mounted(c, build, url, path, srv, env):
     try:
         with mfstest.mounted(modelfs, url, env) as rmnt, mfstest.mounted(modelfs, path, env) as lmnt:
             mount_log = list(srv.log[before:])
-            fetched = range_bytes(mount_log)
+            fetched = mfstest.range_bytes(mount_log)
             size = os.path.getsize(path)
             c.check(fetched <= max(size // 4, 1 << 20) or size <= (1 << 20),
                     "%s: the mount fetched %d bytes of %d" % (name, fetched, size))
@@ -328,16 +328,6 @@ def far_read_errno(mnt):
         os.close(fd)
 
 
-def range_bytes(log):
-    """Bytes the ranged requests of a server log asked for."""
-    total = 0
-    for r in log:
-        if r[2]:
-            first, _, last = r[2][len("bytes="):].partition("-")
-            total += int(last) - int(first) + 1
-    return total
-
-
 def check_stalls(c, build, srv, root, env):
     """A server that stops sending: a read fails (EIO) once no byte came
     for the stall timeout (MODELFS_HTTP_STALL=2 here); and SIGTERM to a
@@ -420,7 +410,7 @@ def check_cache(c, build, srv, root, env):
         mfstest.evict(t)
         c.equal(mfstest.read_or_errno(t), (data, 0), "small cache: the whole tensor after")
     gets = [r for r in srv.log[before:] if r[2]]
-    fetched = range_bytes(gets)
+    fetched = mfstest.range_bytes(gets)
     c.check(fetched > len(data) + hlen, "small cache: blocks were dropped and fetched again "
             "(%d bytes in %d GETs)" % (fetched, len(gets)))
 
@@ -504,7 +494,7 @@ def check_readahead(c, build, srv, root, env):
                                  stdout=subprocess.PIPE, timeout=120).stdout
             c.check(got == data, "read-ahead: cat has the tensor's bytes")
             gets = [r for r in srv.log[before:] if r[2]]
-            fetched = range_bytes(gets)
+            fetched = mfstest.range_bytes(gets)
             c.check(len(gets) <= mib // 2, "read-ahead: %d MiB in %d GETs (%d blocks; %d without "
                     "read-ahead: 1 MiB FUSE reads)" % (mib, len(gets), mib * 4, mib))
             c.check(fetched <= len(data) + (1 << 20),
@@ -522,9 +512,9 @@ def check_readahead(c, build, srv, root, env):
                 os.close(fd)
             gets = [r for r in srv.log[before:] if r[2]]
             c.equal(bad, 0, "random 4 KiB reads: the tensor's bytes")
-            c.check(range_bytes(gets) <= 12 * (256 << 10),
+            c.check(mfstest.range_bytes(gets) <= 12 * (256 << 10),
                     "random 4 KiB reads: a block each at most (%d bytes in %d GETs)"
-                    % (range_bytes(gets), len(gets)))
+                    % (mfstest.range_bytes(gets), len(gets)))
         # Tensor after tensor in file order: reading runs on, so the next
         # tensors are fetched ahead too, not each with its own first GET.
         many = os.path.join(root, "runson.safetensors")
@@ -556,9 +546,9 @@ def check_readahead(c, build, srv, root, env):
             ranges = [r[2] for r in gets]
             c.equal(len(set(ranges)), len(ranges),
                     "GETs cut at 60%: no range asked twice (a retry asks what is left)")
-            c.check(range_bytes(gets) <= len(data) * 18 // 10,
+            c.check(mfstest.range_bytes(gets) <= len(data) * 18 // 10,
                     "GETs cut at 60%%: %d bytes asked for %d (2x if retries asked it all)"
-                    % (range_bytes(gets), len(data)))
+                    % (mfstest.range_bytes(gets), len(data)))
     finally:
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
         os.unlink(path)

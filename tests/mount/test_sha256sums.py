@@ -56,13 +56,8 @@ def read_file(path):
 
 def check_model(c, build, model, env):
     name = os.path.relpath(model)
-    extra = ()
-    if os.path.isdir(model + ".links"):
-        extra = ("-o", "links_dir=" + os.path.abspath(model + ".links"))
-    try:
-        ctx = mfstest.mounted(os.path.join(build, "modelfs"), model, env=env, extra=extra)
-        mnt = ctx.__enter__()
-    except RuntimeError:
+    ctx, mnt = mfstest.mount_model(build, model, env)
+    if ctx is None:
         return  # a model that does not mount (mount.models checks those)
     try:
         if mfstest.is_collection(mnt):
@@ -91,8 +86,7 @@ def check_model(c, build, model, env):
             r = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=mnt,
                                capture_output=True)
             c.check(r.returncode == 0, "%s: sha256sum -c: %s" % (name, r.stdout + r.stderr))
-            ls = subprocess.run([os.path.join(build, "modelfs-ls"), *(("--links-dir", extra[1][10:])
-                                                                        if extra else ()),
+            ls = subprocess.run([os.path.join(build, "modelfs-ls"), *mfstest.links_args(model),
                                  model, "SHA256SUMS"], capture_output=True, env=env)
             c.check(ls.returncode == 0 and ls.stdout == data,
                     "%s: modelfs-ls SHA256SUMS equals the mount's (exit %d)" % (name, ls.returncode))
