@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "dtype.h"
+#include "guard.h"
 #include "layouts.h"
 #include "tensor_read.h"
 #include "xalloc.h"
@@ -89,7 +90,9 @@ typedef struct f32_part {
     mfs_err e;
 } f32_part;
 
-static void *f32_part_run(void *arg)
+/* Reads the mapping: runs under the guard (a model cut short meanwhile
+ * faults here, not in the daemon). */
+static int f32_part_guarded(void *arg)
 {
     f32_part *p = arg;
     uint64_t step = F32_PIECE / p->nt->block_bytes + 1;
@@ -107,6 +110,25 @@ static void *f32_part_run(void *arg)
         if (mfs_job_cancelled(p->job))
             p->rc = mfs_fail(&p->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
     }
+    return 0;
+}
+
+static int changed(int rc, mfs_err *e)
+{
+    if (rc == MFS_GUARD_FAULT)
+        return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                        "the model changed while its float32 view was made");
+    if (rc == MFS_GUARD_NOMEM)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+    return rc;
+}
+
+static void *f32_part_run(void *arg)
+{
+    f32_part *p = arg;
+    int rc = mfs_guard_run(f32_part_guarded, p);
+    if (rc != 0 && p->rc == 0)
+        p->rc = changed(rc, &p->e);
     return NULL;
 }
 
@@ -140,6 +162,45 @@ static int f32_split(const mfs_node *n, mfs_src *src, const mfs_numtype *nt, uin
     return 0;
 }
 
+/* The tensor read in order, piece by piece (any tensor). */
+typedef struct f32_seq {
+    const f32_ctx *c;
+    const mfs_tensor_info *ti;
+    const mfs_numtype *nt;
+    const mfs_job *job;
+    float *out;
+    mfs_tensor_reader *r;   /* the caller closes it, also after a fault */
+    uint64_t done;          /* values written */
+    mfs_err *e;
+} f32_seq;
+
+/* Reads the mapping: runs under the guard. */
+static int f32_seq_guarded(void *arg)
+{
+    f32_seq *q = arg;
+    const mfs_numtype *nt = q->nt;
+    uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes;
+    q->r = mfs_tensor_reader_open(q->c->t, q->c->src, q->ti, q->job, q->e);
+    if (q->r == NULL)
+        return -1;
+    uint64_t piece = nt->block_bytes * (F32_PIECE / nt->block_bytes + 1);
+    mfs_span s;
+    int rc;
+    while ((rc = mfs_tensor_reader_next(q->r, piece, &s, q->e)) == 1) {
+        uint64_t nblocks = s.len / nt->block_bytes;
+        if (s.len % nt->block_bytes != 0 ||
+            nblocks > (q->c->values - q->done + per_block - 1) / per_block)
+            return mfs_fail(q->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
+        /* Aligned stores: the head is a multiple of 64 bytes long, and
+         * malloc's memory is aligned, so the floats are too. */
+        nt->to_f32(s.p, nblocks, q->out + q->done);
+        q->done += nblocks * per_block;
+        if (mfs_job_cancelled(q->job))
+            return mfs_fail(q->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
+    }
+    return rc;
+}
+
 static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const f32_ctx *c = ctx;
@@ -171,30 +232,10 @@ static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e
         *out = (mfs_bytes){ .data = buf, .len = len, .charge = len, .release = release_malloced };
         return 0;
     }
-    mfs_tensor_reader *r = mfs_tensor_reader_open(c->t, c->src, &ti, job, e);
-    if (r == NULL) {
-        free(buf);
-        return -1;
-    }
-    uint64_t piece = nt->block_bytes * (F32_PIECE / nt->block_bytes + 1);
-    mfs_span s;
-    int rc;
-    while ((rc = mfs_tensor_reader_next(r, piece, &s, e)) == 1) {
-        uint64_t nblocks = s.len / nt->block_bytes;
-        if (s.len % nt->block_bytes != 0 || nblocks > (c->values - done + per_block - 1) / per_block) {
-            rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
-            break;
-        }
-        /* Through memcpy-free aligned stores: the head is 64 bytes long
-         * times k, and malloc's memory is aligned, so the floats are too. */
-        nt->to_f32(s.p, nblocks, (float *)(void *)(buf + c->head_len) + done);
-        done += nblocks * per_block;
-        if (mfs_job_cancelled(job)) {
-            rc = mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
-            break;
-        }
-    }
-    mfs_tensor_reader_close(r);
+    f32_seq q = { c, &ti, nt, job, (float *)(void *)(buf + c->head_len), NULL, 0, e };
+    int rc = changed(mfs_guard_run(f32_seq_guarded, &q), e);
+    mfs_tensor_reader_close(q.r);
+    done = q.done;
     if (rc == 0 && (done < c->values || done - c->values >= per_block))
         rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor holds %llu values, not %llu",
                       (unsigned long long)done, (unsigned long long)c->values);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "json_write.h"
 #include "strbuf.h"
 #include "tensor_read.h"
@@ -376,6 +377,35 @@ void mfs_piece_cache_free(mfs_piece_cache *pc)
     free(pc);
 }
 
+/* A tensor's logical bytes copied out, whole. */
+typedef struct conv_copy {
+    const mfs_tree *t;
+    mfs_src *src;
+    const mfs_tensor_info *ti;
+    uint8_t *data;
+    mfs_tensor_reader *r;   /* the caller closes it, also after a fault */
+    uint64_t got;
+    mfs_err *e;
+} conv_copy;
+
+/* Reads the mapping: runs under the guard (a model cut short meanwhile
+ * faults here, not in the daemon). */
+static int conv_copy_guarded(void *arg)
+{
+    conv_copy *cc = arg;
+    cc->r = mfs_tensor_reader_open(cc->t, cc->src, cc->ti, NULL, cc->e);
+    if (cc->r == NULL)
+        return -1;
+    mfs_span s;
+    int k;
+    while ((k = mfs_tensor_reader_next(cc->r, 1u << 20, &s, cc->e)) == 1) {
+        uint64_t n = s.len < cc->ti->nbytes - cc->got ? s.len : cc->ti->nbytes - cc->got;
+        memcpy(cc->data + cc->got, s.p, n);
+        cc->got += n;
+    }
+    return k;
+}
+
 /* The logical bytes of tensor file `node`, whole: from the cache, or made. */
 static mfs_piece_conv *conv_get(const mfs_tree *t, mfs_src *src, mfs_piece_cache *pc,
                                 uint32_t node, mfs_err *e)
@@ -401,21 +431,14 @@ static mfs_piece_conv *conv_get(const mfs_tree *t, mfs_src *src, mfs_piece_cache
         mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
         return NULL;
     }
-    mfs_tensor_reader *r = mfs_tensor_reader_open(t, src, &ti, NULL, e);
-    if (r == NULL) {
-        free(c);
-        free(data);
-        return NULL;
-    }
-    uint64_t got = 0;
-    mfs_span s;
-    int k;
-    while ((k = mfs_tensor_reader_next(r, 1u << 20, &s, e)) == 1) {
-        uint64_t n = s.len < ti.nbytes - got ? s.len : ti.nbytes - got;
-        memcpy(data + got, s.p, n);
-        got += n;
-    }
-    mfs_tensor_reader_close(r);
+    conv_copy cc = { t, src, &ti, data, NULL, 0, e };
+    int k = mfs_guard_run(conv_copy_guarded, &cc);
+    if (k == MFS_GUARD_FAULT)
+        k = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the model changed while it was read");
+    else if (k == MFS_GUARD_NOMEM)
+        k = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+    mfs_tensor_reader_close(cc.r);
+    uint64_t got = cc.got;
     if (k != 0 || got != ti.nbytes) {
         if (k == 0)
             mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "model.safetensors: a tensor gave %llu of %llu bytes",

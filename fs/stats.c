@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "numeric.h"
 #include "tensor_read.h"
 #include "xalloc.h"
@@ -82,6 +83,49 @@ static size_t put_num(char *out, size_t room, bool have, double x)
     return k < 0 || (size_t)k >= room ? room - 1 : (size_t)k;
 }
 
+/* One tensor's numbers, folded into `a`. */
+typedef struct pass {
+    const mfs_tree *t;
+    mfs_src *src;
+    const mfs_tensor_info *ti;
+    const mfs_numtype *nt;
+    const mfs_job *job;
+    double *vals;           /* room for `blocks` blocks' numbers */
+    uint64_t blocks;
+    mfs_tensor_reader *r;   /* the caller closes it, also after a fault */
+    acc *a;
+    uint64_t left;          /* numbers still to come */
+    mfs_err *e;
+} pass;
+
+/* Reads the mapping: runs under the guard (a model cut short meanwhile
+ * faults here, not in the daemon). */
+static int pass_guarded(void *arg)
+{
+    pass *p = arg;
+    const mfs_numtype *nt = p->nt;
+    uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes;
+    p->r = mfs_tensor_reader_open(p->t, p->src, p->ti, p->job, p->e);
+    if (p->r == NULL)
+        return -1;
+    mfs_span s;
+    int rc;
+    while ((rc = mfs_tensor_reader_next(p->r, p->blocks * nt->block_bytes, &s, p->e)) == 1) {
+        if (s.len % nt->block_bytes != 0)
+            return mfs_fail(p->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
+        uint64_t nb = s.len / nt->block_bytes;
+        nt->to_f64(s.p, nb, p->vals);
+        /* A half-used last byte of packed 4-bit floats: its extra value is
+         * none of the tensor's. */
+        uint64_t n = nb * per_block < p->left ? nb * per_block : p->left;
+        add_chunk(p->a, p->vals, n);
+        p->left -= n;
+        if (mfs_job_cancelled(p->job))
+            return mfs_fail(p->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
+    }
+    return rc;
+}
+
 char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job *job, mfs_err *e)
 {
     mfs_tensor_info ti;
@@ -100,33 +144,18 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
         uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes, left = values * nt->lanes;
         uint64_t blocks = STATS_PIECE / nt->block_bytes + 1;
         double *vals = malloc(blocks * per_block * sizeof *vals);
-        mfs_tensor_reader *r = vals ? mfs_tensor_reader_open(t, src, &ti, job, e) : NULL;
-        if (r == NULL) {
-            if (vals == NULL)
-                mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
-            free(vals);
+        if (vals == NULL) {
+            mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
             return NULL;
         }
-        mfs_span s;
-        int rc;
-        while ((rc = mfs_tensor_reader_next(r, blocks * nt->block_bytes, &s, e)) == 1) {
-            if (s.len % nt->block_bytes != 0) {
-                rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
-                break;
-            }
-            uint64_t nb = s.len / nt->block_bytes;
-            nt->to_f64(s.p, nb, vals);
-            /* A half-used last byte of packed 4-bit floats: its extra
-             * value is none of the tensor's. */
-            uint64_t n = nb * per_block < left ? nb * per_block : left;
-            add_chunk(&a, vals, n);
-            left -= n;
-            if (mfs_job_cancelled(job)) {
-                rc = mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
-                break;
-            }
-        }
-        mfs_tensor_reader_close(r);
+        pass p = { t, src, &ti, nt, job, vals, blocks, NULL, &a, left, e };
+        int rc = mfs_guard_run(pass_guarded, &p);
+        if (rc == MFS_GUARD_FAULT)
+            rc = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
+                          "the model changed while its stats were made");
+        else if (rc == MFS_GUARD_NOMEM)
+            rc = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        mfs_tensor_reader_close(p.r);
         free(vals);
         if (rc != 0)
             return NULL;

@@ -4,7 +4,9 @@ open (issue 7, item 1), with real mounts:
  - a carton with a 2 GiB stored member listed in MANIFEST (sha256 read
    through the mapping at open);
  - an unpacked carton folder with a 2 GiB file listed in MANIFEST;
- - a carton with a 512 MiB zstd member (decoded from the mapping at open).
+ - a carton with a 512 MiB zstd member (decoded from the mapping at open);
+ - a bfloat16 model cut short before its f32/ view, stats.tsv and
+   model.safetensors are first read (issue 21: made from the mapping).
 
 For each, a reader opens the big file through the mount; once the daemon
 has visibly started (its resident memory grew), the file on disk is
@@ -239,6 +241,48 @@ def run_case(c, x, what, model, inner, victim, want_sha, cut_to):
             c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
 
 
+def make_bf16(work, size):
+    """A safetensors model of one bfloat16 tensor of `size` bytes (sparse:
+    zeros)."""
+    path = os.path.join(work, "bf16.safetensors")
+    h = ('{"w":{"dtype":"BF16","shape":[%d],"data_offsets":[0,%d]}}' % (size // 2, size)).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h)
+        f.truncate(8 + len(h) + size)
+    return path
+
+
+def run_cut_first(c, x, what, model, inners):
+    """The model cut short after the mount, before the files made from its
+    numbers are first opened: each read gives EIO (the producer faults on
+    the mapping, under the guard), and the daemon stays up."""
+    fg = mfstest.Foreground(x.modelfs, model, (), x.env, timeout=30)
+    mnt, d = fg.mnt, fg.p
+    try:
+        if not c.check(fg.mounted, "%s: mounted" % what):
+            return
+        os.truncate(model, 4096)
+        for inner in inners:
+            try:
+                with open(os.path.join(mnt, inner), "rb") as f:
+                    while f.read(1 << 20):
+                        pass
+                c.check(False, "%s: %s read whole after the cut" % (what, inner))
+            except OSError as ex:
+                c.equal(ex.errno, errno.EIO, "%s: %s after the cut" % (what, inner))
+            c.check(d.poll() is None, "%s: the daemon is alive after reading %s (exit %r%s)" % (
+                what, inner, d.returncode, ", SIGBUS" if d.returncode == -signal.SIGBUS else ""))
+            if d.poll() is not None:
+                return
+        c.check("model.json" in os.listdir(mnt), "%s: ls after the cut" % what)
+    finally:
+        log = fg.text()
+        rc = fg.close(60)
+        if rc not in (0, None):
+            c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
+
+
 class Ctx:
     def __init__(self, build, env):
         self.modelfs = os.path.join(build, "modelfs")
@@ -257,6 +301,12 @@ def main(argv):
     x = Ctx(argv[1], mfstest.sanitizer_env(logdir))
     work = tempfile.mkdtemp(prefix="modelfs-trunc-", dir="/var/tmp")
     try:
+        # Issue 21: the f32/ view, stats.tsv and model.safetensors read
+        # the numbers themselves.
+        model = make_bf16(work, 64 * MiB)
+        run_cut_first(c, x, "bfloat16 numbers", model,
+                      ["f32/w.npy", "stats.tsv", "model.safetensors"])
+        os.unlink(model)
         size = 2 * GiB
         sha, crc = zeros_digest(size)
         model, inner = make_stored(work, size, sha, crc)
