@@ -142,7 +142,10 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
                                      &values, &grows);
     if (numbers && ti.nbytes > 0) {
         uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes, left = values * nt->lanes;
+        /* No more room than the tensor needs: most tensors are small. */
         uint64_t blocks = STATS_PIECE / nt->block_bytes + 1;
+        if (blocks > ti.nbytes / nt->block_bytes + 1)
+            blocks = ti.nbytes / nt->block_bytes + 1;
         double *vals = malloc(blocks * per_block * sizeof *vals);
         if (vals == NULL) {
             mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
