@@ -83,6 +83,8 @@ static size_t put_num(char *out, size_t room, bool have, double x)
     return k < 0 || (size_t)k >= room ? room - 1 : (size_t)k;
 }
 
+static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* One tensor's numbers, folded into `a`. */
 typedef struct pass {
     const mfs_tree *t;
@@ -152,7 +154,15 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
             return NULL;
         }
         pass p = { t, src, &ti, nt, job, vals, blocks, NULL, &a, left, e };
+        /* A tensor made in memory (a compressed member) is made whole: one
+         * at a time, so the threads never hold several. */
+        const mfs_produce_ops *ops = mfs_tree_ops(t, mfs_tree_node(t, ti.node));
+        bool made = ops != NULL && ops->produce != NULL;
+        if (made)
+            pthread_mutex_lock(&made_lock);
         int rc = mfs_guard_run(pass_guarded, &p);
+        if (made)
+            pthread_mutex_unlock(&made_lock);
         if (rc == MFS_GUARD_FAULT)
             rc = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
                           "the model changed while its stats were made");

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "content.h"
 #include "dtype.h"
 #include "layouts.h"
 
@@ -265,6 +266,16 @@ mfs_tensor_reader *mfs_tensor_reader_open(const mfs_tree *t, mfs_src *src,
     r->n = n;
     r->size = n->size;
     const mfs_produce_ops *ops = mfs_tree_ops(t, n);
+    /* Made here, not by the content layer: held to the budget the content
+     * layer gives such a model by default (a small file whose member
+     * decodes to gigabytes is refused, not decoded). */
+    uint64_t budget = mfs_content_cap_for(src != NULL ? src->size : 0);
+    if (ops != NULL && ops->produce != NULL && ops->in_memory && n->size > budget) {
+        mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET,
+                 "tensor of %llu bytes to decode in memory: more than the %llu allowed",
+                 (unsigned long long)n->size, (unsigned long long)budget);
+        goto fail;
+    }
     if (ops != NULL && ops->produce != NULL) {
         if (ops->produce(mfs_tree_ctx(t, n), job, &r->whole, e) != 0)
             goto fail;

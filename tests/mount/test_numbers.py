@@ -25,17 +25,21 @@
   the sum of magnitudes, 1.1e-10 for the million values of our largest
   tensor. The text is byte-identical from the mount and from modelfs-ls
   with 1 and 3 threads.
+- A member that would decode to 1 GiB from an .npz of a few MB: its
+  stats.tsv and f32/ view are refused at once, the daemon stays up.
 - Each reference is checked to tell its type from its neighbour (e4m3fn's
   decoder on e5m2 bytes must differ), so a check cannot pass by decoding
   nothing.
 
 usage: test_numbers.py BUILD_DIR DIR...
 """
+import errno
 import json
 import math
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -275,6 +279,43 @@ def check_stats(c, root, doc, values, label):
     return text
 
 
+def write_bomb(path, nbytes):
+    """An .npz whose one member, float16 zeros of `nbytes`, deflates to a
+    few MB: more than modelfs decodes in memory for so small a file."""
+    import zipfile
+    head = np.lib.format.header_data_from_array_1_0(np.zeros(0, dtype="<f2"))
+    head["shape"] = (nbytes // 2,)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        with z.open("w.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, head)
+            chunk = bytes(16 << 20)
+            for _ in range(nbytes // len(chunk)):
+                f.write(chunk)
+
+
+def check_bomb(c, build, tmp, env):
+    """stats.tsv and the f32/ view of a member that would decode to 1 GiB
+    from a file of a few MB: refused at once (the content layer's budget
+    for such a model), the daemon up."""
+    d = os.path.join(tmp, "bomb")
+    os.mkdir(d)
+    model = os.path.join(d, "bomb.npz")
+    write_bomb(model, 1 << 30)
+    with mfstest.mounted(os.path.join(build, "modelfs"), model, env=env) as mnt:
+        for name in ("stats.tsv", "f32/w.npy"):
+            t = time.monotonic()
+            try:
+                with open(os.path.join(mnt, name), "rb") as f:
+                    f.read()
+                c.check(False, "bomb: %s was made" % name)
+            except OSError as ex:
+                c.check(ex.errno in (errno.ENOMEM, errno.EIO), "bomb: %s: %s" % (name, ex))
+            c.check(time.monotonic() - t < 20, "bomb: %s refused at once" % name)
+        c.check("model.json" in os.listdir(mnt), "bomb: the mount answers after")
+    os.unlink(model)
+    os.rmdir(d)
+
+
 def check_threads(c, modelfs_ls, model, name, text, env):
     for n in ("1", "3"):
         env = dict(env, MODELFS_STATS_THREADS=n)
@@ -330,6 +371,7 @@ def main():
             c.skip("%s is absent" % d)
             continue
         check_folder(c, build, d, npzs, thread_models, env)
+    check_bomb(c, build, tmp, env)
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     os.rmdir(tmp)
