@@ -113,22 +113,12 @@ static int f32_part_guarded(void *arg)
     return 0;
 }
 
-static int changed(int rc, mfs_err *e)
-{
-    if (rc == MFS_GUARD_FAULT)
-        return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
-                        "the model changed while its float32 view was made");
-    if (rc == MFS_GUARD_NOMEM)
-        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
-    return rc;
-}
-
 static void *f32_part_run(void *arg)
 {
     f32_part *p = arg;
     int rc = mfs_guard_run(f32_part_guarded, p);
     if (rc != 0 && p->rc == 0)
-        p->rc = changed(rc, &p->e);
+        p->rc = mfs_tensor_guard_result(rc, &p->e);
     return NULL;
 }
 
@@ -164,41 +154,26 @@ static int f32_split(const mfs_node *n, mfs_src *src, const mfs_numtype *nt, uin
 
 /* The tensor read in order, piece by piece (any tensor). */
 typedef struct f32_seq {
-    const f32_ctx *c;
-    const mfs_tensor_info *ti;
     const mfs_numtype *nt;
-    const mfs_job *job;
     float *out;
-    mfs_tensor_reader *r;   /* the caller closes it, also after a fault */
+    uint64_t values;        /* the view's */
     uint64_t done;          /* values written */
-    mfs_err *e;
 } f32_seq;
 
-/* Reads the mapping: runs under the guard. */
-static int f32_seq_guarded(void *arg)
+static int f32_seq_piece(void *arg, mfs_span s, mfs_err *e)
 {
     f32_seq *q = arg;
     const mfs_numtype *nt = q->nt;
     uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes;
-    q->r = mfs_tensor_reader_open(q->c->t, q->c->src, q->ti, q->job, q->e);
-    if (q->r == NULL)
-        return -1;
-    uint64_t piece = nt->block_bytes * (F32_PIECE / nt->block_bytes + 1);
-    mfs_span s;
-    int rc;
-    while ((rc = mfs_tensor_reader_next(q->r, piece, &s, q->e)) == 1) {
-        uint64_t nblocks = s.len / nt->block_bytes;
-        if (s.len % nt->block_bytes != 0 ||
-            nblocks > (q->c->values - q->done + per_block - 1) / per_block)
-            return mfs_fail(q->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
-        /* Aligned stores: the head is a multiple of 64 bytes long, and
-         * malloc's memory is aligned, so the floats are too. */
-        nt->to_f32(s.p, nblocks, q->out + q->done);
-        q->done += nblocks * per_block;
-        if (mfs_job_cancelled(q->job))
-            return mfs_fail(q->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
-    }
-    return rc;
+    uint64_t nblocks = s.len / nt->block_bytes;
+    if (s.len % nt->block_bytes != 0 ||
+        nblocks > (q->values - q->done + per_block - 1) / per_block)
+        return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
+    /* Aligned stores: the head is a multiple of 64 bytes long, and
+     * malloc's memory is aligned, so the floats are too. */
+    nt->to_f32(s.p, nblocks, q->out + q->done);
+    q->done += nblocks * per_block;
+    return 0;
 }
 
 static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
@@ -232,9 +207,9 @@ static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e
         *out = (mfs_bytes){ .data = buf, .len = len, .charge = len, .release = release_malloced };
         return 0;
     }
-    f32_seq q = { c, &ti, nt, job, (float *)(void *)(buf + c->head_len), NULL, 0, e };
-    int rc = changed(mfs_guard_run(f32_seq_guarded, &q), e);
-    mfs_tensor_reader_close(q.r);
+    f32_seq q = { nt, (float *)(void *)(buf + c->head_len), c->values, 0 };
+    uint64_t piece = nt->block_bytes * (F32_PIECE / nt->block_bytes + 1);
+    int rc = mfs_tensor_each(c->t, c->src, &ti, job, piece, f32_seq_piece, &q, e);
     done = q.done;
     if (rc == 0 && (done < c->values || done - c->values >= per_block))
         rc = mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor holds %llu values, not %llu",

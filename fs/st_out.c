@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guard.h"
 #include "json_write.h"
 #include "strbuf.h"
 #include "tensor_read.h"
@@ -379,31 +378,18 @@ void mfs_piece_cache_free(mfs_piece_cache *pc)
 
 /* A tensor's logical bytes copied out, whole. */
 typedef struct conv_copy {
-    const mfs_tree *t;
-    mfs_src *src;
-    const mfs_tensor_info *ti;
     uint8_t *data;
-    mfs_tensor_reader *r;   /* the caller closes it, also after a fault */
-    uint64_t got;
-    mfs_err *e;
+    uint64_t nbytes, got;
 } conv_copy;
 
-/* Reads the mapping: runs under the guard (a model cut short meanwhile
- * faults here, not in the daemon). */
-static int conv_copy_guarded(void *arg)
+static int conv_copy_piece(void *arg, mfs_span s, mfs_err *e)
 {
+    (void)e;
     conv_copy *cc = arg;
-    cc->r = mfs_tensor_reader_open(cc->t, cc->src, cc->ti, NULL, cc->e);
-    if (cc->r == NULL)
-        return -1;
-    mfs_span s;
-    int k;
-    while ((k = mfs_tensor_reader_next(cc->r, 1u << 20, &s, cc->e)) == 1) {
-        uint64_t n = s.len < cc->ti->nbytes - cc->got ? s.len : cc->ti->nbytes - cc->got;
-        memcpy(cc->data + cc->got, s.p, n);
-        cc->got += n;
-    }
-    return k;
+    uint64_t n = s.len < cc->nbytes - cc->got ? s.len : cc->nbytes - cc->got;
+    memcpy(cc->data + cc->got, s.p, n);
+    cc->got += n;
+    return 0;
 }
 
 /* The logical bytes of tensor file `node`, whole: from the cache, or made. */
@@ -431,13 +417,8 @@ static mfs_piece_conv *conv_get(const mfs_tree *t, mfs_src *src, mfs_piece_cache
         mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
         return NULL;
     }
-    conv_copy cc = { t, src, &ti, data, NULL, 0, e };
-    int k = mfs_guard_run(conv_copy_guarded, &cc);
-    if (k == MFS_GUARD_FAULT)
-        k = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the model changed while it was read");
-    else if (k == MFS_GUARD_NOMEM)
-        k = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
-    mfs_tensor_reader_close(cc.r);
+    conv_copy cc = { data, ti.nbytes, 0 };
+    int k = mfs_tensor_each(t, src, &ti, NULL, 1u << 20, conv_copy_piece, &cc, e);
     uint64_t got = cc.got;
     if (k != 0 || got != ti.nbytes) {
         if (k == 0)

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "guard.h"
 #include "numeric.h"
 #include "tensor_read.h"
 #include "xalloc.h"
@@ -87,45 +86,26 @@ static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* One tensor's numbers, folded into `a`. */
 typedef struct pass {
-    const mfs_tree *t;
-    mfs_src *src;
-    const mfs_tensor_info *ti;
     const mfs_numtype *nt;
-    const mfs_job *job;
-    double *vals;           /* room for `blocks` blocks' numbers */
-    uint64_t blocks;
-    mfs_tensor_reader *r;   /* the caller closes it, also after a fault */
+    double *vals;           /* room for a piece's numbers */
     acc *a;
     uint64_t left;          /* numbers still to come */
-    mfs_err *e;
 } pass;
 
-/* Reads the mapping: runs under the guard (a model cut short meanwhile
- * faults here, not in the daemon). */
-static int pass_guarded(void *arg)
+static int pass_piece(void *arg, mfs_span s, mfs_err *e)
 {
     pass *p = arg;
     const mfs_numtype *nt = p->nt;
-    uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes;
-    p->r = mfs_tensor_reader_open(p->t, p->src, p->ti, p->job, p->e);
-    if (p->r == NULL)
-        return -1;
-    mfs_span s;
-    int rc;
-    while ((rc = mfs_tensor_reader_next(p->r, p->blocks * nt->block_bytes, &s, p->e)) == 1) {
-        if (s.len % nt->block_bytes != 0)
-            return mfs_fail(p->e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
-        uint64_t nb = s.len / nt->block_bytes;
-        nt->to_f64(s.p, nb, p->vals);
-        /* A half-used last byte of packed 4-bit floats: its extra value is
-         * none of the tensor's. */
-        uint64_t n = nb * per_block < p->left ? nb * per_block : p->left;
-        add_chunk(p->a, p->vals, n);
-        p->left -= n;
-        if (mfs_job_cancelled(p->job))
-            return mfs_fail(p->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
-    }
-    return rc;
+    if (s.len % nt->block_bytes != 0)
+        return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
+    uint64_t nb = s.len / nt->block_bytes, per_block = (uint64_t)nt->block_elems * nt->lanes;
+    nt->to_f64(s.p, nb, p->vals);
+    /* A half-used last byte of packed 4-bit floats: its extra value is
+     * none of the tensor's. */
+    uint64_t n = nb * per_block < p->left ? nb * per_block : p->left;
+    add_chunk(p->a, p->vals, n);
+    p->left -= n;
+    return 0;
 }
 
 char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job *job, mfs_err *e)
@@ -153,22 +133,16 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
             mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
             return NULL;
         }
-        pass p = { t, src, &ti, nt, job, vals, blocks, NULL, &a, left, e };
+        pass p = { nt, vals, &a, left };
         /* A tensor made in memory (a compressed member) is made whole: one
          * at a time, so the threads never hold several. */
         const mfs_produce_ops *ops = mfs_tree_ops(t, mfs_tree_node(t, ti.node));
         bool made = ops != NULL && ops->produce != NULL;
         if (made)
             pthread_mutex_lock(&made_lock);
-        int rc = mfs_guard_run(pass_guarded, &p);
+        int rc = mfs_tensor_each(t, src, &ti, job, blocks * nt->block_bytes, pass_piece, &p, e);
         if (made)
             pthread_mutex_unlock(&made_lock);
-        if (rc == MFS_GUARD_FAULT)
-            rc = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
-                          "the model changed while its stats were made");
-        else if (rc == MFS_GUARD_NOMEM)
-            rc = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
-        mfs_tensor_reader_close(p.r);
         free(vals);
         if (rc != 0)
             return NULL;

@@ -5,6 +5,7 @@
 
 #include "content.h"
 #include "dtype.h"
+#include "guard.h"
 #include "layouts.h"
 
 /* ---- which files are tensors, and what they are ---------------------- */
@@ -364,4 +365,53 @@ void mfs_tensor_reader_close(mfs_tensor_reader *r)
     free(r->gathered);
     free(r->buf);
     free(r);
+}
+
+int mfs_tensor_guard_result(int rc, mfs_err *e)
+{
+    if (rc == MFS_GUARD_FAULT)
+        return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the model changed while a tensor was read");
+    if (rc == MFS_GUARD_NOMEM)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+    return rc;
+}
+
+typedef struct each_run {
+    const mfs_tree *t;
+    mfs_src *src;
+    const mfs_tensor_info *ti;
+    const mfs_job *job;
+    uint64_t max;
+    int (*fn)(void *arg, mfs_span piece, mfs_err *e);
+    void *arg;
+    mfs_tensor_reader *r;   /* closed by mfs_tensor_each, also after a fault */
+    mfs_err *e;
+} each_run;
+
+/* Reads the mapping: runs under the guard. */
+static int each_guarded(void *arg)
+{
+    each_run *x = arg;
+    x->r = mfs_tensor_reader_open(x->t, x->src, x->ti, x->job, x->e);
+    if (x->r == NULL)
+        return -1;
+    mfs_span s;
+    int rc;
+    while ((rc = mfs_tensor_reader_next(x->r, x->max, &s, x->e)) == 1) {
+        if (x->fn(x->arg, s, x->e) != 0)
+            return -1;
+        if (mfs_job_cancelled(x->job))
+            return mfs_fail(x->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "cancelled");
+    }
+    return rc;
+}
+
+int mfs_tensor_each(const mfs_tree *t, mfs_src *src, const mfs_tensor_info *ti,
+                    const mfs_job *job, uint64_t max,
+                    int (*fn)(void *arg, mfs_span piece, mfs_err *e), void *arg, mfs_err *e)
+{
+    each_run x = { t, src, ti, job, max, fn, arg, NULL, e };
+    int rc = mfs_tensor_guard_result(mfs_guard_run(each_guarded, &x), e);
+    mfs_tensor_reader_close(x.r);
+    return rc;
 }

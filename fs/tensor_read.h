@@ -70,4 +70,17 @@ mfs_tensor_reader *mfs_tensor_reader_open(const mfs_tree *t, mfs_src *src,
 int mfs_tensor_reader_next(mfs_tensor_reader *r, uint64_t max, mfs_span *out, mfs_err *e);
 void mfs_tensor_reader_close(mfs_tensor_reader *r);
 
+/* The whole tensor, piece by piece (as mfs_tensor_reader_next gives them,
+ * at most `max` bytes each): fn(arg, piece, e) for each in turn, 0 to go
+ * on or -1 (with e) to stop. It runs under the SIGBUS guard (guard.h): a
+ * model cut short meanwhile gives MFS_E_CHANGED, not a dead daemon; a
+ * cancelled job stops it between pieces. 0, or -1 with e. */
+int mfs_tensor_each(const mfs_tree *t, mfs_src *src, const mfs_tensor_info *ti,
+                    const mfs_job *job, uint64_t max,
+                    int (*fn)(void *arg, mfs_span piece, mfs_err *e), void *arg, mfs_err *e);
+
+/* What mfs_guard_run's result `rc` means for the reader of a tensor: a
+ * fault is the model changed, MFS_GUARD_NOMEM memory; else rc itself. */
+int mfs_tensor_guard_result(int rc, mfs_err *e);
+
 #endif
