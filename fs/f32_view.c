@@ -149,6 +149,8 @@ static int f32_split(const mfs_node *n, mfs_src *src, const mfs_numtype *nt, uin
             *e = parts[i].e;
             return -1;
         }
+    if (src != NULL && !mfs_src_unchanged(src))
+        return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the model changed while a tensor was read");
     return 0;
 }
 
@@ -222,8 +224,17 @@ static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e
     return 0;
 }
 
+/* A view made before the model was edited is not served after. */
+static bool f32_unchanged(void *ctx, const mfs_bytes *b)
+{
+    (void)b;
+    const f32_ctx *c = ctx;
+    return c->src == NULL || mfs_src_unchanged(c->src);
+}
+
 static const mfs_produce_ops f32_ops = {
     .produce = f32_produce,
+    .unchanged = f32_unchanged,
     .in_memory = true,
 };
 

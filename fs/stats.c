@@ -303,8 +303,17 @@ static int stats_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err 
     return 0;
 }
 
+/* Figures made before the model was edited are not served after. */
+static bool stats_unchanged(void *ctx, const mfs_bytes *b)
+{
+    (void)b;
+    const stats_ctx *c = ctx;
+    return c->src == NULL || mfs_src_unchanged(c->src);
+}
+
 static const mfs_produce_ops stats_ops = {
     .produce = stats_produce,
+    .unchanged = stats_unchanged,
     .in_memory = true,
 };
 

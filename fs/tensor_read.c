@@ -413,5 +413,9 @@ int mfs_tensor_each(const mfs_tree *t, mfs_src *src, const mfs_tensor_info *ti,
     each_run x = { t, src, ti, job, max, fn, arg, NULL, e };
     int rc = mfs_tensor_guard_result(mfs_guard_run(each_guarded, &x), e);
     mfs_tensor_reader_close(x.r);
+    /* Numbers made from a model edited in place would be served while its
+     * tensor files give EIO: checked once the pass is done. */
+    if (rc == 0 && src != NULL && !mfs_src_unchanged(src))
+        rc = mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "the model changed while a tensor was read");
     return rc;
 }

@@ -6,7 +6,8 @@ open (issue 7, item 1), with real mounts:
  - an unpacked carton folder with a 2 GiB file listed in MANIFEST;
  - a carton with a 512 MiB zstd member (decoded from the mapping at open);
  - a bfloat16 model cut short before its f32/ view, stats.tsv and
-   model.safetensors are first read (issue 21: made from the mapping).
+   model.safetensors are first read (issue 21: made from the mapping), and
+   one edited in place after its view and stats.tsv were read once.
 
 For each, a reader opens the big file through the mount; once the daemon
 has visibly started (its resident memory grew), the file on disk is
@@ -283,6 +284,36 @@ def run_cut_first(c, x, what, model, inners):
             c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
 
 
+def run_edit(c, x, what, model, inners):
+    """The model edited in place (same size) after the files made from its
+    numbers were read once: each read after the edit gives EIO, as its
+    tensor files do, never numbers of the old or half-new bytes."""
+    fg = mfstest.Foreground(x.modelfs, model, (), x.env, timeout=30)
+    mnt, d = fg.mnt, fg.p
+    try:
+        if not c.check(fg.mounted, "%s: mounted" % what):
+            return
+        for inner in inners:
+            with open(os.path.join(mnt, inner), "rb") as f:
+                c.check(len(f.read()) > 0, "%s: %s before the edit" % (what, inner))
+        with open(model, "r+b") as f:
+            f.seek(-4096, os.SEEK_END)
+            f.write(b"\x7f" * 4096)
+        for inner in inners + ["tensors/w"]:
+            try:
+                with open(os.path.join(mnt, inner), "rb") as f:
+                    f.read()
+                c.check(False, "%s: %s read after the edit" % (what, inner))
+            except OSError as ex:
+                c.equal(ex.errno, errno.EIO, "%s: %s after the edit" % (what, inner))
+        c.check(d.poll() is None, "%s: the daemon is alive after the edit" % what)
+    finally:
+        log = fg.text()
+        rc = fg.close(60)
+        if rc not in (0, None):
+            c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
+
+
 class Ctx:
     def __init__(self, build, env):
         self.modelfs = os.path.join(build, "modelfs")
@@ -306,6 +337,9 @@ def main(argv):
         model = make_bf16(work, 64 * MiB)
         run_cut_first(c, x, "bfloat16 numbers", model,
                       ["f32/w.npy", "stats.tsv", "model.safetensors"])
+        os.unlink(model)
+        model = make_bf16(work, 1 * MiB)
+        run_edit(c, x, "bfloat16 numbers edited", model, ["f32/w.npy", "stats.tsv"])
         os.unlink(model)
         size = 2 * GiB
         sha, crc = zeros_digest(size)
