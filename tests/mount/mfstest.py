@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -71,9 +72,15 @@ def sanitizer_reports(logdir):
 
 
 def check_sanitizer_reports(c, logdir):
-    """One failed check per report the daemons and tools wrote to logdir."""
-    for r in sanitizer_reports(logdir):
+    """One failed check per report the daemons and tools wrote to logdir;
+    logdir is removed when it holds none (kept, and named, when it does)."""
+    reports = sanitizer_reports(logdir)
+    for r in reports:
         c.check(False, "sanitizer report:\n" + r[:20000])
+    if reports:
+        print("sanitizer reports kept in %s" % logdir)
+    else:
+        shutil.rmtree(logdir, ignore_errors=True)
 
 
 def unmount(mnt):

@@ -306,7 +306,6 @@ def main(argv):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     mfstest.check_sanitizer_reports(c, logdir)
-    shutil.rmtree(logdir, ignore_errors=True)
     return c.finish()
 
 

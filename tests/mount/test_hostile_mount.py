@@ -162,7 +162,6 @@ def main(argv):
     finally:
         shutil.rmtree(d, ignore_errors=True)
     mfstest.check_sanitizer_reports(c, logdir)
-    shutil.rmtree(logdir, ignore_errors=True)
     return c.finish()
 
 

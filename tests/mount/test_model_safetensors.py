@@ -414,7 +414,8 @@ def check_remote(c, build, env):
         a, b = os.urandom(12 * MIB), os.urandom(3 * MIB)
         mfstest.write_safetensors(os.path.join(root, "m.safetensors"), {"a": a, "b": b})
         srv = rangeserver.start(root)
-        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                          dir=env["XDG_CACHE_HOME"]))
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/m.safetensors",
                              fresh) as mnt:
             before = len(srv.log)
@@ -426,7 +427,8 @@ def check_remote(c, build, env):
             c.equal(len(gets), 0, "remote: stat and the header fetch nothing")
             c.equal(size, 8 + n + len(a) + len(b), "remote: size")
         # Offsets known, a fresh mount and cache: reading b fetches b.
-        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                          dir=env["XDG_CACHE_HOME"]))
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/m.safetensors",
                              fresh) as mnt:
             before = len(srv.log)
@@ -503,6 +505,7 @@ def main(argv):
     if "multi" in parts:
         check_multi(c, build, env)
     mfstest.check_sanitizer_reports(c, logdir)
+    shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
     return c.finish()
 
 

@@ -42,7 +42,14 @@ started here (rangeserver.py):
    is never exceeded, a folder others may write to is refused;
  - modelfs-ls at a terminal (script(1)) shows a progress line.
 
-usage: test_remote.py BUILD_DIR DIR...
+usage: test_remote.py BUILD_DIR [--part=PART] DIR...
+
+PART runs one part (ctest runs them side by side: most of the mount parts
+wait on servers): models (every model of DIR..., modelfs-ls and nginx),
+mount (one model per format mounted, the refusals and retries, a changed
+model), stalls (stalled and dripping servers, the readers they hold) or
+reads (the cache, read-ahead, ONNX skeleton, TLS, cache_dir). Without it,
+every part.
 """
 import errno
 import hashlib
@@ -195,19 +202,28 @@ def check_userinfo(c, build, srv, good, root, env):
         os.rmdir(mnt)
 
 
+PARTS = ("models", "mount", "stalls", "reads")
+
+
 def main(argv):
     build, dirs = argv[1], argv[2:]
-    c = mfstest.Checker("remote tests")
+    parts = set(PARTS)
+    if dirs and dirs[0].startswith("--part="):
+        parts = {dirs.pop(0)[len("--part="):]}
+        if not parts <= set(PARTS):
+            return mfstest.fail_main("--part: one of %s" % ", ".join(PARTS))
+    c = mfstest.Checker("remote tests (%s)" % ", ".join(p for p in PARTS if p in parts))
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
     # The default cache_dir, here and not in the user's ~/.cache.
     caches = tempfile.mkdtemp(prefix="modelfs-caches-")
     env["XDG_CACHE_HOME"] = caches
     ls = os.path.join(build, "modelfs-ls")
-    # Served from a copy (the changed-model case edits files there).
+    # Served from a copy (the changed-model case edits files there). The
+    # stalls and reads parts write their own models.
     root = mfstest.scratch("modelfs-remote-")
     models = []
-    for d in dirs:
+    for d in dirs if parts & {"models", "mount"} else ():
         if not os.path.isdir(d):
             c.skip("%s is absent: its models are not checked" % d)
             continue
@@ -229,57 +245,69 @@ def main(argv):
         def url_of(p, fault=None):
             rel = os.path.relpath(p, root)
             return srv.url + ("/fault/%s/" % fault if fault else "/") + rel
-        by_dir = {}
-        for p in models:
-            by_dir.setdefault(os.path.dirname(p), []).append((p, url_of(p)))
-        for d in sorted(by_dir):
-            check_same_models(c, ls, by_dir[d], env)
-        check_nginx(c, build, root, by_dir, env)
-        if mfstest.can_mount():
-            # One model per format: the first modelfs-ls accepts.
-            seen = set()
+        if "models" in parts:
+            by_dir = {}
             for p in models:
-                r = subprocess.run([ls, p, "model.json"], capture_output=True, env=env)
-                fmt = json.loads(r.stdout)["format"] if r.returncode == 0 else None
-                if fmt and fmt not in seen:
-                    seen.add(fmt)
-                    check_mounted(c, build, url_of(p), p, srv, env)
-            c.check(len(seen) >= 5, "mounted one model of each of %s" % sorted(seen))
-            good = next(p for p in models if p.endswith(".safetensors") and
-                        listing(ls, p, env)[0] == 0)
-            refused(c, build, url_of(good, "norange"), "does not serve byte ranges", env)
-            refused(c, build, url_of(good, "badrange"), "Content-Range", env)
-            refused(c, build, url_of(good, "status404"), "HTTP 404", env)
-            refused(c, build, url_of(good, "longetag"), "ETag is longer", env)
-            check_userinfo(c, build, srv, good, root, env)
-            refused(c, build, url_of(good, "short"), url_of(good, "short"), env)
-            refused(c, build, "http://127.0.0.1:%d/x.safetensors" % mfstest.free_port(),
-                    "http://127.0.0.1", env)
-            # Retried: a 503 with Retry-After: 0 for each first ask.
-            code, out = listing(ls, url_of(good, "503once"), env)
-            c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
-            t0 = time.time()
-            code, out = listing(ls, url_of(good, "429once"), env)
-            c.equal((code, out), listing(ls, good, env), "429 then 206: retried, the same listing")
-            c.check(time.time() - t0 >= 1, "429 with Retry-After: 1: waited it out")
-            refused(c, build, url_of(good, "endless"), "sent more than", env)
-            check_changed(c, build, srv, models, url_of, env)
+                by_dir.setdefault(os.path.dirname(p), []).append((p, url_of(p)))
+            for d in sorted(by_dir):
+                check_same_models(c, ls, by_dir[d], env)
+            check_nginx(c, build, root, by_dir, env)
+        if not mfstest.can_mount():
+            if parts - {"models"}:
+                c.skip("no /dev/fuse: the mount parts of this test")
+        elif "mount" in parts:
+            check_mount_part(c, build, ls, srv, root, models, url_of, env)
+        if mfstest.can_mount() and "stalls" in parts:
             check_stalls(c, build, srv, root, env)
             check_no_stall(c, build, srv, root, env)
+        if mfstest.can_mount() and "reads" in parts:
             check_cache(c, build, srv, root, env)
             check_readahead(c, build, srv, root, env)
             if not mfstest.sanitized(build):   # the fuzz replays load skeletons under ASan
                 check_onnx_skeleton(c, build, srv, root, url_of, env)
+            good = os.path.join(root, "tls.safetensors")
+            mfstest.write_safetensors(good, {"t": os.urandom(3 << 20)})
             check_tls(c, build, srv, root, good, env)
             check_disk_cache(c, build, srv, root, env)
-        else:
-            c.skip("no /dev/fuse: the mount half of this test")
     finally:
         srv.stop()
     mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(root, ignore_errors=True)
     shutil.rmtree(caches, ignore_errors=True)
     return c.finish()
+
+
+def check_mount_part(c, build, ls, srv, root, models, url_of, env):
+    """One model per format mounted from its URL; the refusals at mount;
+    retried 503 and 429; a model changed on the server."""
+    # One model per format: the first modelfs-ls accepts.
+    seen = set()
+    for p in models:
+        r = subprocess.run([ls, p, "model.json"], capture_output=True, env=env)
+        fmt = json.loads(r.stdout)["format"] if r.returncode == 0 else None
+        if fmt and fmt not in seen:
+            seen.add(fmt)
+            check_mounted(c, build, url_of(p), p, srv, env)
+    c.check(len(seen) >= 5, "mounted one model of each of %s" % sorted(seen))
+    good = next(p for p in models if p.endswith(".safetensors") and
+                listing(ls, p, env)[0] == 0)
+    refused(c, build, url_of(good, "norange"), "does not serve byte ranges", env)
+    refused(c, build, url_of(good, "badrange"), "Content-Range", env)
+    refused(c, build, url_of(good, "status404"), "HTTP 404", env)
+    refused(c, build, url_of(good, "longetag"), "ETag is longer", env)
+    check_userinfo(c, build, srv, good, root, env)
+    refused(c, build, url_of(good, "short"), url_of(good, "short"), env)
+    refused(c, build, "http://127.0.0.1:%d/x.safetensors" % mfstest.free_port(),
+            "http://127.0.0.1", env)
+    # Retried: a 503 with Retry-After: 0 for each first ask.
+    code, out = listing(ls, url_of(good, "503once"), env)
+    c.equal((code, out), listing(ls, good, env), "503 then 206: retried, the same listing")
+    t0 = time.time()
+    code, out = listing(ls, url_of(good, "429once"), env)
+    c.equal((code, out), listing(ls, good, env), "429 then 206: retried, the same listing")
+    c.check(time.time() - t0 >= 1, "429 with Retry-After: 1: waited it out")
+    refused(c, build, url_of(good, "endless"), "sent more than", env)
+    check_changed(c, build, srv, models, url_of, env)
 
 
 def check_changed(c, build, srv, models, url_of, env):
@@ -291,7 +319,8 @@ def check_changed(c, build, srv, models, url_of, env):
         old = f.read()
     # A cache of its own: the blocks the listings above kept are the old
     # version's, which a mount pinned to it may serve (and then no EIO).
-    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                    dir=env["XDG_CACHE_HOME"]))
     with mfstest.mounted(os.path.join(build, "modelfs"), url_of(big), env) as mnt:
         tensors = sorted(os.listdir(os.path.join(mnt, "tensors")))
         # The new version: every byte after the header flipped.
@@ -482,10 +511,16 @@ def check_readahead(c, build, srv, root, env):
     keep their whole blocks; tensors read one after another in file order
     are fetched ahead past each one's end."""
     path = os.path.join(root, "ahead.safetensors")
+
+    def gets_since(before, url_path):
+        # This model's GETs only: a daemon of an earlier check may still
+        # be retrying its own after its unmount.
+        return [r for r in srv.log[before:] if r[2] and r[1] == url_path]
     mib = 12 if mfstest.sanitized(build) else 40   # 12: still more than one 8 MiB GET ahead
     data, other = os.urandom(mib << 20), os.urandom(8 << 20)
     mfstest.write_safetensors(path, {"a": data, "b": other})
-    fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                      dir=env["XDG_CACHE_HOME"]))
     try:
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/ahead.safetensors",
                              fresh) as mnt:
@@ -493,8 +528,10 @@ def check_readahead(c, build, srv, root, env):
             got = subprocess.run(["cat", os.path.join(mnt, "tensors", "a")],
                                  stdout=subprocess.PIPE, timeout=120).stdout
             c.check(got == data, "read-ahead: cat has the tensor's bytes")
-            gets = [r for r in srv.log[before:] if r[2]]
+            gets = gets_since(before, "/ahead.safetensors")
             fetched = mfstest.range_bytes(gets)
+            c.check(fetched >= len(data) - (1 << 20), "read-ahead: the tensor's GETs were seen "
+                    "(%d bytes)" % fetched)
             c.check(len(gets) <= mib // 2, "read-ahead: %d MiB in %d GETs (%d blocks; %d without "
                     "read-ahead: 1 MiB FUSE reads)" % (mib, len(gets), mib * 4, mib))
             c.check(fetched <= len(data) + (1 << 20),
@@ -510,7 +547,7 @@ def check_readahead(c, build, srv, root, env):
                     bad += os.pread(fd, 4096, off) != other[off:off + 4096]
             finally:
                 os.close(fd)
-            gets = [r for r in srv.log[before:] if r[2]]
+            gets = gets_since(before, "/ahead.safetensors")
             c.equal(bad, 0, "random 4 KiB reads: the tensor's bytes")
             c.check(mfstest.range_bytes(gets) <= 12 * (256 << 10),
                     "random 4 KiB reads: a block each at most (%d bytes in %d GETs)"
@@ -528,7 +565,8 @@ def check_readahead(c, build, srv, root, env):
                                  stdout=subprocess.PIPE, timeout=120).stdout
             c.check(got == b"".join(parts[n] for n in names),
                     "tensor after tensor: cat has their bytes")
-            gets = [r for r in srv.log[before:] if r[2]]
+            gets = gets_since(before, "/runson.safetensors")
+            c.check(len(gets) > 0, "tensor after tensor: the GETs were seen")
             c.check(len(gets) <= 8, "tensor after tensor: 16 tensors of 1 MiB in %d GETs "
                     "(4 now; 16 without reading on past each tensor)" % len(gets))
         os.unlink(many)
@@ -542,7 +580,8 @@ def check_readahead(c, build, srv, root, env):
             got = subprocess.run(["cat", os.path.join(mnt, "tensors", "a")],
                                  stdout=subprocess.PIPE, timeout=120).stdout
             c.check(got == data, "GETs cut at 60%: cat has the tensor's bytes")
-            gets = [r for r in srv.log[before:] if r[2]]
+            gets = gets_since(before, "/fault/cutlong/ahead.safetensors")
+            c.check(len(gets) > 1, "GETs cut at 60%%: the GETs were seen (%d)" % len(gets))
             ranges = [r[2] for r in gets]
             c.equal(len(set(ranges)), len(ranges),
                     "GETs cut at 60%: no range asked twice (a retry asks what is left)")
@@ -687,7 +726,8 @@ http {
         path = os.path.join(root, "nginx.safetensors")
         data = os.urandom(2 << 20)
         mfstest.write_safetensors(path, {"t": data})
-        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+        fresh = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                          dir=env["XDG_CACHE_HOME"]))
         with mfstest.mounted(os.path.join(build, "modelfs"), base + "nginx.safetensors",
                              fresh) as mnt:
             mfstest.write_safetensors(path + ".new", {"t": bytes(b ^ 0xff for b in data)})
@@ -714,7 +754,7 @@ def check_disk_cache(c, build, srv, root, env):
     data = os.urandom(3 << 20)
     mfstest.write_safetensors(path, {"t": data})
     url = srv.url + "/disk.safetensors"
-    cache = tempfile.mkdtemp(prefix="modelfs-cache-")
+    cache = tempfile.mkdtemp(prefix="modelfs-cache-", dir=env["XDG_CACHE_HOME"])
     opt = ("-o", "cache_dir=" + cache)
 
     def mount_read(extra, what):
@@ -759,7 +799,7 @@ def check_disk_cache(c, build, srv, root, env):
             "a progress line at a terminal: %d %r" % (r.returncode, r.stdout[-200:]))
     os.unlink(out)
     # A cache folder others may write to could hold forged blocks: refused.
-    shared = tempfile.mkdtemp(prefix="modelfs-cache-")
+    shared = tempfile.mkdtemp(prefix="modelfs-cache-", dir=env["XDG_CACHE_HOME"])
     os.chmod(shared, 0o777)
     r = subprocess.run([os.path.join(build, "modelfs-ls"), "--cache-dir", shared, url],
                        capture_output=True, text=True, env=env)
@@ -767,7 +807,7 @@ def check_disk_cache(c, build, srv, root, env):
             "a cache_dir others may write to: refused (%d %r)" % (r.returncode, r.stderr))
     shutil.rmtree(shared, ignore_errors=True)
     # A cache of 1 MiB for a 3 MiB tensor: never more on disk.
-    small = tempfile.mkdtemp(prefix="modelfs-cache-")
+    small = tempfile.mkdtemp(prefix="modelfs-cache-", dir=env["XDG_CACHE_HOME"])
     mount_read(("-o", "cache_dir=" + small, "-o", "cache_max=1M"), "cache_max=1M")
     c.check(du(small + "/blocks") <= 1 << 20, "cache_max=1M: %d bytes of blocks" % du(small + "/blocks"))
     c.check(du(small + "/blocks") > 0, "cache_max=1M: some blocks kept")

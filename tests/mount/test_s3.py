@@ -95,7 +95,8 @@ def check_mounted(c, build, url, path, srv, env):
     modelfs = os.path.join(build, "modelfs")
     # A cache of its own: blocks the listings kept would be read from disk
     # (then no GET, and no If-Match to look at).
-    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                    dir=env["XDG_CACHE_HOME"]))
     before = len(srv.log)
     try:
         with mfstest.mounted(modelfs, url, env) as rmnt, mfstest.mounted(modelfs, path, env) as lmnt:
@@ -170,6 +171,7 @@ def main(argv):
     os.makedirs(os.path.join(home, ".aws"))
     base_env["HOME"] = home
     base_env["XDG_CACHE_HOME"] = os.path.join(root, "cache")
+    os.mkdir(base_env["XDG_CACHE_HOME"])
     ls = os.path.join(build, "modelfs-ls")
     t0 = time.time()
 
@@ -438,7 +440,8 @@ def check_changed(c, build, bucket, srv, env):
     path = os.path.join(bucket, "changing.safetensors")
     with open(path, "rb") as f:
         old = f.read()
-    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                    dir=env["XDG_CACHE_HOME"]))
     # (its own cache, removed with the scratch folder's parent below)
     with mfstest.mounted(os.path.join(build, "modelfs"), "s3://models/changing.safetensors",
                          env) as mnt:
@@ -465,7 +468,8 @@ def check_versioned(c, build, root, srv, env):
     path = os.path.join(root, "v.safetensors")
     with open(path, "rb") as f:
         old = f.read()
-    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-"))
+    env = dict(env, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="modelfs-cache-",
+                                                    dir=env["XDG_CACHE_HOME"]))
     before = len(srv.log)
     with mfstest.mounted(os.path.join(build, "modelfs"), "s3://versions/v.safetensors",
                          env) as mnt:
