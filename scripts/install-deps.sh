@@ -16,7 +16,7 @@ done
 
 # libonnx-testdata: ONNX's own test data, thousands of TensorProto files
 # (input_0.pb ...), a sample of which mount.onnx_tensor reads.
-# nginx: the real HTTP server mount.remote also reads models from (on
+# nginx: the real HTTP server mount.remote.models also reads models from (on
 # 127.0.0.1, started by the test; the package's own service is not used).
 # python3-botocore: mount.s3's S3 server checks each request's SigV4
 # signature with botocore's signer.
