@@ -22,8 +22,19 @@
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
+start=$(date +%s)
+stages=""
+
+# Each stage's wall time, printed at the end (issue 18 counts them).
+stage_done() {
+    now=$(date +%s)
+    stages="$stages$(printf '%6d s  %s' "$((now - ${stage_at:-$start}))" "$1")
+"
+    stage_at=$now
+}
 
 ./scripts/install-deps.sh
+stage_done "install-deps.sh"
 
 configure_and_build() {
     dir=$1
@@ -52,21 +63,28 @@ slowest() {
 
 echo "== build: configure and build"
 configure_and_build build
+stage_done "build: configure and build"
 run_ctest build ""
+stage_done "build: ctest"
 # The sanitizer build copies the normal build's generated models (made by
 # the same scripts and tools: gen_models.sh checks). It is built after the
 # normal build's tests, not beside them: in four clean runs beside them
 # those tests took 128-169 s, against 92-97 s alone plus ~45 s of build.
 echo "== build-asan: configure and build"
 configure_and_build build-asan -DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE="$PWD/build/generated"
+stage_done "build-asan: configure and build"
 if [ "${MODELFS_ASAN_ALL:-0}" = 1 ]; then
     run_ctest build-asan ""
 else
     run_ctest build-asan "-L asan"
 fi
+stage_done "build-asan: ctest"
 echo "== the five slowest tests of each build"
 slowest build
 slowest build-asan
+echo "== the stages"
+printf '%s' "$stages"
+printf '%6d s  in all (before the fuzz targets)\n' "$(($(date +%s) - start))"
 
 seconds=${MODELFS_FUZZ_SECONDS:-0}
 if [ "$seconds" -gt 0 ]; then
