@@ -513,8 +513,8 @@ def check_readahead(c, build, srv, root, env):
     path = os.path.join(root, "ahead.safetensors")
 
     def gets_since(before, url_path):
-        # This model's GETs only: a daemon of an earlier check may still
-        # be retrying its own after its unmount.
+        # This model's GETs only: the server is every check's, and a
+        # daemon unmounted lazily may still be fetching for its readers.
         return [r for r in srv.log[before:] if r[2] and r[1] == url_path]
     mib = 12 if mfstest.sanitized(build) else 40   # 12: still more than one 8 MiB GET ahead
     data, other = os.urandom(mib << 20), os.urandom(8 << 20)
