@@ -236,10 +236,16 @@ def run_case(c, x, what, model, inner, victim, want_sha, cut_to):
             c.equal(ex.errno, errno.EIO, "%s: a later open of the cut file" % what)
         c.check(d.poll() is None, "%s: the daemon is still alive at the end" % what)
     finally:
-        log = fg.text()
-        rc = fg.close(60)
-        if rc not in (0, None):
-            c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
+        close_daemon(c, fg, what)
+
+
+def close_daemon(c, fg, what):
+    """Unmounts and ends a Foreground daemon; an exit other than 0 fails,
+    with the end of its log."""
+    log = fg.text()
+    rc = fg.close(60)
+    if rc not in (0, None):
+        c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
 
 
 def make_bf16(work, size):
@@ -278,10 +284,7 @@ def run_cut_first(c, x, what, model, inners):
                 return
         c.check("model.json" in os.listdir(mnt), "%s: ls after the cut" % what)
     finally:
-        log = fg.text()
-        rc = fg.close(60)
-        if rc not in (0, None):
-            c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
+        close_daemon(c, fg, what)
 
 
 def run_edit(c, x, what, model, inners):
@@ -308,10 +311,7 @@ def run_edit(c, x, what, model, inners):
                 c.equal(ex.errno, errno.EIO, "%s: %s after the edit" % (what, inner))
         c.check(d.poll() is None, "%s: the daemon is alive after the edit" % what)
     finally:
-        log = fg.text()
-        rc = fg.close(60)
-        if rc not in (0, None):
-            c.check(False, "%s: modelfs -f exited %d: %s" % (what, rc, log[-2000:]))
+        close_daemon(c, fg, what)
 
 
 class Ctx:
