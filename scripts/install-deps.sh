@@ -20,7 +20,7 @@ done
 # 127.0.0.1, started by the test; the package's own service is not used).
 # python3-botocore: mount.s3's S3 server checks each request's SigV4
 # signature with botocore's signer.
-PKGS="build-essential cmake pkg-config
+PKGS="build-essential cmake ninja-build pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
       libjansson-dev
