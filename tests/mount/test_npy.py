@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import mfstest  # noqa: E402
 import numpy as np  # noqa: E402
+mfstest.cache_npy_header_filter(np)
 
 MIB = 1 << 20
 

@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import mfstest  # noqa: E402
 import numpy as np  # noqa: E402
+mfstest.cache_npy_header_filter(np)
 
 # ---- reference decoders, from the definitions --------------------------
 

@@ -28,6 +28,7 @@ import zipfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mfstest  # noqa: E402
 import numpy as np  # noqa: E402
+mfstest.cache_npy_header_filter(np)
 
 
 # Headers of thousands of fields are longer than np.load's default bound.

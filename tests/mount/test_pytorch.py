@@ -40,6 +40,7 @@ sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))
 import mfstest  # noqa: E402
 import numpy as np  # noqa: E402
+mfstest.cache_npy_header_filter(np)
 from gen_pytorch import Pickle, Raw, Storage, Tensor, write_checkpoint  # noqa: E402
 
 KEYS = ("stride", "storage_offset", "contiguous", "storage_type", "storage_key", "zip_member",

@@ -24,6 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mfstest  # noqa: E402
 import numpy as np  # noqa: E402
+mfstest.cache_npy_header_filter(np)
 
 # numpy's dtype for the twin of each safetensors dtype (the rest load as
 # their bytes).
