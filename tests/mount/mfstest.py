@@ -468,6 +468,21 @@ def ls_sums_args(modelfs_ls, args, paths, env=None):
     return sums, r.returncode, r.stderr.decode("utf-8", "replace").strip()
 
 
+def path_chunks(paths, limit=512 << 10):
+    """`paths` in runs of up to `limit` bytes of arguments (at least one
+    path each): as few modelfs-ls runs as the argument list allows, where
+    each run loads every model again."""
+    i = 0
+    while i < len(paths):
+        j, size = i, 0
+        while j < len(paths) and size + len(paths[j]) < limit:
+            size += len(paths[j]) + 1
+            j += 1
+        j = max(j, i + 1)
+        yield i, paths[i:j]
+        i = j
+
+
 def expected_models(c, dirs, formats):
     """(model path, expectation) for every NAME.expect.json of one of
     `formats` in `dirs`; a dir that does not exist is skipped, visibly."""

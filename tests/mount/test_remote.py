@@ -116,8 +116,7 @@ def check_same_models(c, ls, pairs, env):
     c.check(not differ, "%s: tree of its models, remote vs local, differ in %d lines: %s (%s)"
             % (where, len(differ), differ[:4], err[-300:]))
     paths = [line.split(None, 2)[2] for line in tree_l if line.startswith("f ")]
-    for i in range(0, len(paths), 2000):
-        chunk = paths[i:i + 2000]
+    for _, chunk in mfstest.path_chunks(paths):
         want, want_code, _ = mfstest.ls_sums_args(ls, [p for p, _ in keep] + ["--"], chunk, env)
         got, code, err = mfstest.ls_sums_args(ls, [u for _, u in keep] + ["--"], chunk, env)
         c.equal(code, want_code, "%s: modelfs-ls --sha256 of the URLs: %s" % (where, err[-300:]))

@@ -46,19 +46,9 @@ def same_models(c, ls, d):
     files = [line.split(None, 2)[2] for line in
              listing[1].decode("utf-8", "surrogateescape").splitlines()
              if line.startswith("f ")]
-    # As few runs as the argument list allows (each loads every model of
-    # d again): chunks of up to 512 KiB of paths.
-    i = 0
-    while i < len(files):
-        j, size = i, 0
-        while j < len(files) and size + len(files[j]) < (512 << 10):
-            size += len(files[j]) + 1
-            j += 1
-        j = max(j, i + 1)
-        chunk = files[i:j]
+    for i, chunk in mfstest.path_chunks(files):
         c.equal(run(ls, ["--sha256", d] + chunk, READ), run(ls, ["--sha256", d] + chunk),
-                "%s: sha256 of files %d..%d (read vs mapped)" % (d, i, j - 1))
-        i = j
+                "%s: sha256 of files %d..%d (read vs mapped)" % (d, i, i + len(chunk) - 1))
     sample = files[::max(1, len(files) // 6)]
     got, want = run(ls, ["-x", d] + sample, READ), run(ls, ["-x", d] + sample)
     c.check(want[1].count(b"\n# ") + want[1].startswith(b"# ") == len(sample) or len(sample) < 2,
