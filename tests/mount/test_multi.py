@@ -296,13 +296,13 @@ def check_zoo(c, build, gen, env, tmp, shard=0, nshards=1):
         for rel in mine:
             tree1, _, sums1 = survey(os.path.join(mnt, rel))
             bytes1.update((rel + "/" + p, v) for p, v in sums1.items())
-            c.equal(sorted(tree1.items(), key=str), sorted(ls_below[rel].items(), key=str),
-                    "%s: tree vs modelfs-ls DIR" % rel)
+            # Dicts compared as dicts: sorting their items by str() was a
+            # sixth of a shard's time.
+            c.equal(tree1, ls_below[rel], "%s: tree vs modelfs-ls DIR" % rel)
             if rel in good:
                 tree, sums = oracle(build, os.path.join(zoo, rel),
                                     (os.path.basename(rel), good[rel]), env, cache)
-                c.equal(sorted(tree1.items(), key=str), sorted(tree.items(), key=str),
-                        "%s: tree as mounted alone" % rel)
+                c.equal(tree1, tree, "%s: tree as mounted alone" % rel)
                 c.equal(sums1, sums, "%s: bytes as mounted alone" % rel)
     with mfstest.mounted(modelfs, zoo, env=env) as mnt:
         if shard == 0:
