@@ -50,9 +50,10 @@ class Checker:
 def cache_npy_header_filter(np):
     """numpy 1.24's np.load passes every version 1 and 2 .npy header
     through format._filter_header, a tokenizer pass (Python 2's long
-    integers) that was 40% of mount.numbers' 17,000 loads. It is a pure
-    function of the header's text, and headers repeat (98% of those loads):
-    cached, np.load does the same checks on the same text."""
+    integers) that took about 40% of the time of mount.numbers' 17,000
+    loads. It is a pure function of the header's text, and headers repeat
+    (98% of those loads): cached, np.load does the same checks on the same
+    text."""
     import functools
     f = np.lib.format
     if hasattr(f, "_filter_header") and not hasattr(f._filter_header, "cache_info"):
@@ -469,14 +470,18 @@ def ls_sums_args(modelfs_ls, args, paths, env=None):
 
 
 def path_chunks(paths, limit=512 << 10):
-    """`paths` in runs of up to `limit` bytes of arguments (at least one
-    path each): as few modelfs-ls runs as the argument list allows, where
+    """(index of the first, paths) for `paths` in runs of up to `limit`
+    bytes of arguments (at least one path each; a quarter of Linux's
+    ARG_MAX): as few modelfs-ls runs as the argument list allows, where
     each run loads every model again."""
     i = 0
     while i < len(paths):
         j, size = i, 0
-        while j < len(paths) and size + len(paths[j]) < limit:
-            size += len(paths[j]) + 1
+        while j < len(paths):
+            n = len(paths[j].encode("utf-8", "surrogateescape")) + 1
+            if size + n > limit:
+                break
+            size += n
             j += 1
         j = max(j, i + 1)
         yield i, paths[i:j]
