@@ -121,6 +121,11 @@ static bool evict_one(mfs_block_table *t)
 
 mfs_block *mfs_block_claim(mfs_block_table *t, uint64_t index)
 {
+    /* Two slots of one index: the later would stay LOADING for ever once
+     * the first is made ready, and a reader that found it would wait on
+     * it for ever. */
+    if (mfs_block_find(t, index) != NULL)
+        return NULL;
     while (t->used >= t->max)
         if (!evict_one(t))
             return NULL;

@@ -38,9 +38,10 @@ void mfs_block_table_free(mfs_block_table *t);
 mfs_block *mfs_block_find(mfs_block_table *t, uint64_t index);
 /* Frees b's data and removes it (pointers into the table move). */
 void mfs_block_remove(mfs_block_table *t, mfs_block *b);
-/* A new LOADING slot for `index` (not in the table), dropping least
- * recently used READY blocks to stay within max; NULL when every slot
- * is loading. Pointers into the table move. */
+/* A new LOADING slot for `index`, dropping least recently used READY
+ * blocks to stay within max; NULL when `index` is in the table already
+ * (loading or ready) or every slot is loading. Pointers into the table
+ * move. */
 mfs_block *mfs_block_claim(mfs_block_table *t, uint64_t index);
 
 #endif

@@ -649,7 +649,11 @@ static void run_ahead(void *arg)
         while (k <= j->last && mfs_block_find(&h->tab, k) != NULL)
             k++;
         uint64_t a = k;
-        while (k <= j->last && !h->changed && !stop_now() && mfs_block_claim(&h->tab, k) != NULL)
+        /* Up to the next block someone holds or fetches: jobs queued
+         * before they start may overlap (reads handled out of order each
+         * queue from their own end), and each block is fetched once. */
+        while (k <= j->last && !h->changed && !stop_now() &&
+               mfs_block_find(&h->tab, k) == NULL && mfs_block_claim(&h->tab, k) != NULL)
             k++;
         pthread_mutex_unlock(&h->mu);
         if (k == a)
