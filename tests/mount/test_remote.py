@@ -534,7 +534,8 @@ def check_readahead(c, build, srv, root, env):
             c.check(len(gets) <= mib // 2, "read-ahead: %d MiB in %d GETs (%d blocks; %d without "
                     "read-ahead: 1 MiB FUSE reads)" % (mib, len(gets), mib * 4, mib))
             c.check(fetched <= len(data) + (1 << 20),
-                    "read-ahead: %d bytes fetched for a tensor of %d" % (fetched, len(data)))
+                    "read-ahead: %d bytes fetched for a tensor of %d: %s"
+                    % (fetched, len(data), [r[2] for r in gets]))
             before = len(srv.log)
             rnd = random.Random(5)
             fd = os.open(os.path.join(mnt, "tensors", "b"), os.O_RDONLY)
@@ -585,8 +586,8 @@ def check_readahead(c, build, srv, root, env):
             c.equal(len(set(ranges)), len(ranges),
                     "GETs cut at 60%: no range asked twice (a retry asks what is left)")
             c.check(mfstest.range_bytes(gets) <= len(data) * 18 // 10,
-                    "GETs cut at 60%%: %d bytes asked for %d (2x if retries asked it all)"
-                    % (mfstest.range_bytes(gets), len(data)))
+                    "GETs cut at 60%%: %d bytes asked for %d (2x if retries asked it all): %s"
+                    % (mfstest.range_bytes(gets), len(data), ranges))
     finally:
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
         os.unlink(path)
