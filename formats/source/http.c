@@ -649,11 +649,11 @@ static void run_ahead(void *arg)
         while (k <= j->last && mfs_block_find(&h->tab, k) != NULL)
             k++;
         uint64_t a = k;
-        /* Up to the next block someone holds or fetches: jobs queued
-         * before they start may overlap (reads handled out of order each
-         * queue from their own end), and each block is fetched once. */
-        while (k <= j->last && !h->changed && !stop_now() &&
-               mfs_block_find(&h->tab, k) == NULL && mfs_block_claim(&h->tab, k) != NULL)
+        /* Up to the next block someone holds or fetches (the table
+         * refuses a second claim): jobs queued before they start may
+         * overlap, as reads handled out of order each queue from their
+         * own end, and each block is fetched once. */
+        while (k <= j->last && !h->changed && !stop_now() && mfs_block_claim(&h->tab, k) != NULL)
             k++;
         pthread_mutex_unlock(&h->mu);
         if (k == a)
@@ -803,8 +803,8 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
             pthread_cond_wait(&h->cv, &h->mu);
             continue;
         }
-        while (last < last_needed && last < max_last && mfs_block_find(&h->tab, last + 1) == NULL &&
-               h->tab.used < h->tab.max && mfs_block_claim(&h->tab, last + 1) != NULL)
+        while (last < last_needed && last < max_last && h->tab.used < h->tab.max &&
+               mfs_block_claim(&h->tab, last + 1) != NULL)
             last++;
         if (h->jobs > 0)
             mfs_fetch_pool_wider();   /* ahead of the jobs queued: more at once */
