@@ -127,8 +127,7 @@ def parse(data):
 
 
 def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+    return mfstest.read_bytes(path)
 
 
 def want_sha(rec):

@@ -133,15 +133,12 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
     paths = [p for p, size in sorted(ls.items()) if size is not None and not p.startswith("tensors/")]
     sums, code, err = mfstest.ls_sums(modelfs_ls, model, paths, env)
     for path in paths:
-        with open(os.path.join(mnt, path), "rb") as f:
-            data = f.read()
+        data = mfstest.read_bytes(os.path.join(mnt, path))
         c.equal((hashlib.sha256(data).hexdigest(), len(data)), sums.get(path, "exit %d: %s" % (code, err)),
                 "%s: %s bytes vs modelfs-ls --sha256" % (name, path))
 
-    with open(os.path.join(mnt, "model.json"), "rb") as f:
-        doc = json.loads(f.read())
-    with open(os.path.join(mnt, "model.toml"), "rb") as f:
-        tdoc = tomllib.load(f)
+    doc = json.loads(mfstest.read_bytes(os.path.join(mnt, "model.json")))
+    tdoc = tomllib.loads(mfstest.read_bytes(os.path.join(mnt, "model.toml")).decode())
     c.equal(tdoc, without_nulls(doc), "%s: model.toml parses (tomllib) to the same document as model.json" % name)
 
     c.equal(doc["format"], expect["format"], "%s: format" % name)
@@ -192,8 +189,7 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
             continue
         if want_dtype == "string":
             # A string tensor is a JSON array of its strings (README).
-            with open(p, "rb") as f:
-                c.equal(json.loads(f.read()), want["values"], what + " strings through the mount")
+            c.equal(json.loads(mfstest.read_bytes(p)), want["values"], what + " strings through the mount")
             c.equal(os.stat(p).st_size, t["nbytes"], what + " file size")
         else:
             c.equal(os.stat(p).st_size, want["nbytes"], what + " file size")

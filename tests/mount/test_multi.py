@@ -79,8 +79,7 @@ def sha256_or_none(path):
 def read_or_none(path):
     """A file's bytes, or None when it does not read."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return mfstest.read_bytes(path)
     except OSError:
         return None
 

@@ -30,8 +30,7 @@ MIB = 1 << 20
 
 
 def read_all(path):
-    with open(path, "rb") as f:
-        return f.read()
+    return mfstest.read_bytes(path)
 
 
 def why_none(t):

@@ -167,8 +167,7 @@ def write_all_values(path):
 
 
 def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+    return mfstest.read_bytes(path)
 
 
 def load_npz(path):
@@ -190,15 +189,16 @@ def check_views(c, root, doc, npz, label):
                 c.check("problem" in e or "f32_missing" in e or "element_bits" in e,
                         "%s has no f32 view and no reason" % what)
             if "npy" in e and "problem" not in e:
-                arr = np.load(os.path.join(root, e["npy"]), allow_pickle=False,
-                              max_header_size=1 << 24)
+                arr = mfstest.np_load(np, os.path.join(root, e["npy"]), allow_pickle=False,
+                                      max_header_size=1 << 24)
                 # Only where numpy reads the type as itself (not qint8 as
                 # int8, nor float128, which has no numbers here).
                 if (arr.dtype.kind in "biufc" and "npy_dtype" not in e and
                         dt not in REF_TYPES | BLOCK_TYPES | WIDE):
                     values[path] = arr
             continue
-        view = np.load(os.path.join(root, e["f32"]), allow_pickle=False, max_header_size=1 << 24)
+        view = mfstest.np_load(np, os.path.join(root, e["f32"]), allow_pickle=False,
+                               max_header_size=1 << 24)
         shape = list(e["shape"])
         if dt == "float4_e2m1fn_x2":
             shape = shape[:-1] + [shape[-1] * 2] if shape else [2]

@@ -50,8 +50,7 @@ def line_for(path, digest):
 
 
 def read_file(path):
-    with open(path, "rb") as f:
-        return f.read()
+    return mfstest.read_bytes(path)
 
 
 def check_model(c, build, model, env):
