@@ -126,10 +126,6 @@ def parse(data):
     return n, tensors, meta
 
 
-def read(path):
-    return mfstest.read_bytes(path)
-
-
 def want_sha(rec):
     """The sha256 of a fixture tensor's bytes in logical order,
     little-endian."""
@@ -229,7 +225,7 @@ def check_model(c, build, model, expect, env, state):
         if not c.check(os.path.isfile(path), name + ": has " + ST):
             return
         try:
-            data = read(path)
+            data = mfstest.read_bytes(path)
         except OSError as e:
             # A tensor that cannot be made or checked (a tampered carton
             # member): EIO, as reading its own file gives.
@@ -292,12 +288,12 @@ def check_model(c, build, model, expect, env, state):
             else:
                 # No logical digest in the expectation: the tensor file's
                 # bytes, put in logical order here.
-                want = logical_bytes(read(os.path.join(mnt, t["path"])), t)
+                want = logical_bytes(mfstest.read_bytes(os.path.join(mnt, t["path"])), t)
                 c.equal(got, hashlib.sha256(want).hexdigest(),
                         what + ": bytes are the tensor file's, in logical order")
         sums = os.path.join(mnt, "SHA256SUMS")
         if os.path.exists(sums):
-            c.check(ST.encode() not in read(sums), name + ": not in SHA256SUMS")
+            c.check(ST.encode() not in mfstest.read_bytes(sums), name + ": not in SHA256SUMS")
         c.check(not os.path.exists(os.path.join(mnt, "npy", ST + ".npy")), name + ": no twin")
         r = subprocess.run([os.path.join(build, "modelfs-ls"), *mfstest.links_args(model), model,
                             ST], capture_output=True, env=env, timeout=600)
@@ -383,7 +379,7 @@ def check_convert(c, build, env):
         for model, want, dt in ((be, want_be, "U32"), (fo, want_fo, "U16")):
             what = "convert: " + os.path.basename(model)
             with mfstest.mounted(os.path.join(build, "modelfs"), model, env=env) as mnt:
-                data = read(os.path.join(mnt, ST))
+                data = mfstest.read_bytes(os.path.join(mnt, ST))
                 try:
                     n, tensors, _ = parse(data)
                 except StError as e:
@@ -458,7 +454,7 @@ def check_multi(c, build, env):
         write_npy(os.path.join(tmp, "two.npy"), ">i2", (3,), False, struct.pack(">3h", 1, -2, 3))
         with mfstest.mounted(os.path.join(build, "modelfs"), tmp, env=env) as mnt:
             for m in ("one.safetensors", "two.npy"):
-                data = read(os.path.join(mnt, m, ST))
+                data = mfstest.read_bytes(os.path.join(mnt, m, ST))
                 try:
                     parse(data)
                     c.check(True, "multi: %s parses" % m)
@@ -466,8 +462,9 @@ def check_multi(c, build, env):
                     c.check(False, "multi: %s: %s" % (m, e))
                 with mfstest.mounted(os.path.join(build, "modelfs"), os.path.join(tmp, m),
                                      env=env) as one:
-                    c.check(read(os.path.join(one, ST)) == data, "multi: %s as mounted alone" % m)
-            d = read(os.path.join(mnt, "two.npy", ST))
+                    c.check(mfstest.read_bytes(os.path.join(one, ST)) == data,
+                            "multi: %s as mounted alone" % m)
+            d = mfstest.read_bytes(os.path.join(mnt, "two.npy", ST))
             c.check(d.endswith(struct.pack("<3h", 1, -2, 3)), "multi: two.npy's bytes little-endian")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

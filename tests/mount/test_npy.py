@@ -29,10 +29,6 @@ mfstest.cache_npy_header_filter(np)
 MIB = 1 << 20
 
 
-def read_all(path):
-    return mfstest.read_bytes(path)
-
-
 def why_none(t):
     """Why an entry has no .npy (None when it should have one)."""
     if "problem" in t:
@@ -70,11 +66,11 @@ def check_model(c, modelfs, model, env):
             listed.add(t["npy"])
             npy = os.path.join(mnt, t["npy"])
             try:
-                raw = read_all(os.path.join(mnt, t["path"]))
+                raw = mfstest.read_bytes(os.path.join(mnt, t["path"]))
             except OSError as e:
                 # Unreadable (tampered, not fetched): its twin too.
                 try:
-                    read_all(npy)
+                    mfstest.read_bytes(npy)
                     c.check(False, "%s: tensor fails (%s) but its .npy reads" % (what, e))
                 except OSError:
                     c.check(True, what)

@@ -166,10 +166,6 @@ def write_all_values(path):
 # ---- checks ------------------------------------------------------------
 
 
-def read(path):
-    return mfstest.read_bytes(path)
-
-
 def load_npz(path):
     try:
         return dict(np.load(path))
@@ -204,7 +200,7 @@ def check_views(c, root, doc, npz, label):
             shape = shape[:-1] + [shape[-1] * 2] if shape else [2]
         c.equal(list(view.shape), shape, "%s: view shape" % what)
         c.equal(view.dtype.str, "<c8" if dt == "complex32" else "<f4", "%s: view dtype" % what)
-        raw = read(os.path.join(root, path))
+        raw = mfstest.read_bytes(os.path.join(root, path))
         if e.get("byte_order") == "big":
             w = 2  # float16, bfloat16 and complex32's halves
             raw = np.frombuffer(raw, dtype=np.uint8).reshape(-1, w)[:, ::-1].tobytes()
@@ -242,7 +238,7 @@ def close(got, want, scale):
 def check_stats(c, root, doc, values, label):
     st = os.path.join(root, "stats.tsv")
     c.equal(os.stat(st).st_size, 0, "%s: stats.tsv size before it is read" % label)
-    text = read(st).decode()
+    text = mfstest.read_bytes(st).decode()
     c.equal(os.stat(st).st_size, len(text.encode()), "%s: stats.tsv size once read" % label)
     head, rows = parse_stats(text)
     c.equal(head.split("\t"), ["name", "dtype", "shape", "count", "min", "max", "mean", "std",

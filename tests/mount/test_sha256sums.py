@@ -49,10 +49,6 @@ def line_for(path, digest):
     return digest.encode() + b"  " + p + b"\n"
 
 
-def read_file(path):
-    return mfstest.read_bytes(path)
-
-
 def check_model(c, build, model, env):
     name = os.path.relpath(model)
     ctx, mnt = mfstest.mount_model(build, model, env)
@@ -71,7 +67,7 @@ def check_model(c, build, model, env):
         digests = {}
         for p in files:
             try:
-                digests[p] = hashlib.sha256(read_file(os.path.join(mnt, p))).hexdigest()
+                digests[p] = hashlib.sha256(mfstest.read_bytes(os.path.join(mnt, p))).hexdigest()
             except OSError:
                 digests[p] = None  # cannot be produced or checked
         # Line lengths do not depend on the hashes.
@@ -80,7 +76,7 @@ def check_model(c, build, model, env):
         c.equal(size, sum(len(x) for x in lines), name + ": SHA256SUMS size")
         bad = [p for p in files if digests[p] is None]
         if not bad:
-            data = read_file(sums)
+            data = mfstest.read_bytes(sums)
             c.equal(data, b"".join(lines), name + ": SHA256SUMS lines")
             r = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=mnt,
                                capture_output=True)
@@ -91,7 +87,7 @@ def check_model(c, build, model, env):
                     "%s: modelfs-ls SHA256SUMS equals the mount's (exit %d)" % (name, ls.returncode))
         else:
             try:
-                read_file(sums)
+                mfstest.read_bytes(sums)
                 c.check(False, name + ": a whole read of SHA256SUMS must fail")
             except OSError as e:
                 c.equal(e.errno, errno.EIO, name + ": whole read errno")
@@ -154,7 +150,7 @@ def check_head(c, build, env):
                     "head -n 1: %r" % r.stdout[:200])
             c.check(dt < 1.0, "head -n 1 took %.3f s" % dt)
             c.equal(r.stdout[:64].decode(), hashlib.sha256(
-                read_file(os.path.join(mnt, "tensors", "layer00000%2Fweight"))).hexdigest(),
+                mfstest.read_bytes(os.path.join(mnt, "tensors", "layer00000%2Fweight"))).hexdigest(),
                 "head -n 1: the hash")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
