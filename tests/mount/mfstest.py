@@ -100,19 +100,21 @@ def check_sanitizer_reports(c, logdir):
 
 
 _libc = []
+MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8  # <sys/mount.h>
 
 
-def umount(mnt, lazy=False):
-    """`fusermount3 -u` (-uz when lazy); as root the umount2(2) it would
-    make, without starting a process (a test run unmounts thousands of
-    times). True when it unmounted."""
+def umount_once(mnt, lazy=False):
+    """One `fusermount3 -u` (-uz when lazy); as root its umount2(2),
+    without starting a process (a test run unmounts thousands of times),
+    never through a symlink put in place of `mnt`. True when it unmounted."""
     if os.geteuid() != 0:
         r = subprocess.run(["fusermount3", "-uz" if lazy else "-u", mnt], capture_output=True)
         return r.returncode == 0
     if not _libc:
         import ctypes
-        _libc.append(ctypes.CDLL(None, use_errno=True))
-    return _libc[0].umount2(os.fsencode(mnt), 2 if lazy else 0) == 0  # 2: MNT_DETACH
+        _libc.append(ctypes.CDLL(None))
+    flags = UMOUNT_NOFOLLOW | (MNT_DETACH if lazy else 0)
+    return _libc[0].umount2(os.fsencode(mnt), flags) == 0
 
 
 def unmount(mnt):
@@ -122,10 +124,10 @@ def unmount(mnt):
     for _ in range(50):
         if not os.path.ismount(mnt):
             return True
-        if umount(mnt):
+        if umount_once(mnt):
             return True
         time.sleep(0.1)
-    umount(mnt, lazy=True)
+    umount_once(mnt, lazy=True)
     return False
 
 
@@ -413,7 +415,7 @@ class Foreground:
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = self.p.wait()
-        umount(self.mnt, lazy=True)
+        umount_once(self.mnt, lazy=True)
         for _ in range(50):
             if not os.path.ismount(self.mnt):
                 break
