@@ -434,6 +434,38 @@ def read_bytes(path):
         return f.readall()
 
 
+
+# The formats whose table mount.models checks offset by offset: a tensor
+# that is contiguous, neither decoded (ONNX varints) nor compressed (zip
+# members), is the bytes at `offset` in the model file, or in the external
+# file of `location` beside it (ONNX).
+STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
+                  "pytorch", "gguf", "tflite"}
+
+
+def stored_bytes(model, fmt, t):
+    """A tensor's bytes read from the model file itself, as model.json
+    places them; None where they are not stored as served (or the model
+    is a folder, a carton, a problem tensor): read those through the mount.
+    Tests whose subject is a produced file (a .npy twin, an f32 view)
+    take the tensor's bytes so, without another open through FUSE."""
+    if (fmt not in STORED_FORMATS or not os.path.isfile(model) or t.get("problem")
+            or t.get("dtype") == "string" or t.get("decoded")
+            or t.get("storage") in ("deflate", "zstd") or not t.get("contiguous", True)
+            or not isinstance(t.get("offset"), int) or not isinstance(t.get("nbytes"), int)):
+        return None
+    src = os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
+    try:
+        fd = os.open(src, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.pread(fd, t["nbytes"], t["offset"]) if t["nbytes"] else b""
+    finally:
+        os.close(fd)
+    return data if len(data) == t["nbytes"] else None
+
+
 def np_load(np, path, **kw):
     """np.load of a path, through an unbuffered file (see read_bytes); not
     for mmap_mode, which needs the path."""
