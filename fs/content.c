@@ -378,21 +378,45 @@ static void free_all(freelist *fl)
     fl->first = NULL;
 }
 
+/* Tries of evict_others, and the pause between two: a member's lock is
+ * held for bookkeeping only (a worker handing over a file it made, an
+ * open), so it is free again within microseconds, or within a scheduler
+ * time slice when its holder was preempted: 10 ms at most in all. */
+#define EVICT_TRIES 50
+#define EVICT_PAUSE_NS 200000L
+
 /* Under c's lock, when its own idle files were not enough: the idle files
  * of the pool's other members (other models of the mount) go too. Their
  * locks are only tried, never waited for, so two members evicting at
- * once cannot deadlock; one that is busy keeps its files this time. */
+ * once cannot deadlock. A member whose lock was held is tried again after
+ * a pause, the pool's lock let go meanwhile (a member waiting for it may
+ * hold its own): without that, an open failed for want of memory while
+ * an idle file of another model could have made room, whenever that
+ * model's worker was just handing a file over (seen in test_content's
+ * pool case under ThreadSanitizer). At most EVICT_TRIES times, so a
+ * member that stays busy keeps its files this time. */
 static void evict_others(mfs_content *c, uint64_t need, freelist *fl)
 {
     mfs_content_pool *p = c->pool;
-    pthread_mutex_lock(&p->lock);
-    for (mfs_content *o = p->members; o != NULL && !fits(c, need); o = o->pool_next) {
-        if (o == c || pthread_mutex_trylock(&o->lock) != 0)
-            continue;
-        evict(o, need, fl);
-        pthread_mutex_unlock(&o->lock);
+    for (int tries = 0; tries < EVICT_TRIES; tries++) {
+        bool busy = false;
+        pthread_mutex_lock(&p->lock);
+        for (mfs_content *o = p->members; o != NULL && !fits(c, need); o = o->pool_next) {
+            if (o == c)
+                continue;
+            if (pthread_mutex_trylock(&o->lock) != 0) {
+                busy = true;
+                continue;
+            }
+            evict(o, need, fl);
+            pthread_mutex_unlock(&o->lock);
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!busy || fits(c, need))
+            return;
+        struct timespec pause = { 0, EVICT_PAUSE_NS };
+        nanosleep(&pause, NULL);
     }
-    pthread_mutex_unlock(&p->lock);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
