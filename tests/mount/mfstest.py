@@ -434,7 +434,6 @@ def read_bytes(path):
         return f.readall()
 
 
-
 # The formats whose table mount.models checks offset by offset: a tensor
 # that is contiguous, neither decoded (ONNX varints) nor compressed (zip
 # members), is the bytes at `offset` in the model file, or in the external
