@@ -434,10 +434,21 @@ def read_bytes(path):
         return f.readall()
 
 
-# The formats whose table mount.models checks offset by offset: a tensor
-# that is contiguous, neither decoded (ONNX varints) nor compressed (zip
-# members), is the bytes at `offset` in the model file, or in the external
-# file of `location` beside it (ONNX).
+def made_on_open(t):
+    """Whether a tensor's served bytes are made from others, not stored as
+    served anywhere: decoded from another encoding (ONNX varints), or a
+    compressed zip member (its offset is that of the compressed data)."""
+    return bool(t.get("decoded")) or t.get("storage") in ("deflate", "zstd")
+
+
+def stored_path(model, t):
+    """The file a tensor's `offset` is in: the model file, or the external
+    file of its `location` beside it (ONNX)."""
+    return os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
+
+
+# The formats whose table mount.models checks offset by offset (with
+# made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
                   "pytorch", "gguf", "tflite"}
 
@@ -449,13 +460,11 @@ def stored_bytes(model, fmt, t):
     Tests whose subject is a produced file (a .npy twin, an f32 view)
     take the tensor's bytes so, without another open through FUSE."""
     if (fmt not in STORED_FORMATS or not os.path.isfile(model) or t.get("problem")
-            or t.get("dtype") == "string" or t.get("decoded")
-            or t.get("storage") in ("deflate", "zstd") or not t.get("contiguous", True)
+            or t.get("dtype") == "string" or made_on_open(t) or not t.get("contiguous", True)
             or not isinstance(t.get("offset"), int) or not isinstance(t.get("nbytes"), int)):
         return None
-    src = os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
     try:
-        fd = os.open(src, os.O_RDONLY)
+        fd = os.open(stored_path(model, t), os.O_RDONLY)
     except OSError:
         return None
     try:

@@ -215,16 +215,12 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
             except OSError as e:
                 c.equal(e.errno, errno.ENOTSUP, what + " %s errno" % ns)
         # The offset is in the model file, or in the external file of
-        # `location` beside it (ONNX); bytes decoded from another encoding
-        # (ONNX varints) are not stored as served anywhere, and a
-        # compressed member's offset is that of its compressed data (its
-        # bytes are made on open).
-        if (want_dtype == "string" or want["nbytes"] == 0 or t.get("decoded")
-                or t.get("storage") in ("deflate", "zstd")):
+        # `location` beside it (ONNX): mfstest.stored_path. Bytes made on
+        # open are not stored as served anywhere (mfstest.made_on_open).
+        if want_dtype == "string" or want["nbytes"] == 0 or mfstest.made_on_open(t):
             pass
         elif t.get("contiguous", True):
-            src = os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
-            raw = file_bytes(src)[t["offset"]:t["offset"] + want["nbytes"]]
+            raw = file_bytes(mfstest.stored_path(model, t))[t["offset"]:t["offset"] + want["nbytes"]]
             c.equal(hashlib.sha256(raw).hexdigest(), want["sha256"], what + " offset points at its bytes")
         elif want["nbytes"] > 0:
             # A strided view (pytorch): the offset is its first element's,
