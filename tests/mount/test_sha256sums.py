@@ -49,13 +49,12 @@ def line_for(path, digest):
     return digest.encode() + b"  " + p + b"\n"
 
 
-def digests_of_lines(data, files):
-    """{path: hex digest} from SHA256SUMS bytes, one line per file in
-    order (the digest is what a line starts with, after its escape mark);
-    None when the lines do not have that shape."""
+def digests_of_lines(data, files, widths):
+    """{path: hex digest} from SHA256SUMS bytes, one line of widths[i]
+    bytes per file in order (the digest is what a line starts with, after
+    its escape mark); None when the lines do not have that shape."""
     out, off = {}, 0
-    for p in files:
-        n = len(line_for(p, "0" * 64))
+    for p, n in zip(files, widths):
         line = data[off:off + n]
         off += n
         hexd = line[1:65] if line.startswith(b"\\") else line[:64]
@@ -81,8 +80,8 @@ def check_model(c, build, model, env):
             c.check(not os.path.exists(sums), name + ": no tensors, no SHA256SUMS")
             return
         # Line lengths do not depend on the hashes.
-        size = os.stat(sums).st_size
-        c.equal(size, sum(len(line_for(p, "0" * 64)) for p in files), name + ": SHA256SUMS size")
+        widths = [len(line_for(p, "0" * 64)) for p in files]
+        c.equal(os.stat(sums).st_size, sum(widths), name + ": SHA256SUMS size")
         # When GNU `sha256sum -c` passes, every line's hash is that of its
         # file's bytes read through the mount, so the digests are taken
         # from the lines, and the lines must be exactly line_for(path,
@@ -94,7 +93,7 @@ def check_model(c, build, model, env):
         digests = data = None
         if r.returncode == 0:
             data = mfstest.read_bytes(sums)
-            digests = digests_of_lines(data, files)
+            digests = digests_of_lines(data, files, widths)
             c.check(digests is not None, name + ": SHA256SUMS lines parse")
         if digests is None:
             digests = {}
