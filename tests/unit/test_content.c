@@ -337,16 +337,40 @@ static void test_threads(void)
     mfs_tree_destroy(&t);
 }
 
+/* Two trees (two models of one mount) and their contents under one pool
+ * of 2500 bytes: room for two of their 1000-byte files and a half. */
+typedef struct two_models {
+    mfs_tree a, b;
+    mfs_content_pool *pool;
+    mfs_content *ca, *cb;
+} two_models;
+
+static void two_open(two_models *m)
+{
+    build(&m->a);
+    build(&m->b);
+    m->pool = mfs_content_pool_new(2500);
+    m->ca = mfs_content_new_in(&m->a, NULL, m->pool);
+    m->cb = mfs_content_new_in(&m->b, NULL, m->pool);
+}
+
+static void two_close(two_models *m)
+{
+    mfs_content_free(m->ca);
+    mfs_content_free(m->cb);
+    mfs_content_pool_free(m->pool);
+    mfs_tree_destroy(&m->a);
+    mfs_tree_destroy(&m->b);
+}
+
 /* Two trees (two models of one mount) under one pool: the cap counts
  * both, and an open in one evicts idle files of the other; open files of
  * either are never evicted. */
 static void test_pool(void)
 {
-    mfs_tree a, b;
-    build(&a);
-    build(&b);
-    mfs_content_pool *pool = mfs_content_pool_new(2500);
-    mfs_content *ca = mfs_content_new_in(&a, NULL, pool), *cb = mfs_content_new_in(&b, NULL, pool);
+    two_models m;
+    two_open(&m);
+    mfs_content *ca = m.ca, *cb = m.cb;
     mfs_err why = { 0 };
     mfs_held *ha0 = mfs_content_get(ca, nodes[0], &why);
     mfs_held_unref(mfs_content_get(ca, nodes[1], &why));  /* idle in a */
@@ -361,11 +385,7 @@ static void test_pool(void)
     CHECK(hb2 != NULL && mfs_content_held(ca) <= 2500);
     mfs_held_unref(hb2);
     mfs_held_unref(hb);
-    mfs_content_free(ca);
-    mfs_content_free(cb);
-    mfs_content_pool_free(pool);
-    mfs_tree_destroy(&a);
-    mfs_tree_destroy(&b);
+    two_close(&m);
 }
 
 /* An idle file of another model is evicted even while that model's lock
@@ -395,11 +415,9 @@ static void *keep_busy(void *arg)
 
 static void test_pool_busy(void)
 {
-    mfs_tree a, b;
-    build(&a);
-    build(&b);
-    mfs_content_pool *pool = mfs_content_pool_new(2500);
-    mfs_content *ca = mfs_content_new_in(&a, NULL, pool), *cb = mfs_content_new_in(&b, NULL, pool);
+    two_models m;
+    two_open(&m);
+    mfs_content *ca = m.ca, *cb = m.cb;
     busy_member = ca;
     atomic_store(&busy_stop, false);
     pthread_t th;
@@ -422,11 +440,7 @@ static void test_pool_busy(void)
     atomic_store(&busy_stop, true);
     pthread_join(th, NULL);
     CHECK(failed == 0);
-    mfs_content_free(ca);
-    mfs_content_free(cb);
-    mfs_content_pool_free(pool);
-    mfs_tree_destroy(&a);
-    mfs_tree_destroy(&b);
+    two_close(&m);
 }
 
 int main(void)
