@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,10 +98,11 @@ typedef enum stop_kind { STOP_NONE, STOP_TOO_BIG, STOP_WRITE, STOP_DISK, STOP_CA
 
 typedef struct sink {
     int fd;
-    EVP_MD_CTX *md;
+    mfs_sha256_stream *md;
     const mfs_job *job;
     uint64_t got, max, reserve, since_check, avail;
     int err;            /* STOP_WRITE: errno */
+    bool hash_failed;   /* libcrypto refused an update: no digest */
     stop_kind stop;
 } sink;
 
@@ -146,7 +146,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
         }
         done += (size_t)w;
     }
-    EVP_DigestUpdate(s->md, p, len);
+    if (mfs_sha256_update(s->md, p, len) != 0)
+        s->hash_failed = true;
     s->got += len;
     s->since_check += len;
     return len;
@@ -168,17 +169,6 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     return 0;
 }
 
-static void hex_digest(EVP_MD_CTX *md, char out[MFS_SHA256_HEX])
-{
-    unsigned char dig[EVP_MAX_MD_SIZE];
-    unsigned int dlen = 0;
-    out[0] = '\0';
-    if (EVP_DigestFinal_ex(md, dig, &dlen) != 1 || dlen != 32)
-        return;
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", dig[i]);
-}
-
 /* A URL that failed: MFS_E_FETCH unless said otherwise. */
 #define FAILED(e, ...) mfs_fail((e), MFS_E_FETCH, MFS_NO_OFFSET, __VA_ARGS__)
 
@@ -197,11 +187,11 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
     if (cu == NULL)
         return FAILED(e, "%s: not tried: %s", url, mfs_curl_error());
     CURL *c = cu->easy_init();
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (c == NULL || md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+    mfs_sha256_stream *md = mfs_sha256_begin();
+    if (c == NULL || md == NULL) {
         if (c != NULL)
             cu->easy_cleanup(c);
-        EVP_MD_CTX_free(md);
+        mfs_sha256_abandon(md);
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot start a transfer (out of memory)");
     }
     sink k = { .fd = fd, .md = md, .job = job, .max = cfg->max, .reserve = reserve };
@@ -231,8 +221,8 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
     cu->easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
     CURLcode rc = cu->easy_perform(c);
     char got[MFS_SHA256_HEX];
-    hex_digest(md, got);
-    EVP_MD_CTX_free(md);
+    if (mfs_sha256_end(md, got) != 0 || k.hash_failed)
+        got[0] = '\0';  /* matches no sha */
     cu->easy_cleanup(c);
     switch (k.stop) {
     case STOP_TOO_BIG:

@@ -1,4 +1,6 @@
-/* SHA-256 (OpenSSL's libcrypto), for Carton's MANIFEST and LINKS. */
+/* SHA-256 (OpenSSL's libcrypto, opened on first use: crypto_lib.h), for
+ * SHA256SUMS, Carton's MANIFEST and LINKS, decoded members and the disk
+ * cache. */
 #ifndef MFS_DIGEST_H
 #define MFS_DIGEST_H
 
@@ -10,8 +12,11 @@
 
 #define MFS_SHA256_HEX 65   /* 64 lowercase hex digits + NUL */
 
-/* hex = lowercase sha256 of the n bytes at p. */
+/* hex = lowercase sha256 of the n bytes at p ("" when libcrypto cannot
+ * be opened: it then matches no digest). */
 void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX]);
+/* out = the sha256 of the n bytes at p: 0, or -1 when libcrypto cannot. */
+int mfs_sha256(const void *p, size_t n, uint8_t out[32]);
 
 /* The same for bytes of a mapped file that may shrink or be cancelled
  * meanwhile: 0, MFS_GUARD_FAULT (fs/guard.h) when the mapping faulted, -1
@@ -30,8 +35,13 @@ mfs_sha256_stream *mfs_sha256_begin(void);
 int mfs_sha256_add(mfs_sha256_stream *s, const void *p, uint64_t n, const mfs_job *job);
 int mfs_sha256_end(mfs_sha256_stream *s, char hex[MFS_SHA256_HEX]);
 void mfs_sha256_abandon(mfs_sha256_stream *s);
+/* Bytes in memory that cannot fault (no guard, no job): 0 or -1. */
+int mfs_sha256_update(mfs_sha256_stream *s, const void *p, size_t n);
+/* The digest's 32 bytes rather than hex; frees like end. */
+int mfs_sha256_end_raw(mfs_sha256_stream *s, uint8_t out[32]);
 
-/* Frees what libcrypto keeps for the calling thread (OPENSSL_thread_stop).
+/* Frees what libcrypto keeps for the calling thread (OPENSSL_thread_stop;
+ * nothing when libcrypto was never opened).
  * A detached thread calls it before it says it is done: the process may
  * exit as soon as it has, before the thread's own exit frees that. */
 void mfs_digest_thread_end(void);

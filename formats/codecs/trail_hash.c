@@ -1,17 +1,17 @@
 #include "trail_hash.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "crc32_fast.h"
+#include "digest.h"
 
 struct mfs_trail {
     const uint8_t *buf;
     uint64_t size;
-    EVP_MD_CTX *md;     /* NULL: no SHA-256 */
+    mfs_sha256_stream *md;  /* NULL: no SHA-256 */
     uint32_t crc;
     bool failed;        /* libcrypto refused an update */
     uint64_t hashed;    /* buf[0, hashed) is in the digests */
@@ -69,7 +69,7 @@ static void hash_to(mfs_trail *t, uint64_t upto)
         size_t n = left > (1u << 30) ? (size_t)1 << 30 : (size_t)left;
         const uint8_t *p = t->buf + t->hashed;
         t->crc = mfs_crc32(t->crc, p, n);
-        if (t->md != NULL && !t->failed && EVP_DigestUpdate(t->md, p, n) != 1)
+        if (t->md != NULL && !t->failed && mfs_sha256_update(t->md, p, n) != 0)
             t->failed = true;
         t->hashed += n;
     }
@@ -107,9 +107,8 @@ mfs_trail *mfs_trail_start(const uint8_t *buf, uint64_t size, bool sha, bool thr
     t->buf = buf;
     t->size = size;
     if (sha) {
-        t->md = EVP_MD_CTX_new();
-        if (t->md == NULL || EVP_DigestInit_ex(t->md, EVP_sha256(), NULL) != 1) {
-            EVP_MD_CTX_free(t->md);
+        t->md = mfs_sha256_begin();
+        if (t->md == NULL) {
             free(t);
             return NULL;
         }
@@ -158,14 +157,14 @@ int mfs_trail_finish(mfs_trail *t, uint32_t *crc, uint8_t sha[32])
     *crc = t->crc;
     int r = t->failed ? -1 : 0;
     if (t->md != NULL) {
-        unsigned char dig[EVP_MAX_MD_SIZE];
-        unsigned int len = 0;
-        if (r == 0 && (EVP_DigestFinal_ex(t->md, dig, &len) != 1 || len != 32))
+        uint8_t dig[32];
+        if (r != 0)
+            mfs_sha256_abandon(t->md);
+        else if (mfs_sha256_end_raw(t->md, dig) != 0)
             r = -1;
         if (r == 0 && sha != NULL)
             for (unsigned i = 0; i < 32; i++)
                 sha[i] = dig[i];
-        EVP_MD_CTX_free(t->md);
     }
     free(t);
     return r;
@@ -176,6 +175,6 @@ void mfs_trail_abandon(mfs_trail *t)
     if (t == NULL)
         return;
     end(t, true);
-    EVP_MD_CTX_free(t->md);
+    mfs_sha256_abandon(t->md);
     free(t);
 }

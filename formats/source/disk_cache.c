@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "crc32_fast.h"
+#include "digest.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -80,7 +80,7 @@ char *mfs_disk_cache_default_dir(void)
 
 static void sha256(const void *p, size_t len, unsigned char out[32])
 {
-    if (EVP_Digest(p, len, out, NULL, EVP_sha256(), NULL) != 1)
+    if (mfs_sha256(p, len, out) != 0)
         memset(out, 0, 32);   /* no digest: nothing will match it */
 }
 
