@@ -167,7 +167,9 @@ class Carton:
     def tensor(self, name, arr, method=None):
         i = len(self.index)
         f = "tensor_%d.bin" % i
-        data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+        # One copy (tobytes): a little-endian contiguous array is not copied
+        # before it, as astype would (512 MiB in mount.stuck).
+        data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
         self.add("tensor_data/" + f, data, method)
         self.index.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "file": f})
         self.tensors.append({"name": name, "dtype": str(arr.dtype), "shape": list(arr.shape),

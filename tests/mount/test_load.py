@@ -61,7 +61,10 @@ def big_carton(path, count, size):
     """`count` zstd members of `size` bytes each (fast to make and decode)."""
     c = gen_carton.Carton(gen_carton.runner_toml("gen/big"), "zstd")
     for i in range(count):
-        data = ((np.arange(size, dtype=np.uint32) * (i + 3)) % 251).astype(np.uint8)
+        # Byte n is n * (i + 3) % 251, which repeats every 251 bytes: the
+        # period tiled (0.05 s, against 0.2-1.2 s for the product of every n).
+        period = (np.arange(251, dtype=np.uint32) * (i + 3) % 251).astype(np.uint8)
+        data = np.resize(period, size)
         c.tensor("t%d" % i, data, "zstd")
     files = c.finish()
     with open(path, "wb") as f:
