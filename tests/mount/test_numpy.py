@@ -115,7 +115,7 @@ def check_mounted(c, name, model, mnt, expect, arrays):
                 c.equal(t.get(k), w[k], what + " " + k)
         c.equal(t.get("byte_order"), "big" if w.get("stored_byte_order") == "big" else None,
                 what + " byte_order")
-        data = open(os.path.join(mnt, t["path"]), "rb").read()
+        data = mfstest.read_bytes(os.path.join(mnt, t["path"]))
         # Raw: what the expectation says has no tensor form, and a raw
         # blob of the shared fixtures (dtype null) numpy does not read
         # (its structured.npy, which numpy reads, is to be exact).

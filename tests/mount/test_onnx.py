@@ -25,11 +25,9 @@ usage: test_onnx.py BUILD_DIR DIR...
 """
 import collections
 import errno
-import hashlib
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile

@@ -55,8 +55,7 @@ SAMPLE = 300        # tensor files of the test data, about
 
 
 def read(p):
-    with open(p, "rb") as f:
-        return f.read()
+    return mfstest.read_bytes(p)
 
 
 def ref_array(path):

@@ -11,7 +11,6 @@ EIO; a header of many tensors mounts in bounded time.
 usage: test_safetensors.py BUILD_DIR DIR... (a DIR that does not exist is skipped, visibly)
 """
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -56,7 +55,7 @@ def check_tensors(c, name, mnt, doc, header, start, files):
             f.seek(s0 + info["data_offsets"][0])
             want = f.read(info["data_offsets"][1] - info["data_offsets"][0])
         c.equal(t["offset"], s0 + info["data_offsets"][0], what + " offset")
-        got = open(os.path.join(mnt, t["path"]), "rb").read()
+        got = mfstest.read_bytes(os.path.join(mnt, t["path"]))
         c.check(got == want, what + " bytes through the mount vs the file")
         if info["dtype"] in NP:
             arr = np.load(os.path.join(mnt, t["npy"]))
