@@ -426,6 +426,7 @@ def check_not_utf8(c, build, env):
 def main(argv):
     build, dirs = argv[1], argv[2:]
     c = mfstest.Checker("gguf tests")
+    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
     if not mfstest.can_mount():
         c.skip("no /dev/fuse: cannot mount here")
         return c.finish()

@@ -282,6 +282,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     c = mfstest.Checker("hostile files")
+    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
     if gen_carton is None:
         c.skip("scripts/gen_carton.py cannot be imported: %s" % GEN_ERR)
         return c.finish()

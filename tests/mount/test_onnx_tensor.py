@@ -417,6 +417,7 @@ def main(argv):
     build, gen = argv[1], argv[2]
     root = argv[3] if len(argv) > 3 else TESTDATA
     c = mfstest.Checker("onnx-tensor tests")
+    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
     if not mfstest.can_mount():
         c.skip("no /dev/fuse or fusermount3")
         return c.finish()

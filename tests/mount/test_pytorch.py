@@ -546,6 +546,7 @@ def lazy_local_headers(c, build, env):
 def main(argv):
     build = argv[1]
     c = mfstest.Checker("pytorch tests")
+    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
     try:
