@@ -235,6 +235,17 @@ def mounts_on_one_cpu():
     _one_cpu[:] = [True]
 
 
+def stay_on_one_cpu():
+    """This process, its threads and children from now on on the CPU it is
+    on (see mounts_on_one_cpu): for a test whose every step is a round trip
+    between its own processes and threads (a client and a server)."""
+    try:
+        if len(os.sched_getaffinity(0)) > 1:
+            os.sched_setaffinity(0, {_current_cpu()})
+    except (OSError, ValueError, IndexError):
+        pass
+
+
 def _current_cpu():
     """The CPU this thread last ran on (/proc/self/stat's 39th field)."""
     with open("/proc/thread-self/stat") as f:
