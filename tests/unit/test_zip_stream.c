@@ -41,10 +41,17 @@ static uint8_t *one_member(uint16_t method, const uint8_t *comp, size_t clen, ui
     return z;
 }
 
+/* The data repeats every PERIOD bytes: deflate_raw compresses one period
+ * for all. More than deflate's 32 KiB window and zstd's 512 KiB at level
+ * 1, so no match reaches across a period and decoding has as much to do
+ * as for data that never repeats. */
+#define PERIOD ((size_t)1 << 20)
+
 /* Float32-like data: random mantissas, few exponents (a little
- * compressible, as weights are), with runs now and then. Made by one
- * thread before any other starts: ThreadSanitizer need not watch its
- * 48 MiB of byte stores (they were most of test_zip_stream_tsan's time). */
+ * compressible, as weights are), with runs now and then; one PERIOD made,
+ * then copied. Made by one thread before any other starts: ThreadSanitizer
+ * need not watch its byte stores (they were most of test_zip_stream_tsan's
+ * time). */
 __attribute__((no_sanitize("thread")))
 static uint8_t *weights(size_t n, unsigned seed)
 {
@@ -52,10 +59,12 @@ static uint8_t *weights(size_t n, unsigned seed)
     if (d == NULL)
         abort();
     uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && i < PERIOD; i++) {
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         d[i] = (i & 3) == 3 ? (uint8_t)(0x3c + (x & 3)) : (i / 4096) % 7 == 0 ? 0 : (uint8_t)x;
     }
+    for (size_t at = PERIOD; at < n; at += PERIOD)
+        memcpy(d + at, d, n - at < PERIOD ? n - at : PERIOD);
     return d;
 }
 
@@ -71,21 +80,52 @@ static uint8_t *zstd_frame(const uint8_t *d, size_t n, size_t *clen)
     return c;
 }
 
-static uint8_t *deflate_raw(const uint8_t *d, size_t n, size_t *clen)
+/* Raw deflate of n bytes from a fresh compressor, ended by `flush`:
+ * Z_FINISH (the final block) or Z_FULL_FLUSH (byte aligned, and what
+ * follows may come from another fresh compressor). */
+static uint8_t *deflate_part(const uint8_t *d, size_t n, int flush, size_t *clen)
 {
     z_stream zs = { 0 };
     if (deflateInit2(&zs, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         abort();
-    size_t cap = deflateBound(&zs, (uLong)n);
+    size_t cap = deflateBound(&zs, (uLong)n) + 64;  /* + the flush's empty block */
     uint8_t *c = malloc(cap);
     zs.next_in = (Bytef *)(uintptr_t)d;
     zs.avail_in = (uInt)n;
     zs.next_out = c;
     zs.avail_out = (uInt)cap;
-    if (c == NULL || deflate(&zs, Z_FINISH) != Z_STREAM_END)
+    int r = c == NULL ? Z_MEM_ERROR : deflate(&zs, flush);
+    if (r != (flush == Z_FINISH ? Z_STREAM_END : Z_OK) || zs.avail_in != 0 || zs.avail_out == 0)
         abort();
     *clen = zs.total_out;
     deflateEnd(&zs);
+    return c;
+}
+
+/* Raw deflate of weights(n): every full PERIOD by the same compressed
+ * piece (the first period's, full-flushed), then the rest and the final
+ * block. Deflating all 48 MiB of check_cancel was half of this test's
+ * time; inflating is the same work either way. */
+static uint8_t *deflate_raw(const uint8_t *d, size_t n, size_t *clen)
+{
+    size_t full = n / PERIOD, plen = 0, tlen;
+    uint8_t *piece = NULL;
+    if (full > 0) {
+        for (size_t k = 1; k < full; k++)
+            if (memcmp(d + k * PERIOD, d, PERIOD) != 0)
+                abort();  /* not weights(): one piece cannot stand for it */
+        piece = deflate_part(d, PERIOD, Z_FULL_FLUSH, &plen);
+    }
+    uint8_t *tail = deflate_part(d + full * PERIOD, n - full * PERIOD, Z_FINISH, &tlen);
+    uint8_t *c = malloc(full * plen + tlen);
+    if (c == NULL)
+        abort();
+    for (size_t k = 0; k < full; k++)
+        memcpy(c + k * plen, piece, plen);
+    memcpy(c + full * plen, tail, tlen);
+    *clen = full * plen + tlen;
+    free(piece);
+    free(tail);
     return c;
 }
 
