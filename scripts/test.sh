@@ -50,10 +50,12 @@ configure_and_build() {
 }
 
 # More tests than cores (EXTRA more): many tests wait part of the time (a
-# stalled server for 19 s, hostile peers, a stuck download), and the
-# others fill that. The normal build, clean checkout, 2 cores: 76 s with
-# -j3, 68 s with -j4. The sanitizer build's fuzz replays keep a core
-# busy each: 98 s with -j3, 106 s with -j4.
+# stalled server for 18 s, hostile peers, a stuck download), and the
+# others fill that. The normal build on 2 cores, warm, the same run:
+# 56.5 s with -j4, 51.3 and 51.7 s with -j5, 53.6 s with -j6 (its waiting
+# tests start together; with -j4 a third of the CPU was idle then). The
+# sanitizer build's fuzz replays keep a core busy each: 98 s with -j3,
+# 106 s with -j4.
 run_ctest() {
     dir=$1
     labels=$2
@@ -74,7 +76,7 @@ slowest() {
 echo "== build: configure and build"
 configure_and_build build
 stage_done "build: configure and build"
-run_ctest build "" 2
+run_ctest build "" 3
 stage_done "build: ctest"
 # The sanitizer build copies the normal build's generated models (made by
 # the same scripts and tools: gen_models.sh checks). It is built after the
