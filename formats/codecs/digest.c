@@ -1,6 +1,5 @@
 #include "digest.h"
 
-
 #include "crypto_lib.h"
 #include "guard.h"
 #include "utf8.h"
