@@ -247,7 +247,7 @@ def stay_on_one_cpu():
 
 
 def _current_cpu():
-    """The CPU this thread last ran on (/proc/self/stat's 39th field)."""
+    """The CPU this thread last ran on (the 39th field of its stat)."""
     with open("/proc/thread-self/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
