@@ -240,14 +240,7 @@ def stay_on_one_cpu():
     """This process, its threads and children from now on on one CPU (see
     mounts_on_one_cpu): for a test whose every step is a round trip
     between its own processes and threads (a client and a server)."""
-    try:
-        allowed = os.sched_getaffinity(0)
-        if len(allowed) > 1:
-            cpu = _least_pinned(allowed)
-            os.sched_setaffinity(0, {cpu})
-            _note_pin(cpu, os.getpid())  # for the life of the process
-    except (OSError, ValueError, IndexError):
-        pass
+    _pin(os.getpid())  # noted for the life of the process
 
 
 def _current_cpu():
@@ -297,33 +290,41 @@ def _least_pinned(allowed):
     return cur if count.get(cur) == low else min(c for c in count if count[c] == low)
 
 
+def _pin(tid):
+    """Puts the calling thread on the allowed CPU the fewest live pins are
+    on, noted as thread `tid`'s: (the mask before, the note's path or
+    None), or None when there is one CPU or it cannot be told."""
+    try:
+        before = os.sched_getaffinity(0)
+        if len(before) < 2:
+            return None
+        cpu = _least_pinned(before)
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        return before, _note_pin(cpu, tid)
+    except OSError:
+        return before, None
+
+
 @contextlib.contextmanager
 def _pinned():
     """Runs the body on one CPU when mounts_on_one_cpu() was asked (and the
     CPU can be told): the one the fewest other pinned tests are on. The
     mask before is restored after, so the scheduler places the test afresh
     between mounts."""
-    before = note = None
-    if _one_cpu:
-        try:
-            before = os.sched_getaffinity(0)
-            if len(before) > 1:
-                cpu = _least_pinned(before)
-                os.sched_setaffinity(0, {cpu})
-                note = _note_pin(cpu, threading.get_native_id())
-            else:
-                before = None
-        except (OSError, ValueError, IndexError):
-            before = None
+    pin = _pin(threading.get_native_id()) if _one_cpu else None
     try:
         yield
     finally:
-        if note is not None:
-            try:
-                os.unlink(note)
-            except OSError:
-                pass
-        if before is not None:
+        if pin is not None:
+            before, note = pin
+            if note is not None:
+                try:
+                    os.unlink(note)
+                except OSError:
+                    pass
             os.sched_setaffinity(0, before)
 
 
