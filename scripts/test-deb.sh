@@ -151,9 +151,11 @@ if [ "$MODE" = chroot ]; then
         apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null
     } || fail "cannot install debootstrap"
     # The mirror this machine's apt uses (deb822 or one-line sources).
-    MIRROR=$(sed -n 's/^URIs: *\([^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+    [ -n "${MIRROR:-}" ] || MIRROR=$(sed -n 's/^URIs: *\([^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
     [ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-    MIRROR=${MIRROR:-http://deb.debian.org/debian}
+    # No host is named here: a machine without one in its apt sources
+    # cannot debootstrap from what it knows.
+    [ -n "$MIRROR" ] || fail "no Debian mirror in /etc/apt/sources.list{,.d/*.sources}; set MIRROR=URL"
     T0=$(date +%s)
     say "debootstrap --variant=minbase bookworm from $MIRROR"
     debootstrap --variant=minbase bookworm "$ROOT" "$MIRROR" >"$B/debootstrap.log" 2>&1 ||
