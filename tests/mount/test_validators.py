@@ -8,7 +8,9 @@
    read whole after the replacement: read-ahead fetches while it reads);
    a replacement in the middle of a read (1 MiB read, then replaced),
    the same; the requests after the first carry If-Match (strong) or
-   If-Unmodified-Since (weak, Last-Modified);
+   If-Unmodified-Since (weak, Last-Modified); 8 readers at once after the
+   replacement (readers waiting on blocks another fetch brings): none
+   gets a byte of the new version, in any of 4 tries;
  - Apache's weak-then-strong ETag: a file mounted in its first second
    (W/"x") and read after 1.5 s ("x"): the same version, every byte;
  - neither: one warning at mount naming the URL and what cannot be
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,6 +34,7 @@ import mfstest  # noqa: E402
 import rangeserver  # noqa: E402
 
 SIZE = 8 << 20   # the tensor: many blocks past the first (fetched at mount)
+FLIP = bytes(255 - i for i in range(256))   # x -> x ^ 0xff: every byte changed
 
 
 @contextlib.contextmanager
@@ -92,7 +96,7 @@ def check_replaced(c, modelfs, srv, root, tmp, env, mode, mid_read):
     path = os.path.join(root, name)
     old_t = os.urandom(SIZE)
     old = model_bytes(old_t)
-    new = model_bytes(bytes(b ^ 0xff for b in old_t))
+    new = model_bytes(old_t.translate(FLIP))
     t0 = int(time.time()) - 100
     rangeserver.replace(path, old, t0)
     url = srv.url + ("/fault/%s/" % mode if mode else "/") + name
@@ -127,6 +131,43 @@ def check_replaced(c, modelfs, srv, root, tmp, env, mode, mid_read):
         c.check(later and all(r[5] and not r[3] for r in later),
                 "%s: If-Unmodified-Since (no If-Match) on every GET after the first: %r"
                 % (what, [(r[3], r[5]) for r in later][:3]))
+
+
+def check_readers(c, modelfs, srv, root, tmp, env, mode, tries=4):
+    """8 readers of a 16 MiB tensor at once, 4 MiB apart, after the file
+    was replaced: each read gives the old bytes or EIO, never new ones."""
+    size = 16 << 20
+    mixed = []
+    for i in range(tries):
+        name = "readers-%s-%d.safetensors" % (mode or "strong", i)
+        path = os.path.join(root, name)
+        old_t = os.urandom(size)
+        rangeserver.replace(path, model_bytes(old_t), time.time() - 100)
+        url = srv.url + ("/fault/%s/" % mode if mode else "/") + name
+        with mfstest.mounted(modelfs, url, fresh_env(env, tmp)) as mnt:
+            rangeserver.replace(path, model_bytes(old_t.translate(FLIP)),
+                                time.time() - 50)
+            fd = os.open(os.path.join(mnt, "tensors", "t"), os.O_RDONLY)
+
+            def reader(off):
+                while off < size:
+                    try:
+                        b = os.pread(fd, 128 << 10, off)
+                    except OSError:
+                        return
+                    if b != old_t[off:off + len(b)]:
+                        mixed.append((i, off))
+                        return
+                    off += len(b)
+            threads = [threading.Thread(target=reader, args=(k * (2 << 20) + (128 << 10),))
+                       for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            os.close(fd)
+    c.equal(mixed, [], "%s, 8 readers after a replacement: (try, offset) of reads that gave "
+            "new bytes" % (mode or "strong"))
 
 
 def check_weak_then_strong(c, modelfs, srv, root, tmp, env):
@@ -188,6 +229,7 @@ def main(argv):
         for mode in (None, "weak", "lastmod"):
             for mid in (False, True):
                 check_replaced(c, modelfs, srv, root, tmp, env, mode, mid)
+            check_readers(c, modelfs, srv, root, tmp, env, mode)
         check_weak_then_strong(c, modelfs, srv, root, tmp, env)
         check_size_only(c, modelfs, srv, root, tmp, env)
     finally:
