@@ -54,7 +54,9 @@ def main(argv):
     c = mfstest.Checker("test_http_errors")
     ls = os.path.join(argv[1], "modelfs-ls")
     tmp = tempfile.mkdtemp(prefix="modelfs-http-errors-")
-    env = {k: v for k, v in os.environ.items() if k not in ("CURL_CA_BUNDLE", "SSL_CERT_FILE")}
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = {k: v for k, v in mfstest.sanitizer_env(logdir).items()
+           if k not in ("CURL_CA_BUNDLE", "SSL_CERT_FILE")}
     mfstest.write_safetensors(os.path.join(tmp, "m.safetensors"), {"t": b"\1" * 4096})
     srv = rangeserver.start(tmp)
     tls = None
@@ -88,6 +90,7 @@ def main(argv):
         if tls is not None:
             tls.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
 

@@ -223,7 +223,8 @@ def main(argv):
     tmp = tempfile.mkdtemp(prefix="modelfs-validators-")
     root = os.path.join(tmp, "srv")
     os.mkdir(root)
-    env = dict(os.environ)
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    env = mfstest.sanitizer_env(logdir)
     srv = rangeserver.start(root)
     try:
         for mode in (None, "weak", "lastmod"):
@@ -235,6 +236,7 @@ def main(argv):
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    mfstest.check_sanitizer_reports(c, logdir)
     return c.finish()
 
 
