@@ -132,6 +132,8 @@ int64_t mfs_http_date_parse(const char *s, size_t len)
 
 void mfs_http_date_format(int64_t t, char out[30])
 {
+    if (t < 0 || t > 253402300799)   /* 9999-12-31 23:59:59 */
+        t = 0;
     int64_t days = t / 86400, rem = t % 86400;
     /* The inverse of days_from_civil. */
     int64_t z = days + 719468, era = z / 146097;
@@ -142,6 +144,11 @@ void mfs_http_date_format(int64_t t, char out[30])
     int d = (int)(doy - (153 * mp + 2) / 5 + 1);
     int m = (int)(mp < 10 ? mp + 3 : mp - 9);
     int64_t y = yoe + era * 400 + (m <= 2);
-    snprintf(out, 30, "%s, %02d %s %04d %02d:%02d:%02d GMT", DAYS[days % 7], d, MONTHS[m - 1],
-             (int)(y % 10000), (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+    /* Room for any int the compiler sees; the fields are in range. */
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", DAYS[days % 7], d,
+             MONTHS[m - 1], (int)(y % 10000), (int)(rem / 3600), (int)(rem / 60 % 60),
+             (int)(rem % 60));
+    memcpy(out, buf, 29);
+    out[29] = '\0';
 }
