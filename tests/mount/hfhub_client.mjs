@@ -24,7 +24,8 @@ async function run(o) {
         return out;
     }
     case "downloadFile": {
-        const blob = await hub.downloadFile({ ...base, path: o.path, ...(o.raw ? { raw: true } : {}) });
+        const blob = await hub.downloadFile({ ...base, path: o.path,
+                                              ...(o.raw ? { raw: true } : {}) });
         if (blob === null)
             return null;
         const whole = Buffer.from(await blob.arrayBuffer());
@@ -42,7 +43,8 @@ async function run(o) {
                  index: r.index ?? null, parameterCount: r.parameterCount ?? null };
     }
     case "modelInfo": {
-        const r = await hub.modelInfo({ ...common, name: o.repo, additionalFields: ["sha", "filePaths"],
+        const r = await hub.modelInfo({ ...common, name: o.repo,
+                                        additionalFields: ["sha", "filePaths"],
                                         ...(o.revision ? { revision: o.revision } : {}) });
         return { id: r.id, name: r.name, sha: r.sha, private: r.private, gated: r.gated,
                  updatedAt: isNaN(r.updatedAt) ? null : r.updatedAt.toISOString(),
