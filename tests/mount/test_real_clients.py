@@ -313,7 +313,7 @@ def tree_got(entries):
     return out
 
 
-def check_hfhub(c, build, files, hub, tmp):
+def check_hfhub(c, build, files, hub):
     fetch = os.path.join(HERE, "..", "..", "scripts", "fetch_hfhub.sh")
     r = subprocess.run([fetch, os.path.join(build, "npm-hfhub")], capture_output=True, text=True,
                        timeout=400)
@@ -499,7 +499,7 @@ def main(argv):
         files = hub_files(gen, tmp)
         hub.add_repo("org/zoo", files)
         t = time.time()
-        check_hfhub(c, build, files, hub, tmp)
+        check_hfhub(c, build, files, hub)
         print("@huggingface/hub: %.1f s" % (time.time() - t), flush=True)
         check_modelfs(c, build, files, srv, hub, keys if srv else {}, tmp)
     finally:
