@@ -431,7 +431,8 @@ def check_changes(c, build, srv, probe_row, env, cases, tensor):
             c.check(caught, "%s: changed (validator: %s): EIO, never bytes of the new version: %s"
                     % (srv.kind, validator, out))
     # The same while the server's ETags are weak (Apache's, an mtime in the
-    # future keeping them weak; others': as above): defect 2.
+    # future keeping them weak; others': as above): defect 2. (Apache then
+    # sends the request's time as Last-Modified: a new one each second.)
     out, caught, _ = replaced("weak-changed", False, now + 60 * sec, now + 65 * sec)
     if out is not None and validator == "size only":
         c.skip("%s: weak-changed: the same size and no validator: cannot be caught (%s)"
@@ -449,18 +450,18 @@ def check_changes(c, build, srv, probe_row, env, cases, tensor):
                "cannot be caught (%s)" % (srv.kind, out))
     # A fresh file mounted in Apache's weak second (W/"X"), read 1.5 s
     # later, when it answers "X": the same version (defect 4). Its mtime
-    # half a second ahead: weak until 1.5 s from now, time to mount.
+    # is not moved ahead to widen the second: Apache would then send the
+    # time of each request as Last-Modified, another one each second.
     name = "weak-to-strong.safetensors"
     path = os.path.join(cdir, name)
     with open(path, "wb") as f:
         f.write(old)
-    written = time.time()
-    os.utime(path, (written + 0.5, written + 0.5))
+    written = os.stat(path).st_mtime
     what = "%s: weak-to-strong" % srv.kind
     try:
         with mounted_logged(build, url_of(name), env) as (mnt, _):
             if probe_row["weak_fresh"]:
-                time.sleep(max(0.0, written + 2.0 - time.time()))
+                time.sleep(max(0.0, written + 1.6 - time.time()))
             n_old, n_new, n_other, errs = outcome_of(
                 read_chunks(os.path.join(mnt, "tensors", "t")), tensor, flipped)
         cases["weak-to-strong"] = "right bytes" if n_old == len(tensor) else \
@@ -565,7 +566,8 @@ def main(argv):
                 os.makedirs(dst)
                 for n in os.listdir(src):
                     if os.path.isfile(os.path.join(src, n)) and not n.endswith(".expect.json"):
-                        shutil.copy(os.path.join(src, n), dst)
+                        # Their mtime kept: not fresh files (Apache's weak second).
+                        shutil.copy2(os.path.join(src, n), dst)
         for d, dirs, names in os.walk(root):
             for n in dirs:
                 os.chmod(os.path.join(d, n), 0o755)
