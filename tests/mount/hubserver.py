@@ -186,7 +186,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 cursor + hub.page)
             headers.append(("Link", '<%s>; rel="next"' % nxt))
         elif hub.next_wraps and cursor > 0:
-            headers.append(("Link", '<%s/api/%s?recursive=true&cursor=0>; rel="next"'
+            headers.append(("Link", '<%s/api/%s?recursive=true>; rel="next"'
                             % (hub.url, "/".join(parts[:5]))))
         return self.plain(200, headers, json.dumps(page).encode())
 
