@@ -42,7 +42,7 @@ KEY_ID, SECRET, SESSION = "AKIDREDIRECTTEST", "redirect/secret/key", "SESSIONtok
 SIG_A = ("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDPRESIGNED%2F20260101%2Fus-east-1"
          "%2Fs3%2Faws4_request&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600"
          "&X-Amz-SignedHeaders=host&X-Amz-Signature=")
-SECRETS = ("X-Amz", "AKIDPRESIGNED", "Signature", "aaaa1111", "bbbb2222", "u:p@", "pass")
+SECRETS = ("X-Amz", "AKIDPRESIGNED", "Signature", "aaaa1111", "bbbb2222", "u:pw5ecret", "pw5ecret")
 
 
 def run(args, env, timeout=60):
@@ -79,7 +79,8 @@ class Setup:
         self.ls = os.path.join(build, "modelfs-ls")
         self.modelfs = os.path.join(build, "modelfs")
         self.tmp = mfstest.scratch("modelfs-redir-")
-        self.base = dict(os.environ)
+        self.logdir = mfstest.scratch("modelfs-san-")
+        self.base = mfstest.sanitizer_env(self.logdir)
         for k in list(self.base):
             if k.startswith(("AWS_", "HF_", "HUGGING")) or k in ("CURL_CA_BUNDLE",
                                                                  "SSL_CERT_FILE"):
@@ -120,8 +121,8 @@ def check_hub(c, s):
 
     hub = hubserver.Hub(TOKEN, page=2)
     try:
-        hub.add_repo("org/m", {"m.safetensors": s.model, "a/m.safetensors": s.model,
-                               "b/m.safetensors": s.model})
+        # Listed 2 entries a page: "a", "a/m.safetensors" | "m.safetensors".
+        hub.add_repo("org/m", {"m.safetensors": s.model, "a/m.safetensors": s.model})
         # The token: to the Hub, never to the byte host it redirects to.
         env = s.env(HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN)
         code, out, err = run([s.ls, "hf://org/m/m.safetensors"], env)
@@ -135,7 +136,7 @@ def check_hub(c, s):
 
         # A resolve redirect with a user and password: refused, not shown.
         host = hub.bytes_url[len("http://"):]
-        hub.bytes_base = "http://u:pass@" + host
+        hub.bytes_base = "http://u:pw5ecret@" + host
         since = len(hub.headers)
         code, out, err = run([s.ls, "hf://org/m/m.safetensors"], s.env(HF_ENDPOINT=hub.url))
         basic = [h.get("authorization") for role, _, h in hub.headers[since:] if role == "bytes"]
@@ -208,7 +209,7 @@ def check_plain(c, s):
         plain.redirect_base = other.url
         code, out, err = run([s.ls, plain.url + "/fault/redirect/m.safetensors"], env)
         c.equal((code, out), (0, tree), "http -> another host: followed (%s)" % err.strip())
-        plain.redirect_base = "http://u:pass@" + other.url[len("http://"):]
+        plain.redirect_base = "http://u:pw5ecret@" + other.url[len("http://"):]
         since = len(other.headers)
         code, out, err = run([s.ls, plain.url + "/fault/redirect/m.safetensors"], env)
         c.check(code == 3 and "user or password" in err and other.url + "/m.safetensors" in err,
@@ -306,6 +307,7 @@ def main(argv):
             t0 = time.time()
             part(c, s)
             print("%s: %.1f s" % (part.__name__, time.time() - t0), flush=True)
+        mfstest.check_sanitizer_reports(c, s.logdir)
     finally:
         shutil.rmtree(s.tmp, ignore_errors=True)
     return c.finish()
