@@ -270,19 +270,6 @@ static void give_handle(http_src *h, const mfs_curl_api *c, CURL *k)
         c->easy_cleanup(k);
 }
 
-/* The URL as messages show it: no user or password. */
-static void shown_url(const char *url, char *out, size_t size)
-{
-    const char *scheme_end = strstr(url, "://");
-    const char *host = scheme_end ? scheme_end + 3 : url;
-    const char *slash = strchr(host, '/');
-    const char *at = strchr(host, '@');
-    if (at != NULL && (slash == NULL || at < slash))
-        snprintf(out, size, "%.*s%s", (int)(host - url), url, at + 1);
-    else
-        snprintf(out, size, "%s", url);
-}
-
 /* Waits `s` seconds, in slices of 0.1 s, less when the program stops. */
 static void sleep_seconds(double s)
 {
@@ -993,6 +980,15 @@ static void finish_open(http_src *h)
         h->disk = NULL;   /* a weak ETag does not name one version */
 }
 
+/* What names a plain URL's object in the disk cache: the URL without
+ * its query, so that a presigned URL signed anew (another
+ * X-Amz-Signature, the same object) finds the blocks it left; the
+ * validator in the key tells versions apart. */
+static char *cache_name_of(const char *url)
+{
+    return mfs_xstrndup(url, mfs_url_query_at(url));
+}
+
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e)
 {
     return mfs_src_http_open_hooked(url, opts, NULL, e);
@@ -1008,6 +1004,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         h->hk.shown = hooks->shown ? mfs_xstrdup(hooks->shown) : NULL;
         h->hk.cache_name = hooks->cache_name ? mfs_xstrdup(hooks->cache_name) : NULL;
     }
+    if (h->hk.cache_name == NULL)
+        h->hk.cache_name = cache_name_of(url);
     if (opts != NULL)
         h->o = *opts;
     if (h->o.block == 0)
@@ -1037,7 +1035,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     if (ca != NULL && *ca != '\0')
         h->ca_file = mfs_xstrdup(ca);
     char shown[512];
-    shown_url(h->hk.shown ? h->hk.shown : url, shown, sizeof shown);
+    /* No user, password or query (a presigned URL's signature). */
+    mfs_url_redact(h->hk.shown ? h->hk.shown : url, shown, sizeof shown);
     h->src.ops = &http_ops;
     h->src.name = mfs_xstrdup(shown);
     h->src.mtime.tv_sec = time(NULL);

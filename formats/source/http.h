@@ -83,10 +83,11 @@ typedef struct mfs_http_hooks {
      * not followed bare (redirect.h). NULL: none. */
     bool (*credentialed)(void *arg);
     /* Names the object in messages and on the source ("s3://B/K"); NULL:
-     * the URL (without user or password). */
+     * the URL (without user, password or query). */
     const char *shown;
     /* Names the object in the disk cache instead of the URL (a signed or
-     * redirected URL changes; the object does not); NULL: the URL. */
+     * redirected URL changes; the object does not); NULL: the URL without
+     * its query (a presigned URL signed anew names the same object). */
     const char *cache_name;
     /* The cache name pins the bytes (a Hub commit and path): an object
      * the disk cache knows is opened with no request at all. */
