@@ -1,9 +1,9 @@
 #include "err.h"
 
-#include "url_redact.h"
-
 #include <stdarg.h>
 #include <stdio.h>
+
+#include "url_redact.h"
 
 /* Copies `in` to `out` with control characters escaped (\n, \x01...), so a
  * message stays one line whatever names the model file holds. */
