@@ -22,8 +22,10 @@ Two servers: the Hub (127.0.0.1) and the host its resolve redirects to
 Each request is logged: (host, method, path, Range, carried the token),
 and in .headers (host, path, {lower-case name: value}) with every header.
 For the redirect tests: the Hub over TLS (tls=(cert, key)), the resolve's
-Location on another base (.bytes_base, e.g. with a user:password), and a
-listing whose last page links back to the first (.next_wraps).
+Location on another base (.bytes_base, e.g. with a user:password), a
+file the Hub serves at resolve whose GETs it then redirects to the byte
+host (.own_then_redirect), and a listing whose last page links back to
+the first (.next_wraps).
 Servers stop when told; handlers are bounded (no waiting).
 """
 import hashlib
@@ -129,8 +131,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         local = files[path]
         size = os.path.getsize(local)
         digest = sha256_of(local)
+        expires = int(time.time() + hub.skew) + hub.ttl
+        if hub.own_then_redirect and not path.endswith(".json"):
+            # The Hub serves the file itself at resolve, then redirects its
+            # GETs to the byte host (where its token must not go).
+            if self.command == "GET":
+                return self.plain(302, [("Location", "%s/blob/%s?expires=%d" % (
+                    hub.bytes_url, digest, expires))])
+            return self.serve_file(local, '"%s"' % digest[:40], head, [("X-Repo-Commit", sha)])
         if not path.endswith(".json"):
-            expires = int(time.time() + hub.skew) + hub.ttl
             return self.plain(302, [
                 ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_base or hub.bytes_url, digest,
                                                         expires)),
@@ -255,6 +264,7 @@ class Hub:
         self.foreign_next = False  # the Link to the next page on the byte host
         self.next_wraps = False    # the last page's Link back to the first
         self.bytes_base = None     # the resolve's Location there, not at bytes_url
+        self.own_then_redirect = False  # a file served at resolve, its GETs redirected
         self.headers = []
         self.repos = {}
         self.blobs = {}

@@ -13,7 +13,8 @@ the Hub's Link loop of 10), against the suite's servers on loopback
    session token answered 307 to another host is refused there (neither
    Authorization nor x-amz-security-token reaches it); a 307 to the
    endpoint itself is followed, signed again; the Hub's token goes to the
-   Hub only (resolve and bytes hosts' headers checked);
+   Hub only (resolve and bytes hosts' headers checked), also when a file
+   the Hub serves itself has its GETs redirected to another host;
  - a presigned URL (?X-Amz-Credential=...&X-Amz-Signature=...) shows its
    query nowhere: /proc/mounts, model.json's file.name, models.json's
    source, error messages; and the same object under a new signature is
@@ -133,6 +134,20 @@ def check_hub(c, s):
                 "the token went with every request to the Hub: %r" % hub_auth)
         c.check(byte_auth and not any(byte_auth),
                 "no Authorization reached the byte host: %r" % byte_auth)
+
+        # A file the Hub serves itself (its token goes with each GET) whose
+        # GET the Hub redirects to another host: not followed there.
+        hub.own_then_redirect = True
+        since = len(hub.headers)
+        code, out, err = run([s.ls, "hf://org/m/m.safetensors"], s.env(HF_ENDPOINT=hub.url,
+                                                                      HF_TOKEN=TOKEN))
+        sent = [h.get("authorization") for role, _, h in hub.headers[since:] if role == "bytes"]
+        c.check(code == 3 and "another host" in err and hub.bytes_url in err,
+                "a Hub-served file's GET redirected to another host: refused (%d %r)"
+                % (code, err))
+        c.equal(sent, [], "a Hub-served file's GET redirected: nothing sent to that host")
+        c.check(TOKEN not in err, "the token is in no message")
+        hub.own_then_redirect = False
 
         # A resolve redirect with a user and password: refused, not shown.
         host = hub.bytes_url[len("http://"):]
