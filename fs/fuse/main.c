@@ -30,6 +30,7 @@
 #include "log.h"
 #include "opts.h"
 #include "strbuf.h"
+#include "url_redact.h"
 
 static const char *prog = "modelfs";
 
@@ -162,16 +163,19 @@ static bool size_opt(const char *name, const char *value, uint64_t *out)
 }
 
 /* fsname=modelfs:PATH, with the characters the option parser treats
- * specially escaped. */
+ * specially escaped; a URL's query redacted (/proc/mounts is
+ * world-readable, and a presigned URL's query holds its signature). */
 static char *fsname_opt(const char *model)
 {
     mfs_strbuf sb = { 0 };
     mfs_sb_adds(&sb, "-ofsname=modelfs:");
-    for (const char *p = model; *p; p++) {
+    char *shown = mfs_url_redacted(model);
+    for (const char *p = shown; *p; p++) {
         if (*p == ',' || *p == '\\')
             mfs_sb_addc(&sb, '\\');
         mfs_sb_addc(&sb, *p);
     }
+    free(shown);
     return mfs_sb_take(&sb, NULL);
 }
 
@@ -456,7 +460,9 @@ int main(int argc, char **argv)
     /* And reads waiting on a remote model's fetches (remote_read.h):
      * those end within a second of the session's end. */
     if (!mfs_forest_shutdown(&forest, 10000) || !mfs_rr_drain(10000)) {
-        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", cli.model);
+        char shown[1024];
+        mfs_url_redact(cli.model, shown, sizeof shown);
+        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", shown);
         fuse_session_unmount(se);
         _exit(rc);
     }

@@ -26,6 +26,7 @@
 #include "strbuf.h"
 #include "tensor_read.h"
 #include "tree.h"
+#include "url_redact.h"
 #include "xalloc.h"
 
 #define PIECE_BYTES (4u << 20)  /* asked of a tensor reader at a time */
@@ -816,10 +817,11 @@ static void one_pair(differ *d)
         size_t n = d->ta.name_len < sizeof name - 1 ? d->ta.name_len : sizeof name - 1;
         memcpy(name, d->ta.name, n);
         name[n] = '\0';
-        char why[sizeof d->e.msg + 64];
-        snprintf(why, sizeof why, "%s: %s", d->e_side, d->e.msg);
+        char side[256], why[sizeof d->e.msg + sizeof side + 4];
+        mfs_url_redact(d->e_side, side, sizeof side);   /* no presigned URL's query */
+        snprintf(why, sizeof why, "%s: %s", side, d->e.msg);
         progress_clear(d);
-        fprintf(stderr, "%s: %s: ", d->prog, d->e_side);
+        fprintf(stderr, "%s: %s: ", d->prog, side);
         mfs_strbuf sb = { 0 };
         text_name(&sb, name, n);
         fprintf(stderr, "%s: %s\n", sb.buf ? sb.buf : "", d->e.msg);

@@ -25,6 +25,7 @@
 #include "opts.h"
 #include "st_out.h"
 #include "tree.h"
+#include "url_redact.h"
 
 static const char *prog = "modelfs-ls";
 
@@ -382,15 +383,24 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
     return rc;
 }
 
+/* MODEL as messages name it: no presigned URL's query (url_redact.h). */
+static const char *shown_model(const char *model, char *buf, size_t size)
+{
+    mfs_url_redact(model, buf, size);
+    return buf;
+}
+
 /* --sha256: "SHA256  SIZE  PATH" for one PATH of the tree (as given). */
 static int sum_one(mfs_forest *f, const char *model, const char *path)
 {
+    char shown[1024];
     const mfs_volume *v = &f->top;
     uint32_t node = resolve(f, &v, path);
     const mfs_tree *t = v->tree;
     mfs_node_buf buf;
     if (node == MFS_NONE || mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE) {
-        fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
+        fprintf(stderr, "%s: %s: %s: %s\n", prog, shown_model(model, shown, sizeof shown),
+                node == MFS_NONE ?
                 "no such path in the tree" : "is a directory", path);
         return mfs_exit_code(MFS_E_NO_PATH);
     }
@@ -402,7 +412,8 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     int r = mfs_sha256_hex_mapped2(b.head, b.head_len, b.data, b.len, NULL, hex);
     put_bytes(&b);
     if (r != 0) {
-        fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog, model, path);
+        fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog,
+                shown_model(model, shown, sizeof shown), path);
         return mfs_exit_code(MFS_E_CHANGED);
     }
     printf("%s  %llu  %s\n", hex, (unsigned long long)(b.head_len + b.len), path);
@@ -636,7 +647,9 @@ int main(int argc, char **argv)
                     printf("# %s\n", argv[i]);
                 int r;
                 if (node == MFS_NONE) {
-                    fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[i]);
+                    char shown[1024];
+                    fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog,
+                            shown_model(model, shown, sizeof shown), argv[i]);
                     r = mfs_exit_code(MFS_E_NO_PATH);
                 } else {
                     r = dump(v, node, xattrs);

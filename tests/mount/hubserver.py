@@ -28,7 +28,13 @@ Two servers: the Hub (127.0.0.1) and the host its resolve redirects to
       ETag "SHA256", If-Match (412), 403 once T has passed (the clock
       can be moved on: srv.skew).
 
-Each request is logged: (host, method, path, Range, carried the token).
+Each request is logged: (host, method, path, Range, carried the token),
+and in .headers (host, path, {lower-case name: value}) with every header.
+For the redirect tests: the Hub over TLS (tls=(cert, key)), the resolve's
+Location on another base (.bytes_base, e.g. with a user:password), a
+file the Hub serves at resolve whose GETs it then redirects to the byte
+host (.own_then_redirect), and a listing whose last page links back to
+the first (.next_wraps).
 Servers stop when told; handlers are bounded (no waiting).
 """
 import hashlib
@@ -36,6 +42,7 @@ import http.server
 import json
 import os
 import socketserver
+import ssl
 import threading
 import time
 import urllib.parse
@@ -131,6 +138,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with hub.lock:
             hub.log.append((self.server.role, self.command, self.path, self.headers.get("Range"),
                             auth is not None and hub.token in auth))
+            hub.headers.append((self.server.role, self.path,
+                                {k.lower(): v for k, v in self.headers.items()}))
         if self.server.role == "bytes":
             return self.serve_blob(head)
         url = urllib.parse.urlsplit(self.path)
@@ -165,10 +174,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if parts[2] == "raw":
             return self.serve_file(local, etag, head, [("X-Repo-Commit", sha)],
                                    data=lfs_pointer(local) if is_lfs(path) else None)
+        expires = int(time.time() + hub.skew) + hub.ttl
+        if hub.own_then_redirect and is_lfs(path):
+            # The Hub serves the file itself at resolve, then redirects its
+            # GETs to the byte host (where its token must not go).
+            if self.command == "GET":
+                return self.plain(302, [("Location", "%s/blob/%s?expires=%d" % (
+                    hub.bytes_url, digest, expires))])
+            return self.serve_file(local, etag, head, [("X-Repo-Commit", sha)])
         if is_lfs(path):
-            expires = int(time.time() + hub.skew) + hub.ttl
             return self.plain(302, [
-                ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_url, digest, expires)),
+                ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_base or hub.bytes_url, digest,
+                                                        expires)),
                 ("X-Repo-Commit", sha), ("X-Linked-Size", str(size + hub.size_lie)),
                 ("X-Linked-Etag", '"%s"' % digest), ("ETag", etag)], head=head)
         return self.serve_file(local, etag, head, [("X-Repo-Commit", sha)])
@@ -236,6 +253,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                urllib.parse.urlsplit(self.path).path,
                                urllib.parse.urlencode(q + [("cursor", cursor + hub.page)]))
             headers.append(("Link", '<%s>; rel="next"' % nxt))
+        elif hub.next_wraps and cursor > 0:
+            headers.append(("Link", '<%s/api/%s?recursive=true>; rel="next"'
+                            % (hub.url, "/".join(parts[:5]))))
         return self.plain(200, headers, json.dumps(page).encode())
 
     def serve_info(self, kind, repo_id, repo, sha, files, query):
@@ -314,7 +334,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 class Hub:
-    def __init__(self, token, page=2, ttl=3600):
+    def __init__(self, token, page=2, ttl=3600, tls=None):
         self.token = token
         self.page = page
         self.ttl = ttl
@@ -323,6 +343,10 @@ class Hub:
         self.renamed = {}         # old ORG/REPO: new (307 to the new name)
         self.size_lie = 0         # added to X-Linked-Size
         self.foreign_next = False  # the Link to the next page on the byte host
+        self.next_wraps = False    # the last page's Link back to the first
+        self.bytes_base = None     # the resolve's Location there, not at bytes_url
+        self.own_then_redirect = False  # a file served at resolve, its GETs redirected
+        self.headers = []
         self.repos = {}
         self.blobs = {}
         self.lock = threading.Lock()
@@ -331,7 +355,13 @@ class Hub:
         for role, host in (("hub", "127.0.0.1"), ("bytes", "127.0.0.2")):
             srv = Server((host, 0), Handler)
             srv.role, srv.hub = role, self
-            url = "http://%s:%d" % (host, srv.server_address[1])
+            scheme = "http"
+            if tls is not None and role == "hub":
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                ctx.load_cert_chain(*tls)
+                srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+                scheme = "https"
+            url = "%s://%s:%d" % (scheme, host, srv.server_address[1])
             if role == "hub":
                 self.url = url
             else:

@@ -20,7 +20,8 @@ served wrongly on purpose:
   loop       302 to itself, for ever
 
 It records every request (method, path, Range, If-Match) for the tests
-to look at. Started in a thread by the test; stops when told.
+to look at, and in .headers (path, {lower-case name: value}) every header
+each request carried (which credentials reached which host). Started in a thread by the test; stops when told.
 """
 import email.utils
 import hashlib
@@ -62,6 +63,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with srv.lock:
             srv.log.append((self.command, self.path, rng, self.headers.get("If-Match"),
                             self.headers.get("Accept-Encoding")))
+            srv.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
             n_req = srv.counts.get(self.path, 0)
             srv.counts[self.path] = n_req + 1
         if kind == "status404":
@@ -189,6 +191,7 @@ def start(root, host="127.0.0.1", tls=None):
     srv.root = os.path.realpath(root)
     srv.lock = threading.Lock()
     srv.log = []
+    srv.headers = []
     srv.counts = {}
     srv.seen503 = set()
     srv.stopping = False

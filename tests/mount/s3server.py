@@ -20,6 +20,9 @@ what a real S3 checks and s3rver does not:
 
 Buckets are folders: every file below one is a key (its path). It records
 each request (method, path, query, signed or not, status) in .log.
+With .redirect_to set (a base URL), an object's GET or HEAD without
+`hop=1` in its query is answered 307 to redirect_to + its path + hop=1
+(S3's TemporaryRedirect; the base may be this server or another host).
 """
 import base64
 import datetime
@@ -170,10 +173,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.bucket = bucket
         if bucket not in srv.buckets:
             return self.fail(404, "NoSuchBucket", "The specified bucket does not exist")
+        query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+        if srv.redirect_to and key != "" and "hop" not in query:
+            self.record(307)
+            return self.send_body(307, b"", [("Location", srv.redirect_to + self.path +
+                                              ("&" if parts.query else "?") + "hop=1")])
         why = self.auth_error()
         if why is not None:
             return self.fail(403, *why)
-        query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
         if key == "":
             return self.list_objects(bucket, query)
         self.get_object(bucket, key, query)
@@ -357,6 +364,7 @@ def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=(
     srv.aliases = dict(aliases or {})
     srv.expired = set(expired)
     srv.region = region
+    srv.redirect_to = None
     srv.lock = threading.Lock()
     srv.log = []
     srv.bad_signatures = 0
