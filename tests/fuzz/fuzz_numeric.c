@@ -18,8 +18,9 @@ static const char *const names[] = {
     "float4_e2m1fn_x2", "float4_e2m1fn", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q1_0",
     "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "tq1_0", "tq2_0", "iq2_xxs", "iq2_xs", "iq2_s",
     "iq3_xxs", "iq3_s", "iq1_s", "iq1_m", "iq4_nl", "iq4_xs", "mxfp4", "nvfp4",
+    "int1", "int4", "uint7", "int2",
     /* refused: NULL and a reason */
-    "q8_1", "q8_k", "float6_e2m3fn", "qint8", "bits16", "int4", "bytes", "float128",
+    "q8_1", "q8_k", "float6_e2m3fn", "qint8", "bits16", "bytes", "float128",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
