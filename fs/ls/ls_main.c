@@ -92,7 +92,8 @@ static void usage(FILE *f)
             "  -V, --version\n"
             "\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
-            "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
+            "4 unrecognised format, 5 corrupt model, 7 no such PATH or PATH is a\n"
+            "directory, 8 a file failed\n"
             "to verify or could not be read (--diff: 0, 1 or 2, as above).\n",
             prog, prog, prog, prog, prog, mfs_format_names());
 }
@@ -332,7 +333,17 @@ static void put_bytes(file_bytes *b)
     free(b->own);
 }
 
-static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
+/* A PATH that is a folder has no bytes: named with its model, exit 7 as
+ * a PATH that is no file of the tree. */
+static int not_a_file(const char *model, const char *path)
+{
+    fprintf(stderr, "%s: %s: %s: is a directory, not a file (`%s MODEL` lists the tree)\n", prog,
+            model, path, prog);
+    return mfs_exit_code(MFS_E_NO_PATH);
+}
+
+static int dump(const mfs_volume *vol, uint32_t node, int xattrs, const char *model,
+                const char *path)
 {
     const mfs_tree *t = vol->tree;
     mfs_content *content = vol->content;
@@ -359,10 +370,8 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
         }
         return mfs_exit_code(MFS_OK);
     }
-    if (n->kind != MFS_NODE_FILE) {
-        fprintf(stderr, "%s: is a directory\n", prog);
-        return mfs_exit_code(MFS_E_NO_PATH);
-    }
+    if (n->kind != MFS_NODE_FILE)
+        return not_a_file(model, path);
     if (n->concat) {
         bool write_failed = false;
         if (concat_each(vol, node, write_bytes, &write_failed))
@@ -391,11 +400,12 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     uint32_t node = resolve(f, &v, path);
     const mfs_tree *t = v->tree;
     mfs_node_buf buf;
-    if (node == MFS_NONE || mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE) {
-        fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
-                "no such path in the tree" : "is a directory", path);
+    if (node == MFS_NONE) {
+        fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, path);
         return mfs_exit_code(MFS_E_NO_PATH);
     }
+    if (mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE)
+        return not_a_file(model, path);
     file_bytes b;
     if (!get_bytes(v, node, &b))
         return mfs_exit_code(MFS_E_VERIFY);
@@ -545,6 +555,11 @@ int main(int argc, char **argv)
     if (diff) {
         /* A B, nothing else: exit codes as diff(1)'s (2 for a bad line too). */
         if (argc - argi != 2 || xattrs || verify || sums || check) {
+            if (argc - argi != 2)
+                fprintf(stderr, "%s: --diff needs two models, got %d\n", prog, argc - argi);
+            else
+                fprintf(stderr, "%s: --diff goes with --json and the fetch and cache options "
+                        "only\n", prog);
             usage(stderr);
             return mfs_exit_code(MFS_E_USAGE);
         }
@@ -641,7 +656,7 @@ int main(int argc, char **argv)
                     fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[i]);
                     r = mfs_exit_code(MFS_E_NO_PATH);
                 } else {
-                    r = dump(v, node, xattrs);
+                    r = dump(v, node, xattrs, model, argv[i]);
                 }
                 if (rc == 0)
                     rc = r;
