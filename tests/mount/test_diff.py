@@ -129,6 +129,28 @@ def exact_ndiff(a, b):
     return nd, mx
 
 
+def tensor_proto(name, dims, data_type, raw):
+    """An ONNX TensorProto file: dims (1), data_type (2), name (8),
+    raw_data (9)."""
+    def varint(n):
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+    out = b"".join(b"\x08" + varint(d) for d in dims) + b"\x10" + varint(data_type)
+    for field, data in ((8, name.encode()), (9, raw)):
+        out += bytes([field << 3 | 2]) + varint(len(data)) + data
+    return out
+
+
+def pack4(values):
+    """int4 values two a byte, the first in the low nibble (ONNX)."""
+    v = [x & 15 for x in values] + [0] * (len(values) % 2)
+    return bytes(v[i] | v[i + 1] << 4 for i in range(0, len(v), 2))
+
+
 def check_integers(c, run, tmp):
     """Integers past 2^53 compared as integers (issue 34, defect 11): as
     doubles, 2^60 + 1 is 2^60 and the diff said `equal`, `ndiff 0`, exit 0."""
@@ -158,6 +180,18 @@ def check_integers(c, run, tmp):
         c.equal((t.get("status"), t.get("ndiff"), t.get("max_abs")), (st, nd, mx),
                 "integers: %s (%s against %s): status, ndiff, max_abs"
                 % (name, a[name].dtype, b[name].dtype))
+    # Packed int4 (ONNX) against the same numbers as int8, then one changed.
+    q = [-8, 7, 0, -1, 3]
+    pq = os.path.join(tmp, "q.pb")
+    with open(pq, "wb") as f:
+        f.write(tensor_proto("q", [5], 22, pack4(q)))
+    for other, st, nd in ((q, "equal", 0), (q[:3] + [1] + q[4:], "changed", 1)):
+        ps = os.path.join(tmp, "q8.safetensors")
+        write_st(ps, {"q": np.array(other, np.int8)})
+        rc, out, err = run("--diff", "--json", pq, ps)
+        t = by_name(json.loads(out)).get("q", [{}])[0] if out else {}
+        c.equal((rc, t.get("status"), t.get("ndiff")), (0 if nd == 0 else 1, st, nd),
+                "packed int4 %r against int8 %r (%s)" % (q, other, err.strip()))
     # The defect as reported: int64 alone, two values one apart.
     pc, pd = os.path.join(tmp, "ic.safetensors"), os.path.join(tmp, "id.safetensors")
     write_st(pc, {"x": i64})
