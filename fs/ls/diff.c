@@ -8,7 +8,11 @@
  * Same dtype: the chunks' bytes are compared first; while they are equal
  * nothing is decoded. At the first chunk that differs, ||a||^2 of the
  * equal prefix is caught up with a second reader of A, and from there on
- * every chunk is decoded (an equal chunk adds its squares only). */
+ * every chunk is decoded (an equal chunk adds its squares only).
+ *
+ * Where a side is int64 or uint64, whose values past 2^53 a double
+ * rounds, each pair is compared exactly (pair_exact): two numbers are
+ * equal when they are the same number, whatever their dtypes. */
 #include "diff.h"
 
 #include <math.h>

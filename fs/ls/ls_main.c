@@ -92,9 +92,8 @@ static void usage(FILE *f)
             "  -V, --version\n"
             "\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
-            "4 unrecognised format, 5 corrupt model, 7 no such PATH or PATH is a\n"
-            "directory, 8 a file failed\n"
-            "to verify or could not be read (--diff: 0, 1 or 2, as above).\n",
+            "4 unrecognised format, 5 corrupt model, 7 no such PATH (or a directory),\n"
+            "8 a file failed to verify or could not be read (--diff: 0, 1 or 2, as above).\n",
             prog, prog, prog, prog, prog, mfs_format_names());
 }
 
