@@ -115,7 +115,7 @@ INT_DECODER_F64(u32, uint32_t, 4, mfs_ld32)
 INT_DECODER_F64(i64, int64_t, 8, mfs_ld64)
 INT_DECODER_F64(u64, uint64_t, 8, mfs_ld64)
 
-/* uint64's bit pattern: the one value int64_t cannot hold as itself. */
+/* uint64 as its bit pattern: the one type whose values int64_t cannot all hold. */
 static void u64_int(const uint8_t *in, uint64_t n, int64_t *out)
 {
     for (uint64_t i = 0; i < n; i++) {

@@ -2,7 +2,8 @@
  * first byte picks an element type, the rest is decoded as whole blocks
  * into buffers of exactly the size the type promises (to_f32 and to_f64),
  * so that a decoder reading or writing past them is caught by ASan, and
- * UBSan sees every shift and conversion. to_f64 must be to_f32 widened. */
+ * UBSan sees every shift and conversion. to_f64 must be to_f32 widened,
+ * and an integer type's to_int the same values. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (mfs_num_why_not(name) != NULL || t->block_bytes == 0 || t->to_f64 == NULL)
         abort();
+    /* The packed form of int4, uint4, int2, uint2 when the first byte's
+     * top bit is set. */
+    if ((data[0] & 0x80) && mfs_numtype_packed(name) != NULL)
+        t = mfs_numtype_packed(name);
     /* The blocks in a buffer of their own, exactly as long. */
     uint64_t nblocks = (size - 1) / t->block_bytes;
     size_t inlen = (size_t)(nblocks * t->block_bytes);
@@ -59,6 +64,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         }
         free(f);
+    }
+    if (t->to_int != NULL) {
+        /* The exact values are the doubles' (rounded as a double rounds
+         * them); a uint64 as its bit pattern. */
+        int64_t *v = malloc(nums ? nums * sizeof *v : 1);
+        if (v == NULL)
+            abort();
+        t->to_int(in, nblocks, v);
+        for (size_t i = 0; i < nums; i++) {
+            double w = t->kind == MFS_NUM_INT ? (double)v[i] : (double)(uint64_t)v[i];
+            if (w != d[i])
+                abort();
+        }
+        free(v);
     }
     free(d);
     free(in);
