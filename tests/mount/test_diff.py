@@ -2,7 +2,8 @@
 """modelfs-ls --diff A B (issue 21, part 3): two models made to differ in
 known ways (one element changed, a tensor renamed, a dtype changed with
 equal values, a shape changed, q8_0 against the float32 it was made from,
-NaNs and infinities, duplicate names, dtypes without numbers), in
+NaNs and infinities, duplicate names, dtypes without numbers, int64 and
+uint64 past 2^53 against each other and floats, packed int4), in
 safetensors and GGUF and across the two; every figure of --json checked
 against numpy (float64 over the dequantized values), the text lines, the
 exit codes (0 same, 1 differ, 2 trouble), and the resident set on a

@@ -25,6 +25,11 @@
   the sum of magnitudes, 1.1e-10 for the million values of our largest
   tensor. The text is byte-identical from the mount and from modelfs-ls
   with 1 and 3 threads.
+- Integers exactly (issue 34): an integer tensor's min and max as the
+  integers it holds (int64/uint64 past 2^53, which doubles round); `-` in
+  min..l2 of a tensor with no finite value (all NaN, all inf, empty);
+  sub-byte integers unpacked here with numpy (low bits first, two's
+  complement) against stats.tsv, and the f32 view of every packed one.
 - A member that would decode to 1 GiB from an .npz of a few MB: its
   stats.tsv and f32/ view are refused at once, the daemon stays up.
 - Each reference is checked to tell its type from its neighbour (e4m3fn's
