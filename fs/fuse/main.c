@@ -393,6 +393,17 @@ int main(int argc, char **argv)
                 cli.fetch_timeout);
         goto out_opts;
     }
+    /* libfuse checks its options (allow_other, ...; an unknown one is
+     * named on stderr) as it makes the session: made now, so a bad option
+     * is found before a model is loaded, a remote one fetched. The session
+     * is used once the tree is ready. */
+    mfs_mount fs = { .uid = getuid(), .gid = getgid() };
+    struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
+    if (se == NULL) {
+        fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
+        rc = mfs_exit_code(MFS_E_USAGE);
+        goto out_opts;
+    }
     mfs_err err = { 0 };
     mfs_origin origin = { 0 };
     mfs_tree tree;
@@ -407,6 +418,7 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(err.code);
             mfs_tree_destroy(&tree);
             mfs_origin_close(&origin);
+            fuse_session_destroy(se);
             goto out_opts;
         }
         if (cli.cache_size == NULL)
@@ -418,18 +430,13 @@ int main(int argc, char **argv)
             mfs_err_print(prog, bad, &err);
             rc = mfs_exit_code(err.code);
             mfs_tree_destroy(&tree);
+            fuse_session_destroy(se);
             goto out_opts;
         }
         mfs_collection_init_forest(&forest, &coll, &mctx, cli.cache_size ? &cache_size : NULL, prog);
     }
 
-    mfs_mount fs = { .forest = &forest, .uid = getuid(), .gid = getgid() };
-    struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
-    if (se == NULL) {
-        fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
-        rc = mfs_exit_code(MFS_E_USAGE);
-        goto out_tree;
-    }
+    fs.forest = &forest;
     if (fuse_set_signal_handlers(se) != 0) {
         rc = mfs_exit_code(MFS_E_INTERNAL);
         goto out_session;
@@ -474,7 +481,6 @@ out_signals:
     fuse_remove_signal_handlers(se);
 out_session:
     fuse_session_destroy(se);
-out_tree:
     mfs_forest_destroy(&forest);
     mfs_collection_free_paths(&coll);
     mfs_tree_destroy(&tree);
