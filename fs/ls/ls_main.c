@@ -410,8 +410,7 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     const mfs_tree *t = v->tree;
     mfs_node_buf buf;
     if (node == MFS_NONE) {
-        fprintf(stderr, "%s: %s: no such path in the tree: %s
-", prog,
+        fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog,
                 shown_model(model, shown, sizeof shown), path);
         return mfs_exit_code(MFS_E_NO_PATH);
     }
