@@ -260,26 +260,30 @@ mfs_disk_cache *mfs_disk_cache_get_shared(const char *dir, uint64_t max, mfs_err
     uid_t uid = geteuid();
     int fds[3] = { -1, -1, -1 };
     const char *names[] = { "", "/blocks", "/objects" };
-    int i = 0;
-    int top = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    int i = 0, err = 0;
     struct stat st;
-    if (top >= 0 && fstat(top, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
-        (st.st_mode & 022) == 0) {
-        fds[0] = top;
-        top = -1;
+    fds[0] = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    if (fds[0] < 0) {
+        err = errno == ENOTDIR ? 0 : errno;
+    } else if (fstat(fds[0], &st) != 0 || st.st_uid != uid || (st.st_mode & 022) != 0) {
+        err = 0;   /* not the user's own, or others may write to it */
+    } else {
         for (i = 1; i < 3 && (fds[i] = open_folder(fds[0], names[i] + 1, true, uid)) >= 0; i++)
             ;
+        err = i < 3 && errno != ENOTDIR ? errno : 0;
     }
-    if (top >= 0)
-        close(top);
-    if (fds[0] < 0 || i < 3) {
+    if (i < 3) {
         for (int k = 0; k < 3; k++)
             if (fds[k] >= 0)
                 close(fds[k]);
         pthread_mutex_unlock(&shared_mu);
-        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                 "cache_dir %s: %s%s is not a folder of this user that only it may write to",
-                 dir, dir, names[fds[0] < 0 ? 0 : i]);
+        if (err != 0)
+            mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cache_dir %s: %s%s: %s", dir, dir, names[i],
+                     strerror(err));
+        else
+            mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                     "cache_dir %s: %s%s is not a folder of this user that only it may write to",
+                     dir, dir, names[i]);
         return NULL;
     }
     c = mfs_xcalloc(1, sizeof *c);
@@ -421,9 +425,9 @@ bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uin
     char name[20];
     index_name(index, name);
     int fd = openat(kfd, name, OPEN_FILE);
-    if (fd < 0 && errno == ENOENT) {
+    if (fd < 0 && errno != ELOOP) {
         close(kfd);
-        return false;
+        return false;   /* not there (or no descriptor left): nothing seen to drop */
     }
     uint8_t h[HEADER];
     struct stat st = { 0 };
