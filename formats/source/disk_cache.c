@@ -30,7 +30,7 @@
 static const char MAGIC[8] = { 'M', 'F', 'S', 'B', 'L', 'K', '0', '2' };
 
 /* Every path below the cache folder is opened relative to the folder
- * descriptors opened once (DIR, DIR/blocks, DIR/objects), never through a
+ * descriptors opened once (DIR/blocks, DIR/objects, from DIR's), never through a
  * symlink and never waiting (O_NONBLOCK: a FIFO opens at once, and is
  * then seen for what it is by fstat). Whatever is not a regular file (or
  * a folder, for blocks/KEY) of this user is not the cache's: read as a
@@ -50,7 +50,7 @@ typedef struct entry {
 
 struct mfs_disk_cache {
     char *dir;                /* as given: for messages and to find it again */
-    int dfd, bfd, ofd;        /* DIR, DIR/blocks, DIR/objects */
+    int bfd, ofd;             /* DIR/blocks, DIR/objects, opened once */
     uid_t uid;
     uint64_t max, used;
     pthread_mutex_t mu;
@@ -134,14 +134,17 @@ void mfs_disk_cache_key(char out[65], const char *const *parts, int nparts)
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+static int hex_digit(char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
 
 /* A KEY or UKEY is 64 lowercase hex digits (mfs_disk_cache_key): never a
  * "..", a "/" or anything else that could name another file. */
 static bool key_raw(const char *hex, uint8_t out[32])
 {
     for (int i = 0; i < 64; i++) {
-        char ch = hex[i];
-        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        int v = hex_digit(hex[i]);
         if (v < 0)
             return false;
         if (out != NULL)
@@ -169,8 +172,7 @@ static bool index_of(const char *name, uint64_t *out)
         return false;
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) {
-        char ch = name[i];
-        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        int d = hex_digit(name[i]);
         if (d < 0)
             return false;
         v = v << 4 | (uint64_t)d;
@@ -223,13 +225,13 @@ static int open_folder(int at, const char *name, bool make, uid_t uid)
     return fd;
 }
 
-/* DIR/blocks/KEY: -1 with errno when it is not there (ENOENT) or not a
- * folder of ours. When made, a symlink or file in its place is removed
- * first (a folder of the cache's own goes there). */
-static int key_folder(const mfs_disk_cache *c, const char *key, bool make)
+/* DIR/blocks/KEY, made if missing: -1 with errno (ENOTDIR: not a folder
+ * of ours). A symlink or file in its place is removed first (a folder of
+ * the cache's own goes there). */
+static int key_folder(const mfs_disk_cache *c, const char *key)
 {
-    int fd = open_folder(c->bfd, key, make, c->uid);
-    if (fd < 0 && make && errno == ENOTDIR && drop(c->bfd, key))
+    int fd = open_folder(c->bfd, key, true, c->uid);
+    if (fd < 0 && errno == ENOTDIR && drop(c->bfd, key))
         fd = open_folder(c->bfd, key, true, c->uid);
     return fd;
 }
@@ -288,7 +290,7 @@ mfs_disk_cache *mfs_disk_cache_get_shared(const char *dir, uint64_t max, mfs_err
     }
     c = mfs_xcalloc(1, sizeof *c);
     c->dir = mfs_xstrdup(dir);
-    c->dfd = fds[0];
+    close(fds[0]);   /* its two folders are all that is used */
     c->bfd = fds[1];
     c->ofd = fds[2];
     c->uid = uid;
@@ -534,7 +536,7 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     uint8_t raw[32];
     if (!key_raw(key, raw))
         return;
-    int kfd = key_folder(c, key, true);
+    int kfd = key_folder(c, key);
     if (kfd < 0) {
         int err = errno;
         if (err == ENOTDIR)
