@@ -18,6 +18,7 @@
 #include "names.h"
 #include "registry.h"
 #include "strbuf.h"
+#include "url_redact.h"
 #include "xalloc.h"
 
 typedef mfs_found found;
@@ -269,8 +270,12 @@ int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opt
             /* A remote model: named by the last part of its URL's path,
              * fetched (and its format known) when first loaded. */
             memset(&st, 0, sizeof st);
-            add_found(&w, "", url_name(args[i], base, sizeof base), args[i], args[i], NULL, NULL,
+            /* Shown (models.json, messages) without a presigned URL's
+             * query; opened with it. */
+            char *shown = mfs_url_redacted(args[i]);
+            add_found(&w, "", url_name(args[i], base, sizeof base), shown, args[i], NULL, NULL,
                       &st);
+            free(shown);
             continue;
         }
         if (stat(args[i], &st) != 0) {

@@ -24,7 +24,17 @@ bool mfs_f32_view_shape(const char *dtype, const uint64_t *dims, size_t ndim, ui
                         const char **why)
 {
     *why = NULL;
-    const mfs_numtype *nt = mfs_numtype_of(dtype);
+    uint64_t count = 1;
+    for (size_t i = 0; i < ndim; i++) {
+        if (dims[i] != 0 && count > UINT64_MAX / dims[i]) {
+            count = UINT64_MAX;
+            break;
+        }
+        count *= dims[i];
+    }
+    /* Packed int4 (ONNX, TFLite) has one; torch's, a byte each, is read by
+     * numpy as int8. */
+    const mfs_numtype *nt = mfs_numtype_stored(dtype, count, nbytes);
     if (nt == NULL || !nt->f32_view || nt->to_f32 == NULL) {
         /* Only types numpy cannot read say why they have none. */
         const char *npy = mfs_dtype_npy(dtype);
@@ -33,15 +43,12 @@ bool mfs_f32_view_shape(const char *dtype, const uint64_t *dims, size_t ndim, ui
             *why = mfs_num_why_not(dtype);
         return false;
     }
-    uint64_t count = 1;
-    for (size_t i = 0; i < ndim; i++) {
-        if (dims[i] != 0 && count > UINT64_MAX / dims[i]) {
-            *why = "its shape overflows";
-            return false;
-        }
-        count *= dims[i];
-        out_dims[i] = dims[i];
+    if (count == UINT64_MAX) {
+        *why = "its shape overflows";
+        return false;
     }
+    for (size_t i = 0; i < ndim; i++)
+        out_dims[i] = dims[i];
     *out_ndim = ndim;
     bool grows;
     if (!mfs_tensor_values(nt->block_elems, nt->block_bytes, count, nbytes, &count, &grows)) {
@@ -184,13 +191,13 @@ static int f32_produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e
     mfs_tensor_info ti;
     if (!mfs_tensor_info_of(c->t, c->tensor, &ti))
         return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "f32 view of no tensor");
-    const mfs_numtype *nt = mfs_numtype_of(ti.dtype);
+    const mfs_numtype *nt = mfs_numtype_stored(ti.dtype, ti.count, ti.nbytes);
     if (nt == NULL || nt->to_f32 == NULL)
         return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "no float32 view of %s", ti.dtype);
     uint64_t per_block = (uint64_t)nt->block_elems * nt->lanes, done = 0;
     uint64_t len = c->head_len + c->values * 4;
-    /* Room for one block more: a half-used last byte of packed 4-bit
-     * floats decodes to one value past the end (dropped). */
+    /* Room for one block more: a partly used last byte of packed values
+     * decodes to a few past the end (dropped). */
     if (len < c->head_len || len > SIZE_MAX - per_block * 4)
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "float32 view too large");
     uint8_t *buf = malloc(len + per_block * 4);

@@ -1,5 +1,6 @@
 /* f32/NAME.npy: a tensor whose numbers numpy cannot read as such
- * (bfloat16, float8, float4, complex32, GGUF blocks; float16 too) as a
+ * (bfloat16, float8, float4, complex32, packed int4/uint4/int2/uint2,
+ * GGUF blocks; float16 too) as a
  * float32 .npy of its logical shape (complex32: complex64), made on
  * first open through the content layer and counted against its cap. */
 #ifndef MFS_F32_VIEW_H

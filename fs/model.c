@@ -15,6 +15,7 @@
 #include "docstream.h"
 #include "names.h"
 #include "toml_write.h"
+#include "url_redact.h"
 #include "st_out.h"
 #include "utf8.h"
 #include "f32_view.h"
@@ -698,8 +699,12 @@ void mfs_model_init(mfs_model *m, mfs_tree *tree, const char *file_path, uint64_
     m->impl = mfs_xcalloc(1, sizeof *m->impl);
     m->impl->tree = tree;
     m->opts = &no_opts;
-    const char *slash = strrchr(file_path, '/');
-    m->file_name = mfs_xstrdup(slash && slash[1] ? slash + 1 : file_path);
+    /* A URL's file is named by its path: not its query (a presigned
+     * URL's signature), which may hold a '/' too. */
+    char *path = mfs_xstrndup(file_path, mfs_url_query_at(file_path));
+    const char *slash = strrchr(path, '/');
+    m->file_name = mfs_xstrdup(slash && slash[1] ? slash + 1 : path);
+    free(path);
     m->file_size = file_size;
     m->format = "unknown";
     m->metadata = mfs_obj();

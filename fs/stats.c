@@ -23,7 +23,31 @@ const char mfs_stats_header[] =
 typedef struct acc {
     uint64_t finite, nan, pinf, ninf, zeros;
     double min, max, mean, m2, sumsq;
+    /* An integer type's min and max exactly (doubles round past 2^53):
+     * unsigned ones as their bit pattern. */
+    bool ints, is_unsigned;
+    int64_t imin, imax;
 } acc;
+
+static void add_ints(acc *a, const int64_t *v, uint64_t n, bool seen)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t x = v[i];
+        if (!seen && i == 0) {
+            a->imin = a->imax = x;
+        } else if (a->is_unsigned) {
+            if ((uint64_t)x < (uint64_t)a->imin)
+                a->imin = x;
+            if ((uint64_t)x > (uint64_t)a->imax)
+                a->imax = x;
+        } else {
+            if (x < a->imin)
+                a->imin = x;
+            if (x > a->imax)
+                a->imax = x;
+        }
+    }
+}
 
 static void add_chunk(acc *a, const double *v, uint64_t n)
 {
@@ -82,12 +106,21 @@ static size_t put_num(char *out, size_t room, bool have, double x)
     return k < 0 || (size_t)k >= room ? room - 1 : (size_t)k;
 }
 
+/* Appends an integer exactly (`u`: x is a uint64's bit pattern). */
+static size_t put_int(char *out, size_t room, bool u, int64_t x)
+{
+    int k = u ? snprintf(out, room, "\t%llu", (unsigned long long)(uint64_t)x)
+              : snprintf(out, room, "\t%lld", (long long)x);
+    return k < 0 || (size_t)k >= room ? room - 1 : (size_t)k;
+}
+
 static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* One tensor's numbers, folded into `a`. */
 typedef struct pass {
     const mfs_numtype *nt;
     double *vals;           /* room for a piece's numbers */
+    int64_t *ints;          /* and their exact values, for an integer type */
     acc *a;
     uint64_t left;          /* numbers still to come */
 } pass;
@@ -100,9 +133,13 @@ static int pass_piece(void *arg, mfs_span s, mfs_err *e)
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "tensor bytes are not whole blocks");
     uint64_t nb = s.len / nt->block_bytes, per_block = (uint64_t)nt->block_elems * nt->lanes;
     nt->to_f64(s.p, nb, p->vals);
-    /* A half-used last byte of packed 4-bit floats: its extra value is
+    /* A partly used last byte of packed values: its extra values are
      * none of the tensor's. */
     uint64_t n = nb * per_block < p->left ? nb * per_block : p->left;
+    if (p->ints != NULL) {
+        nt->to_int(s.p, nb, p->ints);
+        add_ints(p->a, p->ints, n, p->a->finite > 0);
+    }
     add_chunk(p->a, p->vals, n);
     p->left -= n;
     return 0;
@@ -115,8 +152,12 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
         mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "tensor %u cannot be described", i);
         return NULL;
     }
-    const mfs_numtype *nt = mfs_numtype_of(ti.dtype);
+    const mfs_numtype *nt = mfs_numtype_stored(ti.dtype, ti.count, ti.nbytes);
     acc a = { 0 };
+    if (nt != NULL && nt->to_int != NULL) {
+        a.ints = true;
+        a.is_unsigned = nt->kind != MFS_NUM_INT;
+    }
     uint64_t values = 0;
     bool grows;
     bool numbers = nt != NULL && ti.shape_ok &&
@@ -129,11 +170,14 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
         if (blocks > ti.nbytes / nt->block_bytes + 1)
             blocks = ti.nbytes / nt->block_bytes + 1;
         double *vals = malloc(blocks * per_block * sizeof *vals);
-        if (vals == NULL) {
+        int64_t *ints = a.ints ? malloc(blocks * per_block * sizeof *ints) : NULL;
+        if (vals == NULL || (a.ints && ints == NULL)) {
+            free(vals);
+            free(ints);
             mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
             return NULL;
         }
-        pass p = { nt, vals, &a, left };
+        pass p = { nt, vals, ints, &a, left };
         /* A tensor made in memory (a compressed member) is made whole: one
          * at a time, so the threads never hold several. */
         const mfs_produce_ops *ops = mfs_tree_ops(t, mfs_tree_node(t, ti.node));
@@ -144,6 +188,7 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
         if (made)
             pthread_mutex_unlock(&made_lock);
         free(vals);
+        free(ints);
         if (rc != 0)
             return NULL;
     }
@@ -183,12 +228,19 @@ char *mfs_stats_line(const mfs_tree *t, mfs_src *src, uint32_t i, const mfs_job 
         snprintf(line + at, room - at, "\t-\t-\t-\t-\t-\t-\t-\t-\t-\n");
         return line;
     }
+    /* No finite value (none at all, or only NaN and infinities): no
+     * figure, l2 included. */
     bool have = a.finite > 0;
-    at += put_num(line + at, room - at, have, a.min);
-    at += put_num(line + at, room - at, have, a.max);
+    if (have && a.ints) {
+        at += put_int(line + at, room - at, a.is_unsigned, a.imin);
+        at += put_int(line + at, room - at, a.is_unsigned, a.imax);
+    } else {
+        at += put_num(line + at, room - at, have, a.min);
+        at += put_num(line + at, room - at, have, a.max);
+    }
     at += put_num(line + at, room - at, have, a.mean);
     at += put_num(line + at, room - at, have, have ? sqrt(a.m2 / (double)a.finite) : 0);
-    at += put_num(line + at, room - at, true, sqrt(a.sumsq));
+    at += put_num(line + at, room - at, have, sqrt(a.sumsq));
     snprintf(line + at, room - at, "\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)a.nan,
              (unsigned long long)a.pinf, (unsigned long long)a.ninf, (unsigned long long)a.zeros);
     return line;

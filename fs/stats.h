@@ -5,8 +5,10 @@
  * (dequantized where needed, numeric.h) when first read; each tensor is
  * summed in one fixed order, whatever the number of threads, so the
  * text is the same on every run; numbers print with 17 significant
- * digits (they read back exactly). Its size shows as 0 until it has been
- * read once, like models.json. */
+ * digits (they read back exactly), an integer type's min and max as the
+ * integers they are (int64 past 2^53 too); a tensor with no finite value
+ * has `-` for each of min..l2. Its size shows as 0 until it has been read
+ * once, like models.json. */
 #ifndef MFS_STATS_H
 #define MFS_STATS_H
 

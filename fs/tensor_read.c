@@ -129,7 +129,8 @@ bool mfs_tensor_values(uint32_t block_elems, uint32_t block_bytes, uint64_t coun
         *values = count;
         return true;
     }
-    if (block_elems == 2 && block_bytes == 1 && count % 2 == 1 && count / 2 + 1 == nbytes) {
+    if (block_bytes == 1 && block_elems > 1 && count % block_elems != 0 &&
+        count / block_elems + 1 == nbytes) {
         *values = count;
         return true;
     }

@@ -45,8 +45,9 @@ bool mfs_tensor_info_of(const mfs_tree *t, uint32_t node, mfs_tensor_info *out);
 
 /* How many numbers of type `nt` (block_elems, block_bytes: numeric.h)
  * `nbytes` stored bytes hold for a shape of `count` elements: whole
- * blocks; or packed pairs of 4-bit floats with an odd count, the last
- * byte half used (a decode gives one number more, to drop); or one block
+ * blocks; or values packed a few a byte (4-bit floats, packed int4 or
+ * int2) whose count leaves the last byte partly used (a decode gives a
+ * few numbers more, to drop); or one block
  * per element (torch's float4_e2m1fn_x2: each element a byte of two),
  * when *grows says the last dimension holds block_elems times as many.
  * *values is in elements (times lanes for numbers). False when the

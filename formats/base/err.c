@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "url_redact.h"
+
 /* Copies `in` to `out` with control characters escaped (\n, \x01...), so a
  * message stays one line whatever names the model file holds. */
 static void escape_controls(char *out, size_t size, const char *in)
@@ -56,8 +58,10 @@ int mfs_exit_code(mfs_code code)
 
 void mfs_err_format(char *out, size_t size, const char *prog, const char *file, const mfs_err *e)
 {
-    char name[1024], msg[sizeof e->msg];
-    escape_controls(name, sizeof name, file);
+    char name[1024], shown[1024], msg[sizeof e->msg];
+    /* A presigned URL's signature is not shown (url_redact.h). */
+    mfs_url_redact(file, shown, sizeof shown);
+    escape_controls(name, sizeof name, shown);
     escape_controls(msg, sizeof msg, e->msg);
     if (e->offset >= 0)
         snprintf(out, size, "%s: %s: byte %lld: %s\n", prog, name, (long long)e->offset, msg);

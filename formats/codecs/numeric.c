@@ -81,11 +81,27 @@ static void c128_f64(const uint8_t *in, uint64_t n, double *out)
             out[i] = (double)(type)load(in + (size) * i);                  \
     }
 
+/* Exact values, for comparing and printing integers past 2^53: the
+ * unsigned ones as their bit pattern (numeric.h). */
+#define INT_DECODER_INT(name, type, size, load)                            \
+    static void name##_int(const uint8_t *in, uint64_t n, int64_t *out)    \
+    {                                                                      \
+        for (uint64_t i = 0; i < n; i++)                                   \
+            out[i] = (int64_t)(type)load(in + (size) * i);                 \
+    }
+
 #define LD8(p) (*(p))
 INT_DECODERS(i8, int8_t, 1, LD8)
 INT_DECODERS(u8, uint8_t, 1, LD8)
 INT_DECODERS(i16, int16_t, 2, mfs_ld16)
 INT_DECODERS(u16, uint16_t, 2, mfs_ld16)
+INT_DECODER_INT(i8, int8_t, 1, LD8)
+INT_DECODER_INT(u8, uint8_t, 1, LD8)
+INT_DECODER_INT(i16, int16_t, 2, mfs_ld16)
+INT_DECODER_INT(u16, uint16_t, 2, mfs_ld16)
+INT_DECODER_INT(i32, int32_t, 4, mfs_ld32)
+INT_DECODER_INT(u32, uint32_t, 4, mfs_ld32)
+INT_DECODER_INT(i64, int64_t, 8, mfs_ld64)
 
 #define INT_DECODER_F64(name, type, size, load)                            \
     static void name##_f64(const uint8_t *in, uint64_t n, double *out)     \
@@ -99,6 +115,15 @@ INT_DECODER_F64(u32, uint32_t, 4, mfs_ld32)
 INT_DECODER_F64(i64, int64_t, 8, mfs_ld64)
 INT_DECODER_F64(u64, uint64_t, 8, mfs_ld64)
 
+/* uint64 as its bit pattern: the one type whose values int64_t cannot all hold. */
+static void u64_int(const uint8_t *in, uint64_t n, int64_t *out)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t u = mfs_ld64(in + 8 * i);
+        memcpy(&out[i], &u, sizeof u);
+    }
+}
+
 /* numpy's bool: any nonzero byte is true. */
 static void bool_f32(const uint8_t *in, uint64_t n, float *out)
 {
@@ -111,6 +136,65 @@ static void bool_f64(const uint8_t *in, uint64_t n, double *out)
     for (uint64_t i = 0; i < n; i++)
         out[i] = in[i] != 0;
 }
+
+static void bool_int(const uint8_t *in, uint64_t n, int64_t *out)
+{
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = in[i] != 0;
+}
+
+/* --- sub-byte integers --------------------------------------------------- */
+
+/* A value is its low `bits` bits, two's complement when signed: `per`
+ * values a byte, the first in the low bits (ONNX's and TFLite's packed
+ * int4/uint4/int2/uint2: TFLite's UnpackDenseInt4IntoInt8 takes the low
+ * nibble first and sign-extends), or one a byte (per 1: torch's int1..7
+ * and uint1..7, whose storage has a byte an element; a value stored
+ * sign- or zero-extended reads as itself, as numpy reads the .npy twin). */
+static int32_t sub_value(uint32_t byte, unsigned shift, unsigned bits, bool sign)
+{
+    uint32_t x = (byte >> shift) & ((1u << bits) - 1);
+    return sign && x >> (bits - 1) ? (int32_t)x - (int32_t)(1u << bits) : (int32_t)x;
+}
+
+#define SUB_DECODERS(name, bits, sign, per)                                \
+    static void name##_f32(const uint8_t *in, uint64_t n, float *out)      \
+    {                                                                      \
+        for (uint64_t i = 0; i < n; i++)                                   \
+            for (unsigned k = 0; k < (per); k++)                           \
+                out[(per) * i + k] = (float)sub_value(in[i], k * (bits), (bits), (sign)); \
+    }                                                                      \
+    static void name##_f64(const uint8_t *in, uint64_t n, double *out)     \
+    {                                                                      \
+        for (uint64_t i = 0; i < n; i++)                                   \
+            for (unsigned k = 0; k < (per); k++)                           \
+                out[(per) * i + k] = sub_value(in[i], k * (bits), (bits), (sign)); \
+    }                                                                      \
+    static void name##_int(const uint8_t *in, uint64_t n, int64_t *out)    \
+    {                                                                      \
+        for (uint64_t i = 0; i < n; i++)                                   \
+            for (unsigned k = 0; k < (per); k++)                           \
+                out[(per) * i + k] = sub_value(in[i], k * (bits), (bits), (sign)); \
+    }
+
+SUB_DECODERS(i1, 1, true, 1)
+SUB_DECODERS(i2, 2, true, 1)
+SUB_DECODERS(i3, 3, true, 1)
+SUB_DECODERS(i4, 4, true, 1)
+SUB_DECODERS(i5, 5, true, 1)
+SUB_DECODERS(i6, 6, true, 1)
+SUB_DECODERS(i7, 7, true, 1)
+SUB_DECODERS(u1, 1, false, 1)
+SUB_DECODERS(u2, 2, false, 1)
+SUB_DECODERS(u3, 3, false, 1)
+SUB_DECODERS(u4, 4, false, 1)
+SUB_DECODERS(u5, 5, false, 1)
+SUB_DECODERS(u6, 6, false, 1)
+SUB_DECODERS(u7, 7, false, 1)
+SUB_DECODERS(i4x2, 4, true, 2)
+SUB_DECODERS(u4x2, 4, false, 2)
+SUB_DECODERS(i2x4, 2, true, 4)
+SUB_DECODERS(u2x4, 2, false, 4)
 
 /* --- float8, e8m0, float4 ------------------------------------------------ */
 
@@ -291,20 +375,37 @@ WIDEN(nvfp4_f64, mfs_gguf_nvfp4, 64, 36)
 /* --- the table ------------------------------------------------------------ */
 
 #define F MFS_NUM_FLOAT
-#define PLAIN(name, bytes, lanes, kind, f32, f64) { name, 1, bytes, lanes, kind, false, f32, f64 }
-#define VIEW(name, elems, bytes, lanes, f32, f64) { name, elems, bytes, lanes, F, true, f32, f64 }
+#define PLAIN(name, bytes, lanes, kind, f32, f64) { name, 1, bytes, lanes, kind, false, f32, f64, NULL }
+#define INTEGER(name, bytes, kind, f32, f64, ints) { name, 1, bytes, 1, kind, false, f32, f64, ints }
+#define VIEW(name, elems, bytes, lanes, f32, f64) { name, elems, bytes, lanes, F, true, f32, f64, NULL }
 #define GGUF(name, elems, bytes) VIEW(#name, elems, bytes, 1, mfs_gguf_##name, name##_f64)
+#define SUB(name, kind, fn) INTEGER(name, 1, kind, fn##_f32, fn##_f64, fn##_int)
+#define PACKED(name, per, kind, fn) { name, per, 1, 1, kind, true, fn##_f32, fn##_f64, fn##_int }
 
 static const mfs_numtype types[] = {
-    PLAIN("bool", 1, 1, MFS_NUM_BOOL, bool_f32, bool_f64),
-    PLAIN("int8", 1, 1, MFS_NUM_INT, i8_f32, i8_f64),
-    PLAIN("uint8", 1, 1, MFS_NUM_UINT, u8_f32, u8_f64),
-    PLAIN("int16", 2, 1, MFS_NUM_INT, i16_f32, i16_f64),
-    PLAIN("uint16", 2, 1, MFS_NUM_UINT, u16_f32, u16_f64),
-    PLAIN("int32", 4, 1, MFS_NUM_INT, NULL, i32_f64),
-    PLAIN("uint32", 4, 1, MFS_NUM_UINT, NULL, u32_f64),
-    PLAIN("int64", 8, 1, MFS_NUM_INT, NULL, i64_f64),
-    PLAIN("uint64", 8, 1, MFS_NUM_UINT, NULL, u64_f64),
+    INTEGER("bool", 1, MFS_NUM_BOOL, bool_f32, bool_f64, bool_int),
+    INTEGER("int8", 1, MFS_NUM_INT, i8_f32, i8_f64, i8_int),
+    INTEGER("uint8", 1, MFS_NUM_UINT, u8_f32, u8_f64, u8_int),
+    INTEGER("int16", 2, MFS_NUM_INT, i16_f32, i16_f64, i16_int),
+    INTEGER("uint16", 2, MFS_NUM_UINT, u16_f32, u16_f64, u16_int),
+    INTEGER("int32", 4, MFS_NUM_INT, NULL, i32_f64, i32_int),
+    INTEGER("uint32", 4, MFS_NUM_UINT, NULL, u32_f64, u32_int),
+    INTEGER("int64", 8, MFS_NUM_INT, NULL, i64_f64, i64_int),
+    INTEGER("uint64", 8, MFS_NUM_UINT, NULL, u64_f64, u64_int),
+    SUB("int1", MFS_NUM_INT, i1),
+    SUB("int2", MFS_NUM_INT, i2),
+    SUB("int3", MFS_NUM_INT, i3),
+    SUB("int4", MFS_NUM_INT, i4),
+    SUB("int5", MFS_NUM_INT, i5),
+    SUB("int6", MFS_NUM_INT, i6),
+    SUB("int7", MFS_NUM_INT, i7),
+    SUB("uint1", MFS_NUM_UINT, u1),
+    SUB("uint2", MFS_NUM_UINT, u2),
+    SUB("uint3", MFS_NUM_UINT, u3),
+    SUB("uint4", MFS_NUM_UINT, u4),
+    SUB("uint5", MFS_NUM_UINT, u5),
+    SUB("uint6", MFS_NUM_UINT, u6),
+    SUB("uint7", MFS_NUM_UINT, u7),
     PLAIN("float32", 4, 1, F, f32_f32, f32_f64),
     PLAIN("float64", 8, 1, F, NULL, f64_f64),
     PLAIN("complex64", 8, 2, F, c64_f32, c64_f64),
@@ -345,6 +446,15 @@ static const mfs_numtype types[] = {
     GGUF(nvfp4, 64, 36),
 };
 
+/* The same names packed (ONNX, TFLite): an f32/ view, as numpy has no
+ * such type. */
+static const mfs_numtype packed[] = {
+    PACKED("int4", 2, MFS_NUM_INT, i4x2),
+    PACKED("uint4", 2, MFS_NUM_UINT, u4x2),
+    PACKED("int2", 4, MFS_NUM_INT, i2x4),
+    PACKED("uint2", 4, MFS_NUM_UINT, u2x4),
+};
+
 const mfs_numtype *mfs_numtype_of(const char *dtype)
 {
     if (dtype == NULL)
@@ -353,6 +463,26 @@ const mfs_numtype *mfs_numtype_of(const char *dtype)
         if (strcmp(types[i].dtype, dtype) == 0)
             return &types[i];
     return NULL;
+}
+
+const mfs_numtype *mfs_numtype_packed(const char *dtype)
+{
+    if (dtype == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++)
+        if (strcmp(packed[i].dtype, dtype) == 0)
+            return &packed[i];
+    return NULL;
+}
+
+const mfs_numtype *mfs_numtype_stored(const char *dtype, uint64_t count, uint64_t nbytes)
+{
+    const mfs_numtype *p = mfs_numtype_packed(dtype);
+    if (p != NULL && count != UINT64_MAX &&
+        nbytes == count / p->block_elems + (count % p->block_elems != 0) &&
+        (nbytes < count || count == 1))
+        return p;
+    return mfs_numtype_of(dtype);
 }
 
 /* Why the types modelfs names but cannot give as numbers are so. */
@@ -379,9 +509,6 @@ static const struct { const char *dtype, *why; } refused[] = {
     { "string", "strings, not numbers" },
 };
 
-static const char *const SUB_BYTE =
-    "sub-byte integers: a byte each in torch, packed in ONNX and TFLite";
-
 const char *mfs_num_why_not(const char *dtype)
 {
     if (dtype == NULL)
@@ -391,9 +518,5 @@ const char *mfs_num_why_not(const char *dtype)
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (strcmp(refused[i].dtype, dtype) == 0)
             return refused[i].why;
-    const char *d = strncmp(dtype, "uint", 4) == 0 ? dtype + 4
-                    : strncmp(dtype, "int", 3) == 0 ? dtype + 3 : NULL;
-    if (d != NULL && d[0] >= '1' && d[0] <= '7' && d[1] == '\0')
-        return SUB_BYTE;
     return "unknown element type";
 }

@@ -1,5 +1,6 @@
 #include "aws_ini.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,39 +8,64 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *mfs_aws_ini_read(const char *path, size_t *len)
+static const char *kind(mode_t m)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
-        (unsigned long long)st.st_size > MFS_AWS_INI_MAX_BYTES) {
+    return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a folder" : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a regular file";
+}
+
+int mfs_aws_ini_read(const char *path, const char *what, char **text, size_t *len, mfs_err *e)
+{
+    *text = NULL;
+    *len = 0;
+    /* O_NONBLOCK: a FIFO with no writer opens at once (and is refused
+     * below) instead of holding the mount for ever. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0;   /* no such file: nothing in it */
+        return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "%s %s: %s", what, path, strerror(errno));
+    }
+    struct stat st = { 0 };
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return NULL;
+        return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "%s %s: %s, not read", what, path,
+                        kind(st.st_mode));
+    }
+    if (st.st_size < 0 || (unsigned long long)st.st_size > MFS_AWS_INI_MAX_BYTES) {
+        close(fd);
+        return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "%s %s: larger than %u bytes, not read",
+                        what, path, MFS_AWS_INI_MAX_BYTES);
     }
     /* Read to one byte past the limit: a file that grew is refused too. */
     char *buf = malloc(MFS_AWS_INI_MAX_BYTES + 2);
     size_t got = 0;
+    int err = buf == NULL ? ENOMEM : 0;
     while (buf != NULL && got <= MFS_AWS_INI_MAX_BYTES) {
         ssize_t n = read(fd, buf + got, MFS_AWS_INI_MAX_BYTES + 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0) {
-            if (n < 0) {
-                free(buf);
-                buf = NULL;
-            }
+            if (n < 0)
+                err = errno;
             break;
         }
         got += (size_t)n;
     }
     close(fd);
-    if (buf == NULL || got > MFS_AWS_INI_MAX_BYTES) {
+    if (err != 0 || got > MFS_AWS_INI_MAX_BYTES) {
+        if (buf != NULL)
+            explicit_bzero(buf, got);
         free(buf);
-        return NULL;
+        if (err != 0)
+            return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "%s %s: %s", what, path, strerror(err));
+        return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "%s %s: larger than %u bytes, not read",
+                        what, path, MFS_AWS_INI_MAX_BYTES);
     }
     buf[got] = '\0';
+    *text = buf;
     *len = got;
-    return buf;
+    return 0;
 }
 
 static bool blank(char c)

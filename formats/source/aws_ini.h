@@ -9,12 +9,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "err.h"
+
 #define MFS_AWS_INI_MAX_BYTES (1u << 20)   /* a larger file is not read */
 #define MFS_AWS_INI_MAX_LINE 8192u         /* a longer line is skipped */
 
-/* The file's bytes (NUL-terminated, *len without it), or NULL when it is
- * absent, unreadable or larger than MFS_AWS_INI_MAX_BYTES. */
-char *mfs_aws_ini_read(const char *path, size_t *len);
+/* The file's bytes (NUL-terminated, *len without it) into *text: 0, with
+ * *text NULL when there is no such file; -1 with e naming it (`what`, as
+ * "AWS_CONFIG_FILE", then the path) when it is there but is not a
+ * regular file (a FIFO is never waited on), is larger than
+ * MFS_AWS_INI_MAX_BYTES or cannot be read. */
+int mfs_aws_ini_read(const char *path, const char *what, char **text, size_t *len, mfs_err *e);
 
 /* The value of `key` in `[section]` of text[0..len) (no NUL needed):
  * true and `out` (NUL-terminated, blanks around it trimmed) when found

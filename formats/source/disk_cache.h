@@ -11,7 +11,14 @@
  * The blocks take at most `max` bytes (headers included): before a block
  * is written, the least recently used ones (by file time; a hit touches
  * it) are removed until it fits. One cache per process, shared by every
- * remote model of the mount; thread safe. */
+ * remote model of the mount; thread safe.
+ *
+ * Nothing outside DIR is ever written, touched or removed: DIR's own
+ * path is followed once, at open; every path below it is opened from
+ * the folders' descriptors with no symlink followed and without waiting
+ * (a FIFO is not waited on); what is not a regular file (or, for
+ * blocks/KEY, a folder) of this user is a miss, and its name is removed
+ * as a corrupt block's is. */
 #ifndef MFS_DISK_CACHE_H
 #define MFS_DISK_CACHE_H
 
@@ -26,7 +33,8 @@ typedef struct mfs_disk_cache mfs_disk_cache;
 /* The process's cache in `dir` (made if missing, with its parents), at
  * most `max` bytes; the same object for the same dir. NULL with e, also
  * when dir, dir/blocks or dir/objects is not a folder of this user that
- * only it may write to (another's blocks could be forged). */
+ * only it may write to (another's blocks could be forged), and when
+ * dir/blocks or dir/objects is a symlink. */
 mfs_disk_cache *mfs_disk_cache_get_shared(const char *dir, uint64_t max, mfs_err *e);
 
 /* The default folder: $XDG_CACHE_HOME/modelfs, else ~/.cache/modelfs

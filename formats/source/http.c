@@ -16,6 +16,8 @@
 #include "http_parse.h"
 #include "http_why.h"
 #include "log.h"
+#include "redirect.h"
+#include "url_redact.h"
 #include "xalloc.h"
 
 #define DEFAULT_BLOCK (256u << 10)
@@ -164,6 +166,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     reply *r = arg;
     size_t len = size * n;
+    long status = 0;
+    r->api->easy_getinfo(r->k, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 300 && status < 400)
+        return len;   /* a redirect's page: perform() follows it, the body comes after */
     if (r->sink != NULL && r->verified == 0)
         r->verified = answer_ok(r) ? 1 : -1;
     if (len > r->cap - r->got) {
@@ -277,19 +283,6 @@ static void give_handle(http_src *h, const mfs_curl_api *c, CURL *k)
         c->easy_cleanup(k);
 }
 
-/* The URL as messages show it: no user or password. */
-static void shown_url(const char *url, char *out, size_t size)
-{
-    const char *scheme_end = strstr(url, "://");
-    const char *host = scheme_end ? scheme_end + 3 : url;
-    const char *slash = strchr(host, '/');
-    const char *at = strchr(host, '@');
-    if (at != NULL && (slash == NULL || at < slash))
-        snprintf(out, size, "%.*s%s", (int)(host - url), url, at + 1);
-    else
-        snprintf(out, size, "%s", url);
-}
-
 /* Waits `s` seconds, in slices of 0.1 s, less when the program stops. */
 static void sleep_seconds(double s)
 {
@@ -307,17 +300,37 @@ static bool transient(CURLcode rc)
            rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
-/* What every request of `h` sets: the URL, where redirects may go, the
- * headers, TLS, timeouts, the stop check, and `r` for what comes back. */
-static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl_slist **hdr,
-                  reply *r)
+/* What one request is: a range (NULL: a HEAD), an If-Match and an
+ * If-Unmodified-Since line (or NULL), where curl's error detail goes (or
+ * NULL), a bound on its time in ms (0: none). */
+typedef struct request {
+    const char *range;
+    const char *if_match;
+    const char *if_unmodified;
+    char *errbuf;             /* CURL_ERROR_SIZE bytes */
+    long timeout_ms;
+} request;
+
+/* What every request of `h` sets: the URL (NULL: the source's, as the
+ * hook makes it; else a redirect's), the headers, TLS, timeouts, the stop
+ * check, and `r` for what comes back. The hook signs or adds credentials
+ * when `with_hook` (the request's first hop, or a redirect on that hop's
+ * origin); a redirect to another origin is set up bare, from nothing the
+ * hook set. The header list into *hdr (freed by the caller). */
+static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, const char *url,
+                  bool with_hook, const request *rq, struct curl_slist **hdr, reply *r)
 {
-    bool https = strncasecmp(h->url, "https://", 8) == 0;
-    c->easy_setopt(k, CURLOPT_URL, h->url);
+    c->easy_reset(k);
+    if (rq->range != NULL)
+        c->easy_setopt(k, CURLOPT_RANGE, rq->range);   /* before the hook: it is signed */
+    else
+        c->easy_setopt(k, CURLOPT_NOBODY, 1L);
+    c->easy_setopt(k, CURLOPT_URL, url ? url : h->url);
     c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
-    c->easy_setopt(k, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
-    c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 1L);
-    c->easy_setopt(k, CURLOPT_MAXREDIRS, 10L);
+    /* Redirects are followed by perform(), each judged (redirect.h):
+     * libcurl's own following would carry the hook's headers (a session
+     * token) to any host. */
+    c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 0L);
     c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
     if (h->ca_file != NULL)
         c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
@@ -327,6 +340,8 @@ static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl
      * a byte at a time is one too, not a fetch for ever. */
     c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     c->easy_setopt(k, CURLOPT_LOW_SPEED_TIME, (long)(h->o.stall_timeout + 0.999));
+    if (rq->timeout_ms > 0)
+        c->easy_setopt(k, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
     c->easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
     c->easy_setopt(k, CURLOPT_WRITEDATA, r);
     c->easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
@@ -334,10 +349,71 @@ static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, struct curl
     c->easy_setopt(k, CURLOPT_FILETIME, 1L);
     c->easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
     c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
-    if (*hdr != NULL && h->hk.prepare != NULL)
+    *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
+    if (*hdr != NULL && rq->if_match != NULL)
+        *hdr = c->slist_append(*hdr, rq->if_match);
+    if (*hdr != NULL && rq->if_unmodified != NULL)
+        *hdr = c->slist_append(*hdr, rq->if_unmodified);
+    if (rq->errbuf != NULL)
+        c->easy_setopt(k, CURLOPT_ERRORBUFFER, rq->errbuf);
+    if (*hdr != NULL && with_hook && h->hk.prepare != NULL)
         *hdr = h->hk.prepare(h->hk.arg, k, *hdr);
+    if (url != NULL)
+        c->easy_setopt(k, CURLOPT_URL, url);   /* where the redirect said, whatever the hook set */
     c->easy_setopt(k, CURLOPT_HTTPHEADER, *hdr);
     return *hdr != NULL;
+}
+
+/* Makes the request `rq` on k, following redirects one hop at a time as
+ * redirect.h judges them, MFS_MAX_REDIRECTS at most: the last answer's
+ * code (its status via r). A redirect not followed: *why says why (""
+ * otherwise), and the code is that of the answer that asked it. */
+static CURLcode perform(const mfs_curl_api *c, CURL *k, const http_src *h, const request *rq,
+                        reply *r, char *why, size_t why_size)
+{
+    char *hop_url = NULL, *home = NULL;
+    bool with_hook = true;
+    why[0] = '\0';
+    for (unsigned hop = 0;; hop++) {
+        struct curl_slist *hdr = NULL;
+        bool ready = setup(c, k, h, hop_url, with_hook, rq, &hdr, r);
+        CURLcode rc = ready ? c->easy_perform(k) : CURLE_OUT_OF_MEMORY;
+        c->slist_free_all(hdr);
+        long status = 0;
+        char *at = NULL, *loc = NULL;
+        c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &status);
+        c->easy_getinfo(k, CURLINFO_EFFECTIVE_URL, &at);
+        if (home == NULL)
+            home = mfs_xstrdup(at ? at : h->url);   /* the first hop's: the credentials' */
+        bool redirect = rc == CURLE_OK && status >= 300 && status < 400 &&
+                        c->easy_getinfo(k, CURLINFO_REDIRECT_URL, &loc) == CURLE_OK &&
+                        loc != NULL;
+        if (!redirect) {
+            free(hop_url);
+            free(home);
+            return rc;
+        }
+        char *next = NULL;
+        if (hop == MFS_MAX_REDIRECTS) {
+            char shown[512];
+            mfs_url_redact(loc, shown, sizeof shown);
+            snprintf(why, why_size, "more than %d redirects (the last to %s)", MFS_MAX_REDIRECTS,
+                     shown);
+        } else {
+            bool creds = with_hook && h->hk.credentialed != NULL && h->hk.credentialed(h->hk.arg);
+            mfs_redirect_verdict v = mfs_redirect_judge(at ? at : h->url, loc, home, creds, why,
+                                                        why_size);
+            if (v != MFS_REDIRECT_REFUSE)
+                next = mfs_xstrdup(loc);   /* the handle's string: gone at its reset */
+            with_hook = v == MFS_REDIRECT_FOLLOW;
+        }
+        free(hop_url);
+        hop_url = next;
+        if (next == NULL) {
+            free(home);
+            return rc;
+        }
+    }
 }
 
 /* One HEAD: is the URL still the object `o` (its validators and size,
@@ -355,18 +431,15 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
     CURL *k = c && mfs_http_pin_names_version(&pin) ? take_handle(h, c) : NULL;
     if (k == NULL)
         return false;
-    struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
-    reply r = { .parts = NULL, .part = 1, .cap = 0, .retry_after = -1 };
+    reply r = { .parts = NULL, .part = 1, .cap = 0, .retry_after = -1, .api = c, .k = k };
     mfs_http_answer_clear(&r.a);
-    c->easy_reset(k);
-    bool ready = setup(c, k, h, &hdr, &r);
-    c->easy_setopt(k, CURLOPT_NOBODY, 1L);
-    CURLcode rc = !ready ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+    request rq = { 0 };
+    char refused[600];
+    CURLcode rc = perform(c, k, h, &rq, &r, refused, sizeof refused);
     curl_off_t clen = -1, ft = -1;
     c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.a.status);
     c->easy_getinfo(k, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
     c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft);
-    c->slist_free_all(hdr);
     give_handle(h, c, k);
     pthread_mutex_lock(&h->mu);
     h->stats.requests++;
@@ -418,13 +491,6 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         CURL *k = take_handle(h, c);
         if (k == NULL)
             return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot fetch: out of memory");
-        struct curl_slist *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
-        /* The pinned version's precondition: If-Match for a strong ETag,
-         * else If-Unmodified-Since when there is a Last-Modified. */
-        if (hdr != NULL && !first && ifmatch[0])
-            hdr = c->slist_append(hdr, ifmatch);
-        if (hdr != NULL && !first && ifdate[0])
-            hdr = c->slist_append(hdr, ifdate);
         reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1,
                     .sink = first ? NULL : sink, .want_first = off, .want_last = off + len - 1,
                     .want_pin = first ? NULL : &h->pin,
@@ -435,15 +501,15 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
             shifted_sink = (part_sink){ shifted, &shift };
             r.sink = &shifted_sink;
         }
-        c->easy_reset(k);
-        /* Set before the hook signs the request: the range is part of it. */
-        c->easy_setopt(k, CURLOPT_RANGE, range);
-        bool ready = setup(c, k, h, &hdr, &r);
-        /* And a bound on the whole GET: 60 s plus 16 KiB/s of its length. */
-        c->easy_setopt(k, CURLOPT_TIMEOUT_MS, (long)(60000 + len / 16));
+        /* The pinned version's precondition: If-Match for a strong ETag,
+         * else If-Unmodified-Since when there is a Last-Modified. A bound
+         * on the whole GET: 60 s plus 16 KiB/s of its length. */
         char errbuf[CURL_ERROR_SIZE] = "";
-        c->easy_setopt(k, CURLOPT_ERRORBUFFER, errbuf);
-        CURLcode rc = !ready ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+        request rq = { .range = range, .if_match = !first && ifmatch[0] ? ifmatch : NULL,
+                       .if_unmodified = !first && ifdate[0] ? ifdate : NULL,
+                       .errbuf = errbuf, .timeout_ms = (long)(60000 + len / 16) };
+        char refused[600];
+        CURLcode rc = perform(c, k, h, &rq, &r, refused, sizeof refused);
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.a.status);
         char neterr[1200] = "";
         if (rc != CURLE_OK)
@@ -454,13 +520,14 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
             if (c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft) == CURLE_OK && ft > 0)
                 h->src.mtime.tv_sec = (time_t)ft;
         }
-        c->slist_free_all(hdr);
         give_handle(h, c, k);
         pthread_mutex_lock(&h->mu);
         h->stats.requests++;
         h->stats.bytes += r.got;
         pthread_mutex_unlock(&h->mu);
         *out = r;
+        if (refused[0] != '\0')
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", refused);
         /* A refused request the hook can mend (an expired redirect): once. */
         if (rc == CURLE_OK && (r.a.status == 401 || r.a.status == 403) && !refreshed &&
             h->hk.refresh != NULL && !stop_now()) {
@@ -974,6 +1041,15 @@ static void finish_open(http_src *h, const mfs_http_answer *a)
         h->disk = NULL;
 }
 
+/* What names a plain URL's object in the disk cache: the URL without
+ * its query, so that a presigned URL signed anew (another
+ * X-Amz-Signature, the same object) finds the blocks it left; the
+ * validator in the key tells versions apart. */
+static char *cache_name_of(const char *url)
+{
+    return mfs_xstrndup(url, mfs_url_query_at(url));
+}
+
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e)
 {
     return mfs_src_http_open_hooked(url, opts, NULL, e);
@@ -989,6 +1065,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         h->hk.shown = hooks->shown ? mfs_xstrdup(hooks->shown) : NULL;
         h->hk.cache_name = hooks->cache_name ? mfs_xstrdup(hooks->cache_name) : NULL;
     }
+    if (h->hk.cache_name == NULL)
+        h->hk.cache_name = cache_name_of(url);
     if (opts != NULL)
         h->o = *opts;
     if (h->o.block == 0)
@@ -1021,7 +1099,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     if (ca != NULL && *ca != '\0')
         h->ca_file = mfs_xstrdup(ca);
     char shown[512];
-    shown_url(h->hk.shown ? h->hk.shown : url, shown, sizeof shown);
+    /* No user, password or query (a presigned URL's signature). */
+    mfs_url_redact(h->hk.shown ? h->hk.shown : url, shown, sizeof shown);
     h->src.ops = &http_ops;
     h->src.name = mfs_xstrdup(shown);
     h->src.mtime.tv_sec = time(NULL);

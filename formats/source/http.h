@@ -14,8 +14,9 @@
  * every later one (a log line names it), never bytes of two versions.
  * Bodies are asked unencoded (`Accept-Encoding: identity`).
  *
- * Bounded everywhere: connect and stall timeouts, at most 10 redirects
- * (never from https to http), 5xx and 429 retried a few times with
+ * Bounded everywhere: connect and stall timeouts, at most 10 redirects,
+ * each judged by redirect.h (never from https to http, no user:password,
+ * no credential to another host), 5xx and 429 retried a few times with
  * backoff (Retry-After honoured up to a limit), a body longer than asked
  * cut off. Two readers of a missing block share one fetch; the cache
  * holds at most `budget` bytes of blocks, least recently used dropped. */
@@ -80,11 +81,16 @@ typedef struct mfs_http_hooks {
      * any other request: every later request then asks that version. */
     const char *pin_header;
     void (*pinned)(void *arg, const char *value);
+    /* Whether the requests `prepare` makes carry credentials (a
+     * signature, a token): a redirect to another origin is then refused,
+     * not followed bare (redirect.h). NULL: none. */
+    bool (*credentialed)(void *arg);
     /* Names the object in messages and on the source ("s3://B/K"); NULL:
-     * the URL. */
+     * the URL (without user, password or query). */
     const char *shown;
     /* Names the object in the disk cache instead of the URL (a signed or
-     * redirected URL changes; the object does not); NULL: the URL. */
+     * redirected URL changes; the object does not); NULL: the URL without
+     * its query (a presigned URL signed anew names the same object). */
     const char *cache_name;
     /* The cache name pins the bytes (a Hub commit and path): an object
      * the disk cache knows is opened with no request at all. */

@@ -50,18 +50,27 @@ static struct curl_slist *hub_prepare(void *arg, CURL *k, struct curl_slist *hdr
     pthread_mutex_lock(&f->mu);
     c->easy_setopt(k, CURLOPT_URL, f->t.url);
     if (f->t.hub_host && f->env.token != NULL) {
-        /* The token is for the Hub's host only: a redirect from there is
-         * not followed with it (libcurl would not resend it to another
-         * host either; a refused GET is simpler than trusting that). */
+        /* The token is for the Hub's host only: a redirect from there to
+         * another host is refused (hub_credentialed), never followed
+         * with it. */
         char auth[600];
         if ((size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", f->env.token) <
             sizeof auth)
             hdr = c->slist_append(hdr, auth);
         explicit_bzero(auth, sizeof auth);
-        c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 0L);
     }
     pthread_mutex_unlock(&f->mu);
     return hdr;
+}
+
+/* Whether hub_prepare sends the token: to the Hub's own host only. */
+static bool hub_credentialed(void *arg)
+{
+    hub_file *f = arg;
+    pthread_mutex_lock(&f->mu);
+    bool with = f->t.hub_host && f->env.token != NULL;
+    pthread_mutex_unlock(&f->mu);
+    return with;
 }
 
 /* A 401/403 from where the bytes are: the signed URL expired. Resolved
@@ -192,6 +201,7 @@ mfs_src *mfs_hub_open(const char *url, const mfs_http_opts *o, mfs_err *e)
     char *target = mfs_xstrdup(f->t.url);
     mfs_http_hooks hk = {
         .arg = f, .prepare = hub_prepare, .refresh = hub_refresh, .hint = hub_hint,
+        .credentialed = hub_credentialed,
         .free = hub_free, .shown = url, .cache_name = cache_name, .immutable = true,
     };
     mfs_http_opts ho = o ? *o : (mfs_http_opts){ 0 };

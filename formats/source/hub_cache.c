@@ -31,11 +31,14 @@ bool mfs_hub_cache_commit(const char *cache, const mfs_hub_ref *r, const char *r
     if (!mfs_path_ok(rev, strlen(rev)) || !repo_dir(cache, r, dir, sizeof dir) ||
         (size_t)snprintf(p, sizeof p, "%s/refs/%s", dir, rev) >= sizeof p)
         return false;
+    /* Never waited on (O_NONBLOCK), and read only when a regular file:
+     * not a FIFO some writer may feed. */
     int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return false;
     char buf[64];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
     close(fd);
     if (n < 40)
         return false;

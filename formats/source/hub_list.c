@@ -43,20 +43,42 @@ static int commit_of(const mfs_hub_env *env, const mfs_hub_ref *r, const mfs_htt
     return rc;
 }
 
-/* Every page of the tree at `commit`. */
-static int list_tree(const mfs_hub_env *env, const mfs_hub_ref *r, const char *commit,
-                     const mfs_http_opts *o, mfs_hub_entries *out, mfs_err *e)
+/* A page's URL as a number, for the loop check: FNV-1a, 64 bits (two
+ * URLs of one listing agreeing by chance: about 1 in 10^11 for 10,000
+ * pages). */
+static uint64_t url_hash(const char *url)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = url; *p; p++)
+        h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+    return h;
+}
+
+/* The tree's pages from `url` on (freed here); `seen`: room for MAX_PAGES
+ * hashes of the pages' URLs. */
+static int list_pages(const mfs_hub_env *env, const mfs_hub_ref *r, const mfs_http_opts *o,
+                      char *url, uint64_t *seen, mfs_hub_entries *out, mfs_err *e)
 {
     char hub_origin[512], origin[512];
-    if (!mfs_hub_origin(env->endpoint, hub_origin, sizeof hub_origin))
+    if (!mfs_hub_origin(env->endpoint, hub_origin, sizeof hub_origin)) {
+        free(url);
         return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "HF_ENDPOINT is not an http(s) URL");
-    char *url = mfs_hub_api_url(env->endpoint, r, "tree", commit, "recursive=true");
+    }
     for (unsigned page = 0; url != NULL; page++) {
         if (page == MAX_PAGES) {
             free(url);
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the listing has more than %u pages",
                             MAX_PAGES);
         }
+        uint64_t id = url_hash(url);
+        for (unsigned i = 0; i < page; i++)
+            if (seen[i] == id) {
+                free(url);
+                return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
+                                "the listing's Link headers loop (page %u is page %u again): "
+                                "stopped at the first page seen twice", page + 1, i + 1);
+            }
+        seen[page] = id;
         mfs_hub_reply a;
         if (mfs_hub_request(url, env->token, false, PAGE_MAX, o, &a, e) != 0) {
             free(url);
@@ -68,14 +90,11 @@ static int list_tree(const mfs_hub_env *env, const mfs_hub_ref *r, const char *c
                                                        env->token != NULL, r, r->rev);
         char *next = rc == 0 && a.next[0] ? mfs_hub_url_join(url, a.next) : NULL;
         mfs_hub_reply_free(&a);
-        bool again = next != NULL && strcmp(next, url) == 0;
         free(url);
         url = next;
-        if (rc != 0)
-            return -1;
-        if (again) {
+        if (rc != 0) {
             free(url);
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the listing's next page is itself");
+            return -1;
         }
         /* The token goes with every page: never to another host. */
         if (url != NULL && (!mfs_hub_origin(url, origin, sizeof origin) ||
@@ -86,6 +105,18 @@ static int list_tree(const mfs_hub_env *env, const mfs_hub_ref *r, const char *c
         }
     }
     return 0;
+}
+
+/* Every page of the tree at `commit`. A next page already listed (A -> B
+ * -> A) ends it with an error at once, not at the page cap. */
+static int list_tree(const mfs_hub_env *env, const mfs_hub_ref *r, const char *commit,
+                     const mfs_http_opts *o, mfs_hub_entries *out, mfs_err *e)
+{
+    char *url = mfs_hub_api_url(env->endpoint, r, "tree", commit, "recursive=true");
+    uint64_t *seen = mfs_xmalloc(MAX_PAGES * sizeof *seen);
+    int rc = list_pages(env, r, o, url, seen, out, e);
+    free(seen);
+    return rc;
 }
 
 static void found(void *arg, const char *path, uint64_t size)

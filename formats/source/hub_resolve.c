@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "hub_request.h"
+#include "redirect.h"
 #include "xalloc.h"
 
 #define MAX_HOPS 5
@@ -67,14 +68,24 @@ int mfs_hub_resolve(const mfs_hub_env *env, const mfs_hub_ref *r, const char *re
             memcpy(commit, a.commit, sizeof commit);
         if (a.status >= 300 && a.status < 400) {
             char *next = a.location[0] ? mfs_hub_url_join(url, a.location) : NULL;
-            char origin[512];
-            bool on_hub = next != NULL && mfs_hub_origin(next, origin, sizeof origin) &&
-                          strcmp(origin, hub_origin) == 0;
             if (next == NULL) {
                 free(url);
                 return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                                 "the Hub answered %ld with no usable Location", a.status);
             }
+            /* Judged as every redirect is (redirect.h): never from https
+             * to http, no user:password; on the Hub's origin it is asked
+             * again with the token, elsewhere it is where the bytes are,
+             * read with no token (hub.c). */
+            char why[600];
+            mfs_redirect_verdict v = mfs_redirect_judge(url, next, env->endpoint, false, why,
+                                                        sizeof why);
+            if (v == MFS_REDIRECT_REFUSE) {
+                free(next);
+                free(url);
+                return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the Hub's resolve: %s", why);
+            }
+            bool on_hub = v == MFS_REDIRECT_FOLLOW;
             if (on_hub && hop + 1 < MAX_HOPS) {
                 /* A renamed repository: asked again there, token and all. */
                 free(url);

@@ -155,6 +155,14 @@ static struct curl_slist *s3_prepare(void *arg, CURL *k, struct curl_slist *hdr)
     return hdr;
 }
 
+/* Signed requests carry the signature and the session token: a redirect
+ * to another host is refused (http.c), never followed with them. */
+static bool s3_credentialed(void *arg)
+{
+    const signer *s = arg;
+    return s->sign;
+}
+
 /* The version the open's answer was of (x-amz-version-id, a versioned
  * bucket): every later request asks for it, so an object replaced after
  * the mount still reads as it was (not EIO). Called once, before any
@@ -236,7 +244,7 @@ mfs_src *mfs_s3_open(const char *url, const mfs_http_opts *o, mfs_err *e)
     signer *sg = signer_new(&c, anon);
     sg->object_url = mfs_xstrdup(req.buf);
     mfs_http_hooks hk = {
-        .arg = sg, .prepare = s3_prepare, .explain = s3_explain,
+        .arg = sg, .prepare = s3_prepare, .explain = s3_explain, .credentialed = s3_credentialed,
         .free = signer_free, .shown = url, .cache_name = cache.buf,
         .pin_header = "x-amz-version-id", .pinned = s3_pinned,
     };

@@ -14,18 +14,23 @@ static const char *env(const char *name)
     return v != NULL && *v != '\0' ? v : NULL;
 }
 
-/* An AWS file: the variable's path, else ~/.aws/NAME. */
-static char *read_aws_file(const char *var, const char *name, size_t *len)
+/* An AWS file: the variable's path, else ~/.aws/NAME. 0 with *text NULL
+ * when there is none; -1 with e when it cannot be used. */
+static int read_aws_file(const char *var, const char *name, char **text, size_t *len, mfs_err *e)
 {
     const char *path = env(var);
-    char buf[4096];
+    char buf[4096], what[64];
+    *text = NULL;
     if (path == NULL) {
         const char *home = env("HOME");
         if (home == NULL || (size_t)snprintf(buf, sizeof buf, "%s/.aws/%s", home, name) >= sizeof buf)
-            return NULL;
+            return 0;
         path = buf;
+        snprintf(what, sizeof what, "the AWS %s file", name);
+    } else {
+        snprintf(what, sizeof what, "%s", var);
     }
-    return mfs_aws_ini_read(path, len);
+    return mfs_aws_ini_read(path, what, text, len, e);
 }
 
 typedef struct profile {
@@ -85,8 +90,9 @@ int mfs_s3_config_load(mfs_s3_config *c, bool no_sign, mfs_err *e)
     snprintf(p.name, sizeof p.name, "%s", pname);
     snprintf(p.conf_section, sizeof p.conf_section, strcmp(pname, "default") == 0 ? "%s"
              : "profile %s", pname);
-    p.cred = read_aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", &p.cred_len);
-    p.conf = read_aws_file("AWS_CONFIG_FILE", "config", &p.conf_len);
+    if (read_aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", &p.cred, &p.cred_len, e) != 0 ||
+        read_aws_file("AWS_CONFIG_FILE", "config", &p.conf, &p.conf_len, e) != 0)
+        goto out;
 
     const char *v;
     if ((v = env("AWS_REGION")) != NULL || (v = env("AWS_DEFAULT_REGION")) != NULL) {

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "opts.h"
 #include "strbuf.h"
+#include "url_redact.h"
 
 static const char *prog = "modelfs";
 
@@ -162,16 +163,19 @@ static bool size_opt(const char *name, const char *value, uint64_t *out)
 }
 
 /* fsname=modelfs:PATH, with the characters the option parser treats
- * specially escaped. */
+ * specially escaped; a URL's query redacted (/proc/mounts is
+ * world-readable, and a presigned URL's query holds its signature). */
 static char *fsname_opt(const char *model)
 {
     mfs_strbuf sb = { 0 };
     mfs_sb_adds(&sb, "-ofsname=modelfs:");
-    for (const char *p = model; *p; p++) {
+    char *shown = mfs_url_redacted(model);
+    for (const char *p = shown; *p; p++) {
         if (*p == ',' || *p == '\\')
             mfs_sb_addc(&sb, '\\');
         mfs_sb_addc(&sb, *p);
     }
+    free(shown);
     return mfs_sb_take(&sb, NULL);
 }
 
@@ -389,6 +393,17 @@ int main(int argc, char **argv)
                 cli.fetch_timeout);
         goto out_opts;
     }
+    /* libfuse checks its options (allow_other, ...; an unknown one is
+     * named on stderr) as it makes the session: made now, so a bad option
+     * is found before a model is loaded, a remote one fetched. The session
+     * is used once the tree is ready. */
+    mfs_mount fs = { .uid = getuid(), .gid = getgid() };
+    struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
+    if (se == NULL) {
+        fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
+        rc = mfs_exit_code(MFS_E_USAGE);
+        goto out_opts;
+    }
     mfs_err err = { 0 };
     mfs_origin origin = { 0 };
     mfs_tree tree;
@@ -403,6 +418,7 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(err.code);
             mfs_tree_destroy(&tree);
             mfs_origin_close(&origin);
+            fuse_session_destroy(se);
             goto out_opts;
         }
         if (cli.cache_size == NULL)
@@ -414,18 +430,13 @@ int main(int argc, char **argv)
             mfs_err_print(prog, bad, &err);
             rc = mfs_exit_code(err.code);
             mfs_tree_destroy(&tree);
+            fuse_session_destroy(se);
             goto out_opts;
         }
         mfs_collection_init_forest(&forest, &coll, &mctx, cli.cache_size ? &cache_size : NULL, prog);
     }
 
-    mfs_mount fs = { .forest = &forest, .uid = getuid(), .gid = getgid() };
-    struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
-    if (se == NULL) {
-        fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
-        rc = mfs_exit_code(MFS_E_USAGE);
-        goto out_tree;
-    }
+    fs.forest = &forest;
     if (fuse_set_signal_handlers(se) != 0) {
         rc = mfs_exit_code(MFS_E_INTERNAL);
         goto out_session;
@@ -456,7 +467,9 @@ int main(int argc, char **argv)
     /* And reads waiting on a remote model's fetches (remote_read.h):
      * those end within a second of the session's end. */
     if (!mfs_forest_shutdown(&forest, 10000) || !mfs_rr_drain(10000)) {
-        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", cli.model);
+        char shown[1024];
+        mfs_url_redact(cli.model, shown, sizeof shown);
+        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", shown);
         fuse_session_unmount(se);
         _exit(rc);
     }
@@ -468,7 +481,6 @@ out_signals:
     fuse_remove_signal_handlers(se);
 out_session:
     fuse_session_destroy(se);
-out_tree:
     mfs_forest_destroy(&forest);
     mfs_collection_free_paths(&coll);
     mfs_tree_destroy(&tree);

@@ -8,7 +8,11 @@
  * Same dtype: the chunks' bytes are compared first; while they are equal
  * nothing is decoded. At the first chunk that differs, ||a||^2 of the
  * equal prefix is caught up with a second reader of A, and from there on
- * every chunk is decoded (an equal chunk adds its squares only). */
+ * every chunk is decoded (an equal chunk adds its squares only).
+ *
+ * Where a side is int64 or uint64, whose values past 2^53 a double
+ * rounds, each pair is compared exactly (pair_exact): two numbers are
+ * equal when they are the same number, whatever their dtypes. */
 #include "diff.h"
 
 #include <math.h>
@@ -26,6 +30,7 @@
 #include "strbuf.h"
 #include "tensor_read.h"
 #include "tree.h"
+#include "url_redact.h"
 #include "xalloc.h"
 
 #define PIECE_BYTES (4u << 20)  /* asked of a tensor reader at a time */
@@ -87,6 +92,7 @@ typedef struct differ {
     mfs_tensor_info ta, tb;
     stream sa, sb, sc;
     double *xa, *xb;
+    int64_t *ia, *ib;        /* the exact values of a 64-bit integer side */
     size_t xcap;
     status st;
     bool figures;            /* numbers were compared */
@@ -368,9 +374,105 @@ static void room(differ *d, size_t numbers)
         return;
     free(d->xa);
     free(d->xb);
+    free(d->ia);
+    free(d->ib);
     d->xa = mfs_xcalloc(numbers, sizeof *d->xa);
     d->xb = mfs_xcalloc(numbers, sizeof *d->xb);
+    d->ia = mfs_xcalloc(numbers, sizeof *d->ia);
+    d->ib = mfs_xcalloc(numbers, sizeof *d->ib);
     d->xcap = numbers;
+}
+
+/* ---- integers past 2^53 ------------------------------------------------ */
+
+/* A number compared exactly: an integer as sign and magnitude, or a
+ * double that is none. */
+typedef struct exact_num {
+    bool is_int, neg;
+    uint64_t mag;
+    double x;
+} exact_num;
+
+static exact_num of_int(int64_t v, bool is_unsigned)
+{
+    exact_num n = { .is_int = true };
+    if (is_unsigned || v >= 0) {
+        n.mag = (uint64_t)v;
+    } else {
+        n.neg = true;
+        n.mag = (uint64_t)0 - (uint64_t)v;
+    }
+    n.x = n.neg ? -(double)n.mag : (double)n.mag;
+    return n;
+}
+
+/* A double that holds an integer of 64 bits or fewer is that integer. */
+static exact_num of_double(double x)
+{
+    double ax = fabs(x);
+    if (ax < 18446744073709551616.0 && floor(ax) == ax) {
+        exact_num n = { .is_int = true, .neg = x < 0, .mag = (uint64_t)ax, .x = x };
+        return n;
+    }
+    return (exact_num){ .x = x };
+}
+
+/* Whether a and b are the same number (two NaNs are), and |a - b|: exact
+ * for two integers but for its rounding to a double, infinite where it
+ * is not a number. */
+static bool exact_same(exact_num a, exact_num b, double *diff)
+{
+    *diff = 0;
+    if (a.is_int && b.is_int) {
+        if (a.neg == b.neg && a.mag == b.mag)
+            return true;
+        if (a.neg == b.neg)
+            *diff = (double)(a.mag > b.mag ? a.mag - b.mag : b.mag - a.mag);
+        else
+            *diff = (double)a.mag + (double)b.mag;
+        return false;
+    }
+    /* One of them is no integer: as doubles, they cannot be equal. */
+    if (isnan(a.x) && isnan(b.x))
+        return true;
+    *diff = fabs(a.x - b.x);
+    if (isnan(*diff))
+        *diff = INFINITY;
+    return false;
+}
+
+/* pair_slow for a pair where a side is int64 or uint64: `ia`/`ib` hold
+ * that side's exact values (NULL for a side compared as doubles, whose
+ * values below 2^53 a double holds exactly). */
+static void pair_exact(acc *c, const double *x, const double *y, const int64_t *ia, bool ua,
+                       const int64_t *ib, bool ub, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        exact_num a = ia != NULL ? of_int(ia[i], ua) : of_double(x[i]);
+        exact_num b = ib != NULL ? of_int(ib[i], ub) : of_double(y[i]);
+        double d;
+        bool fin = isfinite(a.x) && isfinite(b.x);
+        if (!exact_same(a, b, &d)) {
+            c->ndiff++;
+            if (d > c->max_abs)
+                c->max_abs = d;
+            c->sum_abs += d;
+            if (fin)
+                c->dd += d * d;
+        }
+        if (fin) {
+            c->aa += a.x * a.x;
+            c->bb += b.x * b.x;
+            c->ab += a.x * b.x;
+        }
+    }
+}
+
+/* Whether a side's values need exact comparison: doubles round int64 and
+ * uint64 past 2^53 (2^60 + 1 would equal 2^60). */
+static bool wide_int(const mfs_numtype *nt)
+{
+    return nt->to_int != NULL && nt->block_bytes == 8;
 }
 
 /* Decodes `elems` elements (the last block may hold more) of stream s. */
@@ -443,10 +545,27 @@ static int compare_bytes(differ *d)
     return 0;
 }
 
+/* The sums of a chunk decoded on both sides (xa, xb; pa, pb its bytes):
+ * exactly where a side is a 64-bit integer. */
+static void pair_nums(differ *d, const mfs_numtype *na, const mfs_numtype *nb, const uint8_t *pa,
+                      const uint8_t *pb, uint64_t ba, uint64_t bb, bool wa, bool wb, bool exact,
+                      bool ua, bool ub, size_t nums)
+{
+    if (!exact) {
+        pair_sums(&d->c, d->xa, d->xb, nums);
+        return;
+    }
+    if (wa)
+        na->to_int(pa, ba, d->ia);
+    if (wb)
+        nb->to_int(pb, bb, d->ib);
+    pair_exact(&d->c, d->xa, d->xb, wa ? d->ia : NULL, ua, wb ? d->ib : NULL, ub, nums);
+}
+
 /* Numbers: the same shape, both dtypes with numbers, as many lanes. */
 static int compare_numbers(differ *d, const mfs_numtype *na, const mfs_numtype *nb)
 {
-    bool same = strcmp(d->ta.dtype, d->tb.dtype) == 0;
+    bool same = na == nb;  /* one encoding: its bytes compare as its numbers */
     to_f64_fn deca = decoder(d->ta.dtype, na), decb = decoder(d->tb.dtype, nb);
     uint64_t be = na->block_elems / gcd64(na->block_elems, nb->block_elems) * nb->block_elems;
     uint64_t chunk = be >= CHUNK_ELEMS ? be : CHUNK_ELEMS / be * be;
@@ -467,6 +586,8 @@ static int compare_numbers(differ *d, const mfs_numtype *na, const mfs_numtype *
     }
     bool diverged = !same;
     uint64_t prefix = 0;  /* elements before the first chunk that differs */
+    bool wa = wide_int(na), wb = wide_int(nb), exact = wa || wb;
+    bool ua = na->kind != MFS_NUM_INT, ub = nb->kind != MFS_NUM_INT;
     for (uint64_t done = 0; done < count;) {
         uint64_t r = count - done < chunk ? count - done : chunk;
         const uint8_t *pa, *pb;
@@ -496,16 +617,17 @@ static int compare_numbers(differ *d, const mfs_numtype *na, const mfs_numtype *
                 }
                 deca(pa, blocks, d->xa);
                 decb(pb, blocks, d->xb);
-                pair_sums(&d->c, d->xa, d->xb, nums);
+                pair_nums(d, na, nb, pa, pb, blocks, blocks, wa, wb, exact, ua, ub, nums);
             }
         } else {
             d->e_side = d->a.path;
-            if (decode(&d->sa, na, deca, r, d->xa, &d->e, NULL) != 0)
+            if (decode(&d->sa, na, deca, r, d->xa, &d->e, &pa) != 0)
                 return -1;
             d->e_side = d->b.path;
-            if (decode(&d->sb, nb, decb, r, d->xb, &d->e, NULL) != 0)
+            if (decode(&d->sb, nb, decb, r, d->xb, &d->e, &pb) != 0)
                 return -1;
-            pair_sums(&d->c, d->xa, d->xb, nums);
+            pair_nums(d, na, nb, pa, pb, (r + na->block_elems - 1) / na->block_elems,
+                      (r + nb->block_elems - 1) / nb->block_elems, wa, wb, exact, ua, ub, nums);
         }
         done += r;
         progress_tick(d);
@@ -533,8 +655,10 @@ static bool same_shape(const mfs_tensor_info *a, const mfs_tensor_info *b)
 static int compare_pair(void *arg)
 {
     differ *d = arg;
-    const mfs_numtype *na = d->ta.dtype[0] ? mfs_numtype_of(d->ta.dtype) : NULL;
-    const mfs_numtype *nb = d->tb.dtype[0] ? mfs_numtype_of(d->tb.dtype) : NULL;
+    const mfs_numtype *na =
+        d->ta.dtype[0] ? mfs_numtype_stored(d->ta.dtype, d->ta.count, d->ta.nbytes) : NULL;
+    const mfs_numtype *nb =
+        d->tb.dtype[0] ? mfs_numtype_stored(d->tb.dtype, d->tb.count, d->tb.nbytes) : NULL;
     bool same_dtype = strcmp(d->ta.dtype, d->tb.dtype) == 0 && d->ta.dtype[0];
     bool shape = same_shape(&d->ta, &d->tb);
     if (same_dtype && (!d->ta.shape_ok || !d->tb.shape_ok || d->ta.count == UINT64_MAX) &&
@@ -816,10 +940,11 @@ static void one_pair(differ *d)
         size_t n = d->ta.name_len < sizeof name - 1 ? d->ta.name_len : sizeof name - 1;
         memcpy(name, d->ta.name, n);
         name[n] = '\0';
-        char why[sizeof d->e.msg + 64];
-        snprintf(why, sizeof why, "%s: %s", d->e_side, d->e.msg);
+        char side[256], why[sizeof d->e.msg + sizeof side + 4];
+        mfs_url_redact(d->e_side, side, sizeof side);   /* no presigned URL's query */
+        snprintf(why, sizeof why, "%s: %s", side, d->e.msg);
         progress_clear(d);
-        fprintf(stderr, "%s: %s: ", d->prog, d->e_side);
+        fprintf(stderr, "%s: %s: ", d->prog, side);
         mfs_strbuf sb = { 0 };
         text_name(&sb, name, n);
         fprintf(stderr, "%s: %s\n", sb.buf ? sb.buf : "", d->e.msg);
@@ -945,6 +1070,8 @@ int mfs_ls_diff(const char *prog, const char *a, const char *b, const mfs_load_o
     }
     free(d->xa);
     free(d->xb);
+    free(d->ia);
+    free(d->ib);
     free(d->sa.stage);
     free(d->sb.stage);
     free(d->sc.stage);

@@ -25,6 +25,7 @@
 #include "opts.h"
 #include "st_out.h"
 #include "tree.h"
+#include "url_redact.h"
 
 static const char *prog = "modelfs-ls";
 
@@ -65,8 +66,10 @@ static void usage(FILE *f)
             "                 rel_l2 = ||a-b||/||a||, cos (cosine similarity) and ndiff,\n"
             "                 the numbers that differ), shape (another shape, or a dtype\n"
             "                 without numbers on one side: not compared), only_a, only_b or\n"
-            "                 error; then a summary line. Numbers are compared as doubles;\n"
-            "                 two NaNs at the same place are equal; norms and cos take\n"
+            "                 error; then a summary line. Equal numbers are the same\n"
+            "                 number in any dtypes (int64 5 = float32 5.0, -0.0 = 0);\n"
+            "                 integers compare exactly (int64 past 2^53 too), figures are\n"
+            "                 doubles; two NaNs at the same place are equal; norms and cos take\n"
             "                 the places where both are finite. Dtypes without numbers\n"
             "                 (strings, bytes) compare by bytes. Exits as diff(1) does:\n"
             "                 0 every tensor identical or equal, 1 some difference, 2 trouble\n"
@@ -90,8 +93,8 @@ static void usage(FILE *f)
             "  -V, --version\n"
             "\n"
             "Exit codes: 0 ok, 1 internal error, 2 usage, 3 cannot read MODEL,\n"
-            "4 unrecognised format, 5 corrupt model, 7 no such PATH, 8 a file failed\n"
-            "to verify or could not be read (--diff: 0, 1 or 2, as above).\n",
+            "4 unrecognised format, 5 corrupt model, 7 no such PATH (or a directory),\n"
+            "8 a file failed to verify or could not be read (--diff: 0, 1 or 2, as above).\n",
             prog, prog, prog, prog, prog, mfs_format_names());
 }
 
@@ -330,7 +333,25 @@ static void put_bytes(file_bytes *b)
     free(b->own);
 }
 
-static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
+/* MODEL as messages name it: no presigned URL's query (url_redact.h). */
+static const char *shown_model(const char *model, char *buf, size_t size)
+{
+    mfs_url_redact(model, buf, size);
+    return buf;
+}
+
+/* A PATH that is a folder has no bytes: named with its model, exit 7 as
+ * a PATH that is no file of the tree. */
+static int not_a_file(const char *model, const char *path)
+{
+    char shown[1024];
+    fprintf(stderr, "%s: %s: %s: is a directory, not a file (`%s MODEL` lists the tree)\n", prog,
+            shown_model(model, shown, sizeof shown), path, prog);
+    return mfs_exit_code(MFS_E_NO_PATH);
+}
+
+static int dump(const mfs_volume *vol, uint32_t node, int xattrs, const char *model,
+                const char *path)
 {
     const mfs_tree *t = vol->tree;
     mfs_content *content = vol->content;
@@ -357,10 +378,8 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
         }
         return mfs_exit_code(MFS_OK);
     }
-    if (n->kind != MFS_NODE_FILE) {
-        fprintf(stderr, "%s: is a directory\n", prog);
-        return mfs_exit_code(MFS_E_NO_PATH);
-    }
+    if (n->kind != MFS_NODE_FILE)
+        return not_a_file(model, path);
     if (n->concat) {
         bool write_failed = false;
         if (concat_each(vol, node, write_bytes, &write_failed))
@@ -385,15 +404,18 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs)
 /* --sha256: "SHA256  SIZE  PATH" for one PATH of the tree (as given). */
 static int sum_one(mfs_forest *f, const char *model, const char *path)
 {
+    char shown[1024];
     const mfs_volume *v = &f->top;
     uint32_t node = resolve(f, &v, path);
     const mfs_tree *t = v->tree;
     mfs_node_buf buf;
-    if (node == MFS_NONE || mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE) {
-        fprintf(stderr, "%s: %s: %s: %s\n", prog, model, node == MFS_NONE ?
-                "no such path in the tree" : "is a directory", path);
+    if (node == MFS_NONE) {
+        fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog,
+                shown_model(model, shown, sizeof shown), path);
         return mfs_exit_code(MFS_E_NO_PATH);
     }
+    if (mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE)
+        return not_a_file(model, path);
     file_bytes b;
     if (!get_bytes(v, node, &b))
         return mfs_exit_code(MFS_E_VERIFY);
@@ -402,7 +424,8 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     int r = mfs_sha256_hex_mapped2(b.head, b.head_len, b.data, b.len, NULL, hex);
     put_bytes(&b);
     if (r != 0) {
-        fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog, model, path);
+        fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog,
+                shown_model(model, shown, sizeof shown), path);
         return mfs_exit_code(MFS_E_CHANGED);
     }
     printf("%s  %llu  %s\n", hex, (unsigned long long)(b.head_len + b.len), path);
@@ -543,6 +566,11 @@ int main(int argc, char **argv)
     if (diff) {
         /* A B, nothing else: exit codes as diff(1)'s (2 for a bad line too). */
         if (argc - argi != 2 || xattrs || verify || sums || check) {
+            if (argc - argi != 2)
+                fprintf(stderr, "%s: --diff needs two models, got %d\n", prog, argc - argi);
+            else
+                fprintf(stderr, "%s: --diff goes with --json and the fetch and cache options "
+                        "only\n", prog);
             usage(stderr);
             return mfs_exit_code(MFS_E_USAGE);
         }
@@ -636,10 +664,12 @@ int main(int argc, char **argv)
                     printf("# %s\n", argv[i]);
                 int r;
                 if (node == MFS_NONE) {
-                    fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog, model, argv[i]);
+                    char shown[1024];
+                    fprintf(stderr, "%s: %s: no such path in the tree: %s\n", prog,
+                            shown_model(model, shown, sizeof shown), argv[i]);
                     r = mfs_exit_code(MFS_E_NO_PATH);
                 } else {
-                    r = dump(v, node, xattrs);
+                    r = dump(v, node, xattrs, model, argv[i]);
                 }
                 if (rc == 0)
                     rc = r;

@@ -2,7 +2,8 @@
  * first byte picks an element type, the rest is decoded as whole blocks
  * into buffers of exactly the size the type promises (to_f32 and to_f64),
  * so that a decoder reading or writing past them is caught by ASan, and
- * UBSan sees every shift and conversion. to_f64 must be to_f32 widened. */
+ * UBSan sees every shift and conversion. to_f64 must be to_f32 widened,
+ * and an integer type's to_int the same values. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,9 @@ static const char *const names[] = {
     "float4_e2m1fn_x2", "float4_e2m1fn", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q1_0",
     "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "tq1_0", "tq2_0", "iq2_xxs", "iq2_xs", "iq2_s",
     "iq3_xxs", "iq3_s", "iq1_s", "iq1_m", "iq4_nl", "iq4_xs", "mxfp4", "nvfp4",
+    "int1", "int4", "uint7", "int2",
     /* refused: NULL and a reason */
-    "q8_1", "q8_k", "float6_e2m3fn", "qint8", "bits16", "int4", "bytes", "float128",
+    "q8_1", "q8_k", "float6_e2m3fn", "qint8", "bits16", "bytes", "float128",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -36,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (mfs_num_why_not(name) != NULL || t->block_bytes == 0 || t->to_f64 == NULL)
         abort();
+    /* The packed form of int4, uint4, int2, uint2 when the first byte's
+     * top bit is set. */
+    if ((data[0] & 0x80) && mfs_numtype_packed(name) != NULL)
+        t = mfs_numtype_packed(name);
     /* The blocks in a buffer of their own, exactly as long. */
     uint64_t nblocks = (size - 1) / t->block_bytes;
     size_t inlen = (size_t)(nblocks * t->block_bytes);
@@ -58,6 +64,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         }
         free(f);
+    }
+    if (t->to_int != NULL) {
+        /* The exact values are the doubles' (rounded as a double rounds
+         * them); a uint64 as its bit pattern. */
+        int64_t *v = malloc(nums ? nums * sizeof *v : 1);
+        if (v == NULL)
+            abort();
+        t->to_int(in, nblocks, v);
+        for (size_t i = 0; i < nums; i++) {
+            double w = t->kind == MFS_NUM_INT ? (double)v[i] : (double)(uint64_t)v[i];
+            if (w != d[i])
+                abort();
+        }
+        free(v);
     }
     free(d);
     free(in);

@@ -38,8 +38,10 @@ replace(path, data, mtime) swaps a served file for new bytes the way a
 deploy does (a new file renamed over it).
 
 It records every request (method, path, Range, If-Match, Accept-Encoding,
-If-Unmodified-Since) for the tests
-to look at. Started in a thread by the test; stops when told.
+If-Unmodified-Since) for the tests to look at, and in .headers (path,
+{lower-case name: value}) every header each request carried (which
+credentials reached which host). Started in a thread by the test; stops
+when told.
 """
 import email.utils
 import calendar
@@ -83,6 +85,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             srv.log.append((self.command, self.path, rng, self.headers.get("If-Match"),
                             self.headers.get("Accept-Encoding"),
                             self.headers.get("If-Unmodified-Since")))
+            srv.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
             n_req = srv.counts.get(self.path, 0)
             srv.counts[self.path] = n_req + 1
         if kind == "status404":
@@ -255,6 +258,7 @@ def start(root, host="127.0.0.1", tls=None):
     srv.root = os.path.realpath(root)
     srv.lock = threading.Lock()
     srv.log = []
+    srv.headers = []
     srv.counts = {}
     srv.seen503 = set()
     srv.stopping = False

@@ -8,16 +8,23 @@ what a real S3 checks and s3rver does not:
    than 15 minutes off: 403 with an S3 XML <Error>;
  - unsigned requests only to buckets made public;
  - GET and HEAD of objects: ranges (206 + Content-Range; 416 past the
-   end), a strong ETag, If-Match (412 when it does not match); in a
-   versioned bucket x-amz-version-id, and ?versionId= serving the bytes
-   that version had;
- - ListObjectsV2 (list-type=2, prefix, continuation-token, max-keys up to
-   1,000 per page), path-style only (ENDPOINT/BUCKET/KEY);
+   end), the ETag S3 gives an object not uploaded in parts (the MD5 of
+   its bytes), If-Match (412 when it does not match); in a versioned
+   bucket x-amz-version-id, and ?versionId= serving the bytes that
+   version had;
+ - ListObjectsV2 (list-type=2: prefix, delimiter with CommonPrefixes,
+   continuation-token (opaque), start-after, encoding-type=url, max-keys
+   up to 1,000 per page) and ListObjects v1 (marker, NextMarker), each
+   key's ETag as GET gives it; path-style only (ENDPOINT/BUCKET/KEY);
  - 404 NoSuchBucket / NoSuchKey.
 
 Buckets are folders: every file below one is a key (its path). It records
 each request (method, path, query, signed or not, status) in .log.
+With .redirect_to set (a base URL), an object's GET or HEAD without
+`hop=1` in its query is answered 307 to redirect_to + its path + hop=1
+(S3's TemporaryRedirect; the base may be this server or another host).
 """
+import base64
 import datetime
 import hashlib
 import http.server
@@ -49,6 +56,20 @@ class _Verifier(SigV4Auth):
 
     def _normalize_url_path(self, path):
         return path
+
+
+def md5_etag(path, memo={}):
+    """S3's ETag of an object put in one part: the MD5 of its bytes,
+    quoted (kept per size, mtime and inode: files here change by rewrite)."""
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in memo:
+        h = hashlib.md5()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        memo[key] = '"%s"' % h.hexdigest()
+    return memo[key]
 
 
 def _error(code, message):
@@ -152,13 +173,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.bucket = bucket
         if bucket not in srv.buckets:
             return self.fail(404, "NoSuchBucket", "The specified bucket does not exist")
+        query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+        if srv.redirect_to and key != "" and "hop" not in query:
+            self.record(307)
+            return self.send_body(307, b"", [("Location", srv.redirect_to + self.path +
+                                              ("&" if parts.query else "?") + "hop=1")])
         why = self.auth_error()
         if why is not None:
             return self.fail(403, *why)
-        query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
         if key == "":
-            if query.get("list-type") != ["2"]:
-                return self.fail(400, "InvalidArgument", "only ListObjectsV2 here")
             return self.list_objects(bucket, query)
         self.get_object(bucket, key, query)
 
@@ -181,8 +204,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     not os.path.realpath(full).startswith(root + os.sep)):
                 return self.fail(404, "NoSuchKey", "The specified key does not exist.")
             st = os.stat(full)
-            etag = '"%s"' % hashlib.md5(("%d:%d:%d" % (st.st_size, st.st_mtime_ns, st.st_ino))
-                                        .encode()).hexdigest()
+            etag = md5_etag(full)
             mtime = st.st_mtime
             body_all = None
         base = [("ETag", etag), ("Accept-Ranges", "bytes"),
@@ -225,37 +247,97 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_body(status, body, base)
 
     def list_objects(self, bucket, query):
+        """ListObjectsV2 (list-type=2) or ListObjects (v1): keys in UTF-8
+        byte order, those with `delimiter` after the prefix rolled up
+        into one CommonPrefixes each; max-keys counts both."""
         srv = self.server
         root = srv.buckets[bucket]
-        prefix = query.get("prefix", [""])[0]
-        max_keys = min(int(query.get("max-keys", ["1000"])[0]), 1000)
-        after = query.get("continuation-token", [""])[0]
+
+        def arg(name, default=""):
+            return query.get(name, [default])[0]
+        v2 = arg("list-type") == "2"
+        prefix, delim = arg("prefix"), arg("delimiter")
+        enc = arg("encoding-type")
+        if enc not in ("", "url"):
+            return self.fail(400, "InvalidArgument", "Invalid Encoding Method specified in Request")
+        try:
+            max_keys = min(int(arg("max-keys", "1000")), 1000)
+        except ValueError:
+            max_keys = -1
+        if max_keys < 0:
+            return self.fail(400, "InvalidArgument", "Provided max-keys not an integer or within "
+                             "integer range")
+        token = arg("continuation-token")
+        if v2 and token:
+            try:
+                after = base64.b64decode(token, validate=True).decode()
+            except ValueError:
+                return self.fail(400, "InvalidArgument", "The continuation token provided is "
+                                 "incorrect")
+        else:
+            after = arg("start-after") if v2 else arg("marker")
         with srv.lock:
             srv.list_pages += 1
         keys = []
         for d, _, files in os.walk(root):
             for f in files:
                 k = os.path.relpath(os.path.join(d, f), root)
-                if k.startswith(prefix) and k > after:
+                if k.startswith(prefix) and k.encode() > after.encode():
                     keys.append(k)
-        keys += [k for (b, k) in srv.aliases if b == bucket and k.startswith(prefix) and k > after]
+        keys += [k for (b, k) in srv.aliases if b == bucket and k.startswith(prefix) and
+                 k.encode() > after.encode()]
         keys.sort(key=lambda k: k.encode())
-        page, more = keys[:max_keys], len(keys) > max_keys
+        page, more = [], False   # [(key or common prefix, is a prefix)]
+        for k in keys:
+            cut = k.find(delim, len(prefix)) if delim else -1
+            name = k[:cut + len(delim)] if cut >= 0 else k
+            if cut >= 0 and (name.encode() <= after.encode() or (page and page[-1][0] == name)):
+                continue   # rolled up into a common prefix already given
+            if len(page) == max_keys:
+                more = max_keys > 0   # (max-keys=0: an empty page, not truncated)
+                break
+            page.append((name, cut >= 0))
+
+        def text(v):
+            v = urllib.parse.quote_plus(v, safe="/") if enc else v
+            return escape(v, {'"': "&quot;", "'": "&apos;"})
         out = ['<?xml version="1.0" encoding="UTF-8"?>',
                '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
-               "<Name>%s</Name><Prefix>%s</Prefix><KeyCount>%d</KeyCount><MaxKeys>%d</MaxKeys>"
-               % (bucket, escape(prefix), len(page), max_keys),
-               "<IsTruncated>%s</IsTruncated>" % ("true" if more else "false")]
-        if more:
-            # The token is the last key, as an opaque string would be.
-            out.append("<NextContinuationToken>%s</NextContinuationToken>" % escape(page[-1]))
-        for k in page:
-            st = os.stat(srv.aliases.get((bucket, k), os.path.join(root, k)))
+               "<Name>%s</Name><Prefix>%s</Prefix>" % (bucket, text(prefix))]
+        if delim:
+            out.append("<Delimiter>%s</Delimiter>" % text(delim))
+        out.append("<MaxKeys>%d</MaxKeys>" % max_keys)
+        if enc:
+            out.append("<EncodingType>url</EncodingType>")
+        if v2:
+            out.append("<KeyCount>%d</KeyCount>" % len(page))
+            if token:
+                out.append("<ContinuationToken>%s</ContinuationToken>" % escape(token))
+            if arg("start-after"):
+                out.append("<StartAfter>%s</StartAfter>" % text(arg("start-after")))
+            if more:
+                # Opaque to clients, as S3's are (base64: '+', '/', '='
+                # to be encoded in the next request's query).
+                out.append("<NextContinuationToken>%s</NextContinuationToken>"
+                           % base64.b64encode(page[-1][0].encode()).decode())
+        else:
+            out.append("<Marker>%s</Marker>" % text(arg("marker")))
+            if more and delim:   # without a delimiter clients go on from the last key
+                out.append("<NextMarker>%s</NextMarker>" % text(page[-1][0]))
+        out.append("<IsTruncated>%s</IsTruncated>" % ("true" if more else "false"))
+        for k, is_prefix in page:
+            if is_prefix:
+                continue
+            full = srv.aliases.get((bucket, k), os.path.join(root, k))
+            st = os.stat(full)
             mtime = datetime.datetime.fromtimestamp(int(st.st_mtime), datetime.timezone.utc)
-            out.append("<Contents><Key>%s</Key><LastModified>%s</LastModified><ETag>&quot;x&quot;"
-                       "</ETag><Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>"
-                       % (escape(k, {'"': "&quot;", "'": "&apos;"}),
-                          mtime.strftime("%Y-%m-%dT%H:%M:%S.000Z"), st.st_size))
+            out.append("<Contents><Key>%s</Key><LastModified>%s</LastModified><ETag>%s</ETag>"
+                       "<Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>"
+                       % (text(k), mtime.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+                          escape(md5_etag(full), {'"': "&quot;"}), st.st_size))
+        for k, is_prefix in page:
+            if is_prefix:
+                out.append("<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>" % text(k))
         out.append("</ListBucketResult>")
         self.record(200)
         self.send_body(200, "".join(out).encode(), [("Content-Type", "application/xml")])
@@ -282,6 +364,7 @@ def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=(
     srv.aliases = dict(aliases or {})
     srv.expired = set(expired)
     srv.region = region
+    srv.redirect_to = None
     srv.lock = threading.Lock()
     srv.log = []
     srv.bad_signatures = 0

@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""The command line contract: help, version, exit codes and one-line errors,
+"""The command line contract: help, version, exit codes and one-line errors
+(a bad -o found before the model is fetched, a folder PATH named with its
+model, --diff with one model saying so),
 daemon mode returning only once the mount works, foreground mode and
 signals, fusermount3 -u, and EIO (not a crash) when the model file changes
 under a mount.
@@ -84,6 +86,32 @@ def main(argv):
                    [missing, "cannot open"], "modelfs missing file and mount point")
     r = run([modelfs_ls, model, "no/such/path"], env)
     c.equal(r.returncode, 7, "modelfs-ls missing path")
+
+    # Messages a new user meets (issue 34, defect 12).
+    # A bad -o is found before the model is fetched: here an address
+    # nothing answers on, whose error would otherwise be all one sees.
+    url = "http://127.0.0.1:%d/m.safetensors" % mfstest.free_port()
+    r = run([modelfs, "-o", "bogus_opt", url, mnt], env)
+    c.equal(r.returncode, 2, "modelfs -o bogus_opt URL MNT: exit 2 (%r)" % r.stderr)
+    c.check("bogus_opt" in r.stderr and "connect" not in r.stderr.lower(),
+            "modelfs -o bogus_opt URL: names the option, fetches nothing: %r" % r.stderr)
+    r = run([modelfs, "-o", "allow_other,nonsense=3", model, mnt], env)
+    c.equal(r.returncode, 2, "modelfs -o allow_other,nonsense=3: exit 2")
+    c.check("nonsense" in r.stderr, "the unknown option is named: %r" % r.stderr)
+    c.check(not os.path.ismount(mnt), "nothing mounted after a bad -o")
+    # A folder of the tree is no file to write: the model and the path
+    # are named, exit 7 (README's table) as for a path not in the tree.
+    for args in ([model, "tensors"], ["--sha256", model, "tensors"]):
+        one_line_error(c, run([modelfs_ls, *args], env), 7, [model, "tensors", "is a directory"],
+                       "modelfs-ls %s" % " ".join(args[:-2] + ["MODEL", "tensors"]))
+    # --diff with one model: the first line says what is wrong.
+    r = run([modelfs_ls, "--diff", model], env)
+    c.equal(r.returncode, 2, "--diff with one model: exit 2")
+    c.equal(r.stderr.splitlines()[:1], ["modelfs-ls: --diff needs two models, got 1"],
+            "--diff with one model: the first line")
+    r = run([modelfs_ls, "--diff", model, model, model], env)
+    c.equal(r.stderr.splitlines()[:1], ["modelfs-ls: --diff needs two models, got 3"],
+            "--diff with three models: the first line")
 
     if not mfstest.can_mount():
         c.skip("no /dev/fuse: mount cases")

@@ -2,7 +2,8 @@
 """modelfs-ls --diff A B (issue 21, part 3): two models made to differ in
 known ways (one element changed, a tensor renamed, a dtype changed with
 equal values, a shape changed, q8_0 against the float32 it was made from,
-NaNs and infinities, duplicate names, dtypes without numbers), in
+NaNs and infinities, duplicate names, dtypes without numbers, int64 and
+uint64 past 2^53 against each other and floats, packed int4), in
 safetensors and GGUF and across the two; every figure of --json checked
 against numpy (float64 over the dequantized values), the text lines, the
 exit codes (0 same, 1 differ, 2 trouble), and the resident set on a
@@ -26,7 +27,7 @@ import rangeserver  # noqa: E402
 import gen_gguf  # noqa: E402
 
 ST_DTYPES = {"float32": "F32", "float16": "F16", "float64": "F64", "int32": "I32", "int8": "I8",
-             "uint8": "U8"}
+             "uint8": "U8", "int64": "I64", "uint64": "U64"}
 
 
 def write_st(path, tensors):
@@ -113,6 +114,93 @@ def check_figures(c, got, want, what):
         c.equal(got.get(k), want[k], "%s: %s" % (what, k))
     for k in ("max_abs", "mean_abs", "rel_l2", "cos", "norm_a", "norm_b"):
         c.check(close(got.get(k), want[k]), "%s: %s: got %r, numpy %r" % (what, k, got.get(k), want[k]))
+
+
+def exact_ndiff(a, b):
+    """How many numbers differ as numbers (Python compares int with float
+    exactly; two NaNs are equal), and the largest |a - b|, exact then
+    rounded to a double."""
+    from fractions import Fraction
+    nd, mx = 0, 0.0
+    for x, y in zip(np.asarray(a).reshape(-1).tolist(), np.asarray(b).reshape(-1).tolist()):
+        if x == y or (x != x and y != y):
+            continue
+        nd += 1
+        mx = max(mx, float(abs(Fraction(x) - Fraction(y))))
+    return nd, mx
+
+
+def tensor_proto(name, dims, data_type, raw):
+    """An ONNX TensorProto file: dims (1), data_type (2), name (8),
+    raw_data (9)."""
+    def varint(n):
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+    out = b"".join(b"\x08" + varint(d) for d in dims) + b"\x10" + varint(data_type)
+    for field, data in ((8, name.encode()), (9, raw)):
+        out += bytes([field << 3 | 2]) + varint(len(data)) + data
+    return out
+
+
+def pack4(values):
+    """int4 values two a byte, the first in the low nibble (ONNX)."""
+    v = [x & 15 for x in values] + [0] * (len(values) % 2)
+    return bytes(v[i] | v[i + 1] << 4 for i in range(0, len(v), 2))
+
+
+def check_integers(c, run, tmp):
+    """Integers past 2^53 compared as integers (issue 34, defect 11): as
+    doubles, 2^60 + 1 is 2^60 and the diff said `equal`, `ndiff 0`, exit 0."""
+    i64 = np.array([2 ** 60, 5, -2 ** 62], np.int64)
+    i64b = np.array([2 ** 60 + 1, 5, -2 ** 62 + 1], np.int64)
+    u64 = np.array([2 ** 64 - 1, 7], np.uint64)
+    u64b = np.array([2 ** 64 - 2, 7], np.uint64)
+    big = np.array([2 ** 62, 3, 2 ** 53 + 1], np.int64)
+    a = {"i64": i64, "u64": u64, "as_u64": big, "as_f64": np.array([2 ** 60, -8], np.int64),
+         "near_f64": np.array([2 ** 60 + 1, 3], np.int64), "minus1": np.array([-1], np.int64),
+         "as_i32": np.array([1, -2, 3], np.int64), "half": np.array([1, 2], np.int64)}
+    b = {"i64": i64b, "u64": u64b, "as_u64": big.astype(np.uint64),
+         "as_f64": np.array([2.0 ** 60, -8.0]), "near_f64": np.array([2.0 ** 60, 3.0]),
+         "minus1": np.array([2 ** 64 - 1], np.uint64), "as_i32": np.array([1, -2, 3], np.int32),
+         "half": np.array([1.0, 2.5])}
+    want = {"i64": "changed", "u64": "changed", "as_u64": "equal", "as_f64": "equal",
+            "near_f64": "changed", "minus1": "changed", "as_i32": "equal", "half": "changed"}
+    pa, pb = os.path.join(tmp, "ia.safetensors"), os.path.join(tmp, "ib.safetensors")
+    write_st(pa, a)
+    write_st(pb, b)
+    rc, out, err = run("--diff", "--json", pa, pb)
+    c.equal(rc, 1, "integers: exit 1 (%s)" % err.strip())
+    got = by_name(json.loads(out)) if out else {}
+    for name, st in want.items():
+        t = got.get(name, [{}])[0]
+        nd, mx = exact_ndiff(a[name], b[name])
+        c.equal((t.get("status"), t.get("ndiff"), t.get("max_abs")), (st, nd, mx),
+                "integers: %s (%s against %s): status, ndiff, max_abs"
+                % (name, a[name].dtype, b[name].dtype))
+    # Packed int4 (ONNX) against the same numbers as int8, then one changed.
+    q = [-8, 7, 0, -1, 3]
+    pq = os.path.join(tmp, "q.pb")
+    with open(pq, "wb") as f:
+        f.write(tensor_proto("q", [5], 22, pack4(q)))
+    for other, st, nd in ((q, "equal", 0), (q[:3] + [1] + q[4:], "changed", 1)):
+        ps = os.path.join(tmp, "q8.safetensors")
+        write_st(ps, {"q": np.array(other, np.int8)})
+        rc, out, err = run("--diff", "--json", pq, ps)
+        t = by_name(json.loads(out)).get("q", [{}])[0] if out else {}
+        c.equal((rc, t.get("status"), t.get("ndiff")), (0 if nd == 0 else 1, st, nd),
+                "packed int4 %r against int8 %r (%s)" % (q, other, err.strip()))
+    # The defect as reported: int64 alone, two values one apart.
+    pc, pd = os.path.join(tmp, "ic.safetensors"), os.path.join(tmp, "id.safetensors")
+    write_st(pc, {"x": i64})
+    write_st(pd, {"x": i64b})
+    rc, out, err = run("--diff", pc, pd)
+    c.equal((rc, out.splitlines()[0].split()[0] if out else None), (1, "changed"),
+            "int64 [2^60, 5, -2^62] against two values one apart: changed, exit 1")
+    c.check("ndiff=2/3" in out, "int64: ndiff=2/3 in %r" % out)
 
 
 def main(argv):
@@ -283,6 +371,8 @@ def main(argv):
             check_figures(c, got["blk.0.w"][0], expected(x, deq), "safetensors f32 against gguf q8_0")
         c.equal([t["status"] for t in got.get("opaque", [])], ["shape"],
                 "float32 against q8_1 (no numbers): shape")
+
+        check_integers(c, run, tmp)
 
         # ---- exit 2: trouble; bad command lines ------------------------
         missing = os.path.join(tmp, "missing.safetensors")

@@ -25,6 +25,11 @@
   the sum of magnitudes, 1.1e-10 for the million values of our largest
   tensor. The text is byte-identical from the mount and from modelfs-ls
   with 1 and 3 threads.
+- Integers exactly (issue 34): an integer tensor's min and max as the
+  integers it holds (int64/uint64 past 2^53, which doubles round); `-` in
+  min..l2 of a tensor with no finite value (all NaN, all inf, empty);
+  sub-byte integers unpacked here with numpy (low bits first, two's
+  complement) against stats.tsv, and the f32 view of every packed one.
 - A member that would decode to 1 GiB from an .npz of a few MB: its
   stats.tsv and f32/ view are refused at once, the daemon stays up.
 - Each reference is checked to tell its type from its neighbour (e4m3fn's
@@ -137,6 +142,22 @@ BLOCK_TYPES = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "
                "iq4_xs", "tq1_0", "tq2_0", "mxfp4", "nvfp4", "q1_0"}
 
 WIDE = {"float128", "float96", "complex256", "complex192"}
+# Sub-byte integers: a value is the low N bits (two's complement for intN)
+# of its byte (torch: a byte each) or of its place in a byte (ONNX, TFLite:
+# packed 8/N a byte, the first value in the low bits; `element_bits`).
+SUB_INT = {"%s%d" % (k, n) for k in ("int", "uint") for n in range(1, 8)}
+
+
+def sub_int_values(dtype, raw, count, packed):
+    bits = int(dtype.lstrip("uint"))
+    b = np.frombuffer(raw, dtype=np.uint8).astype(np.int64)
+    if packed:
+        per = 8 // bits
+        b = (b[:, None] >> (np.arange(per) * bits)).reshape(-1)[:count]
+    v = b & ((1 << bits) - 1)
+    if dtype.startswith("int"):
+        v = np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+    return v
 BIG = (8 << 20) + 5  # bfloat16 values: past f32_view.c's F32_SPLIT
 
 # ---- the all-values model ---------------------------------------------
@@ -149,6 +170,14 @@ def write_all_values(path):
                ("e8m0", "F8_E8M0", [256], every), ("e4m3fnuz", "F8_E4M3FNUZ", [256], every),
                ("e5m2fnuz", "F8_E5M2FNUZ", [256], every), ("f4", "F4", [512], every),
                ("bf16", "BF16", [256, 256], u16), ("f16", "F16", [65536], u16),
+               # Integers doubles round (stats.tsv prints them exactly), and
+               # tensors with no finite value (no figure, l2 included).
+               ("i64", "I64", [4], np.array([2 ** 60 + 1, 5, -2 ** 62 + 1, -3], "<i8").tobytes()),
+               ("u64", "U64", [3], np.array([2 ** 64 - 1, 2 ** 63 + 1, 2 ** 53 + 1], "<u8")
+                .tobytes()),
+               ("all_nan", "F32", [3], np.full(3, np.nan, "<f4").tobytes()),
+               ("all_inf", "F32", [2], np.array([np.inf, -np.inf], "<f4").tobytes()),
+               ("empty", "F32", [0, 4], b""),
                # 16 MiB and more: decoded by several threads at once
                ("bf16_big", "BF16", [BIG], (np.arange(BIG, dtype=np.uint64) * 40503 % 65536)
                 .astype("<u2").tobytes())]
@@ -180,6 +209,24 @@ def check_views(c, root, model, doc, npz, label):
     for e in doc.get("tensors", []):
         dt, path = e.get("dtype"), e.get("path")
         what = "%s: %s (%s)" % (label, e.get("name"), dt)
+        if dt in SUB_INT and "problem" not in e:
+            raw = mfstest.stored_bytes(model, doc.get("format"), e)
+            if raw is None:
+                raw = mfstest.read_bytes(os.path.join(root, path))
+            packed = "element_bits" in e
+            want = sub_int_values(dt, raw, int(np.prod(e["shape"])), packed)
+            values[path] = want
+            if packed:
+                # numpy has no such type: the f32 view is how it reads them.
+                if c.check("f32" in e, "%s: packed, and no f32 view" % what):
+                    view = mfstest.np_load(np, os.path.join(root, e["f32"]), allow_pickle=False)
+                    c.equal((list(view.shape), view.dtype.str), (list(e["shape"]), "<f4"),
+                            "%s: view shape and dtype" % what)
+                    bad = same_bits(view, want.astype(np.float32).reshape(view.shape)
+                                    if want.size == view.size else want.astype(np.float32))
+                    c.check(bad is None, "%s: view differs from the unpacked values at %s"
+                            % (what, bad))
+            continue
         if "f32" not in e:
             if dt in REF_TYPES or dt in BLOCK_TYPES:
                 c.check("problem" in e or "f32_missing" in e or "element_bits" in e,
@@ -261,6 +308,10 @@ def check_stats(c, root, doc, values, label):
             continue
         v = np.asarray(values[path])
         v = v.reshape(-1)
+        if v.dtype.kind in "biu" and v.size:
+            # Exactly: as doubles, int64 past 2^53 would print rounded.
+            c.equal(row[4:6], [str(int(v.min())), str(int(v.max()))],
+                    "%s: integer min and max, exactly" % what)
         if v.dtype.kind == "c":
             v = v.view(v.real.dtype)
         v = v.astype(np.float64)
@@ -269,10 +320,13 @@ def check_stats(c, root, doc, values, label):
                             str(int((v == -np.inf).sum())), str(int((fin == 0).sum()))],
                 "%s: nan/posinf/neginf/zeros" % what)
         if fin.size == 0:
-            c.equal(row[4:8], ["-"] * 4, "%s: no finite values" % what)
+            c.equal(row[4:9], ["-"] * 5, "%s: no finite values: min..l2" % what)
+            continue
+        if "-" in row[4:9]:
+            c.check(False, "%s: %s for finite values" % (what, row[4:9]))
             continue
         scale = float(np.abs(fin).mean())
-        ok = (float(row[4]) == fin.min() and float(row[5]) == fin.max() and
+        ok = (float(row[4]) == float(fin.min()) and float(row[5]) == float(fin.max()) and
               close(float(row[6]), fin.mean(), scale) and close(float(row[7]), fin.std(), scale) and
               close(float(row[8]), math.sqrt(float(np.dot(fin, fin))), scale * math.sqrt(fin.size)))
         c.check(ok, "%s: %s vs numpy min %r max %r mean %r std %r l2 %r" %

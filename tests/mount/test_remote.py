@@ -69,6 +69,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import mfstest  # noqa: E402
 import rangeserver  # noqa: E402
+import webservers  # noqa: E402
 
 
 def is_model_file(path):
@@ -663,18 +664,7 @@ def check_tls(c, build, srv, root, good, env):
     named); a redirect from https to http refused; a redirect loop ends."""
     ls = os.path.join(build, "modelfs-ls")
     tmp = tempfile.mkdtemp(prefix="modelfs-tls-")
-    ca, key = os.path.join(tmp, "ca.pem"), os.path.join(tmp, "ca.key")
-    cert, ckey, csr = (os.path.join(tmp, n) for n in ("srv.pem", "srv.key", "srv.csr"))
-    ext = os.path.join(tmp, "ext.cnf")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\n")
-    run = lambda *a: subprocess.run(a, capture_output=True, check=True)  # noqa: E731
-    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", ca,
-        "-days", "2", "-subj", "/CN=modelfs test CA")
-    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", ckey, "-out", csr,
-        "-subj", "/CN=127.0.0.1")
-    run("openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", key, "-CAcreateserial",
-        "-out", cert, "-days", "2", "-extfile", ext)
+    ca, cert, ckey = webservers.make_cert(tmp)
     tls = rangeserver.start(root, tls=(cert, ckey))
     try:
         rel = os.path.relpath(good, root)
@@ -703,35 +693,21 @@ def check_tls(c, build, srv, root, good, env):
 
 
 def check_nginx(c, build, root, by_dir, env):
-    """The same through Debian's nginx (its ranges, ETags and If-Match):
-    the first model of each folder the same as its file, and a model
-    replaced after the mount gives EIO (nginx answers If-Match with 412)."""
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx")
-                                      else None)
-    if nginx is None:
+    """The same through Debian's nginx (webservers.py: its ranges, ETags
+    and If-Match): the first model of each folder the same as its file,
+    and a model replaced after the mount gives EIO (nginx answers
+    If-Match with 412). test_servers.py runs the other servers."""
+    try:
+        srv = webservers.start("nginx", root)
+    except webservers.Unavailable:
         c.skip("no nginx: the real-server half of this test")
         return
-    tmp = tempfile.mkdtemp(prefix="modelfs-nginx-")
-    port = mfstest.free_port()
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        # Workers as the test's user: the files are in its private folders.
-        f.write("""%(user)sdaemon off; worker_processes 1; pid %(t)s/nginx.pid;
-error_log %(t)s/error.log;
-events { worker_connections 64; }
-http {
-  access_log %(t)s/access.log;
-  client_body_temp_path %(t)s/body; proxy_temp_path %(t)s/proxy;
-  fastcgi_temp_path %(t)s/fastcgi; uwsgi_temp_path %(t)s/uwsgi; scgi_temp_path %(t)s/scgi;
-  default_type application/octet-stream;
-  server { listen 127.0.0.1:%(p)d; root %(r)s; }
-}
-""" % {"t": tmp, "p": port, "r": root, "user": "user root;\n" if os.geteuid() == 0 else ""})
-    proc = subprocess.Popen([nginx, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    except RuntimeError as e:
+        c.check(False, "nginx does not start: %s" % e)
+        return
+    failed = c.failed
     try:
-        mfstest.wait_port(port, 10, proc)
-        base = "http://127.0.0.1:%d/" % port
+        base = srv.url + "/"
         ls = os.path.join(build, "modelfs-ls")
         for d in sorted(by_dir):
             p = by_dir[d][0][0]
@@ -751,8 +727,7 @@ http {
             c.equal((got is None, err), (True, errno.EIO), "nginx, replaced after the mount: EIO")
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
     finally:
-        mfstest.stop_process(proc)
-        shutil.rmtree(tmp, ignore_errors=True)
+        srv.stop(keep=c.failed > failed)
 
 
 def du(path):

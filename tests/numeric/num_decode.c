@@ -6,6 +6,7 @@
  *                                         f32_view has_f32, or the reason
  *   num_decode --bench DTYPE MB           MB/s of input decoding MB megabytes
  *                                         of pseudo-random blocks to float32
+ * DTYPE@packed is the packed decoder of int4, uint4, int2 or uint2.
  * Exit 0; 2 when DTYPE has no decoder (its reason on stderr), or the mode
  * has no decoder (--f32 of float64); 1 on I/O errors. */
 #include <stdbool.h>
@@ -45,8 +46,18 @@ static uint8_t *read_all(FILE *f, size_t *len)
     return buf;
 }
 
+/* DTYPE@packed: the packed decoder of a sub-byte integer (ONNX, TFLite). */
 static const mfs_numtype *lookup(const char *dtype)
 {
+    const char *at = strchr(dtype, '@');
+    if (at != NULL && strcmp(at, "@packed") == 0) {
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(at - dtype), dtype);
+        const mfs_numtype *p = mfs_numtype_packed(name);
+        if (p == NULL)
+            fprintf(stderr, "num_decode: %s: not packed\n", name);
+        return p;
+    }
     const mfs_numtype *t = mfs_numtype_of(dtype);
     if (t == NULL)
         fprintf(stderr, "num_decode: %s: %s\n", dtype, mfs_num_why_not(dtype));

@@ -308,12 +308,39 @@ def test_plain():
         check("%s: no to_f32" % name, np.array([p.returncode]), np.array([2]))
 
 
+def test_sub_int():
+    """int1..int7, uint1..uint7: a value is the low N bits (two's
+    complement for intN), one a byte (torch) or packed 8/N a byte, the
+    first in the low bits (ONNX, TFLite: int4 uint4 int2 uint2)."""
+    every = bytes(range(256))
+    b = np.arange(256, dtype=np.int64)
+    for sign in ("int", "uint"):
+        for bits in range(1, 8):
+            name = "%s%d" % (sign, bits)
+
+            def val(x):
+                x = x & ((1 << bits) - 1)
+                return np.where(x >= 1 << (bits - 1), x - (1 << bits), x) if sign == "int" else x
+            want = val(b).astype(np.float64)
+            check("%s: a byte each" % name, decode(name, every), f32_bits(want))
+            check("%s: a byte each, f64" % name, decode(name, every, f64=True),
+                  want.view("<u8"))
+            if bits in (2, 4):
+                per = 8 // bits
+                packed = val((b[:, None] >> (np.arange(per) * bits)).reshape(-1))
+                check("%s: packed, low bits first" % name, decode(name + "@packed", every),
+                      f32_bits(packed.astype(np.float64)))
+    # Neighbours told apart: int4 is not uint4, packed is not a byte each.
+    check("int4 and uint4 differ", np.array([(decode("int4", every) != decode("uint4", every)).any()]),
+          np.array([True]))
+
+
 def test_refused():
     for name, words in (("q8_k", "no dequantization is defined for q8_k"),
                         ("q8_1", "no dequantization is defined for q8_1"),
                         ("float6_e2m3fn", "6-bit"), ("float128", "long double"),
                         ("qint8", "scale"), ("bits16", "bits"), ("bytes", "bytes"),
-                        ("string", "string"), ("int4", "sub-byte"), ("uint7", "sub-byte"),
+                        ("string", "string"),
                         ("nonsense", "unknown")):
         p = subprocess.run([NUM_DECODE, "--info", name], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
@@ -356,6 +383,7 @@ def main():
     test_small_floats()
     test_q1_0()
     test_plain()
+    test_sub_int()
     test_refused()
     test_info()
     test_negative()
