@@ -130,7 +130,7 @@ typedef struct reply {
     const struct part_sink *sink;
     uint64_t parts_done;        /* handed on */
     int verified;               /* 0 not yet looked at, 1 yes, -1 no */
-    uint64_t want_first, want_last, want_total;
+    uint64_t want_first, want_last;
     const mfs_http_pin *want_pin;   /* NULL at open */
     const mfs_curl_api *api;
     CURL *k;
