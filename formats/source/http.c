@@ -12,7 +12,9 @@
 #include "curl_lib.h"
 #include "disk_cache.h"
 #include "fetch_pool.h"
+#include "http_answer.h"
 #include "http_parse.h"
+#include "http_why.h"
 #include "log.h"
 #include "redirect.h"
 #include "url_redact.h"
@@ -30,13 +32,14 @@
 #define AHEAD_UNREAD (1ull << 62)   /* added to an unread block's LRU tick */
 #define RUN_ON_GAP 4096u            /* alignment between tensors (GGUF: 32; some 4096) */
 #define RECENT 16                   /* read ends remembered: streams followed */
+#define HEADER_MAX (256u << 10)     /* bytes of one answer's header lines at most */
 
 typedef struct http_src {
     mfs_src src;
     char *url;                  /* as given: what is fetched */
     char *ca_file;              /* CURL_CA_BUNDLE or SSL_CERT_FILE, else NULL: the system's */
-    char etag[256];             /* pinned at open; "" when the server gave none */
-    bool strong;                /* send If-Match (a weak ETag cannot be) */
+    const char *ca_from;        /* which of the two named it */
+    mfs_http_pin pin;           /* the version pinned at open (http_answer.h) */
     uint64_t block;
     mfs_http_opts o;
     pthread_mutex_t mu;
@@ -127,20 +130,18 @@ typedef struct reply {
     const struct part_sink *sink;
     uint64_t parts_done;        /* handed on */
     int verified;               /* 0 not yet looked at, 1 yes, -1 no */
-    uint64_t want_first, want_last, want_total;
-    const char *want_etag;      /* "" for none */
+    uint64_t want_first, want_last;
+    const mfs_http_pin *want_pin;   /* NULL at open */
     const mfs_curl_api *api;
     CURL *k;
     const char *pin_name;       /* a header to keep (mfs_http_hooks.pin_header), or NULL */
     char pin[256];              /* its value, "" when absent (or too long) */
     bool overflow;              /* more body than asked: a 200, or a lie */
-    long status;
-    char etag[256];
-    bool etag_too_long;
-    bool has_range;
-    uint64_t r_first, r_last, r_total;
-    bool total_unknown;
+    mfs_http_answer a;          /* status and headers of the answer */
     double retry_after;         /* seconds; < 0: none */
+    uint64_t header_bytes;      /* of this answer, bounded: HEADER_MAX */
+    bool header_too_big;
+    bool headers_done;          /* the blank line after them came */
 } reply;
 
 /* Where whole parts of a run go (load_run: into the block table). */
@@ -154,11 +155,11 @@ typedef struct part_sink {
  * checks every answer again when it ends). */
 static bool answer_ok(reply *r)
 {
-    long status = 0;
-    r->api->easy_getinfo(r->k, CURLINFO_RESPONSE_CODE, &status);
-    return status == 206 && r->has_range && !r->total_unknown && r->r_first == r->want_first &&
-           r->r_last == r->want_last && r->r_total == r->want_total &&
-           (r->want_etag[0] == '\0' || strcmp(r->etag, r->want_etag) == 0);
+    char msg[8];   /* not shown: fetch judges the answer again and says why */
+    r->api->easy_getinfo(r->k, CURLINFO_RESPONSE_CODE, &r->a.status);
+    return r->want_pin != NULL && r->a.status == 206 &&
+           mfs_http_judge_get(r->want_pin, &r->a, r->want_first, r->want_last, msg,
+                              sizeof msg) == MFS_HTTP_OK;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -201,38 +202,50 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
         memcpy(r->pin, pv, keep);
         r->pin[keep] = '\0';
     }
+    /* Our own bound, below curl's (300 KB in all, 100 KB a line: its
+     * "Out of memory" then, fetch says why). */
+    r->header_bytes += len;
+    if (r->header_bytes > HEADER_MAX) {
+        r->header_too_big = true;
+        return 0;   /* CURLE_WRITE_ERROR */
+    }
     mfs_http_header hd;
     switch (mfs_http_parse_header(p, len, &hd)) {
     case MFS_HTTP_H_STATUS:
         /* A new response (after a redirect or a 100): forget the last. */
-        r->etag[0] = '\0';
+        mfs_http_answer_clear(&r->a);
         r->pin[0] = '\0';
-        r->etag_too_long = false;
-        r->has_range = r->total_unknown = false;
         r->retry_after = -1;
+        r->header_bytes = len;
+        r->headers_done = false;
         break;
     case MFS_HTTP_H_ETAG:
-        if (hd.len < sizeof r->etag) {
-            memcpy(r->etag, hd.value, hd.len);
-            r->etag[hd.len] = '\0';
+        if (hd.len < sizeof r->a.etag) {
+            memcpy(r->a.etag, hd.value, hd.len);
+            r->a.etag[hd.len] = '\0';
         } else {
             /* Not kept, so never matched: a pinned object then reads as
              * changed, and an open refuses it (no version to pin). */
-            snprintf(r->etag, sizeof r->etag, "(an ETag of %zu bytes)", hd.len);
-            r->etag_too_long = true;
+            snprintf(r->a.etag, sizeof r->a.etag, "(an ETag of %zu bytes)", hd.len);
+            r->a.etag_too_long = true;
         }
         break;
+    case MFS_HTTP_H_LAST_MODIFIED:
+        r->a.last_modified = hd.date;
+        break;
     case MFS_HTTP_H_RANGE:
-        r->has_range = hd.range_ok;
-        r->total_unknown = hd.total_unknown;
-        r->r_first = hd.first;
-        r->r_last = hd.last;
-        r->r_total = hd.total;
+        r->a.has_range = hd.range_ok;
+        r->a.total_unknown = hd.total_unknown;
+        r->a.r_first = hd.first;
+        r->a.r_last = hd.last;
+        r->a.r_total = hd.total;
         break;
     case MFS_HTTP_H_RETRY_AFTER:
         r->retry_after = hd.seconds > 3600 ? 3600.0 : (double)hd.seconds;
         break;
     default:
+        if (len <= 2 && (p[0] == '\r' || p[0] == '\n'))
+            r->headers_done = true;
         break;
     }
     return len;
@@ -287,11 +300,14 @@ static bool transient(CURLcode rc)
            rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
-/* What one request is: a range (NULL: a HEAD), an If-Match line (or
+/* What one request is: a range (NULL: a HEAD), an If-Match and an
+ * If-Unmodified-Since line (or NULL), where curl's error detail goes (or
  * NULL), a bound on its time in ms (0: none). */
 typedef struct request {
     const char *range;
     const char *if_match;
+    const char *if_unmodified;
+    char *errbuf;             /* CURL_ERROR_SIZE bytes */
     long timeout_ms;
 } request;
 
@@ -336,6 +352,10 @@ static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, const char 
     *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
     if (*hdr != NULL && rq->if_match != NULL)
         *hdr = c->slist_append(*hdr, rq->if_match);
+    if (*hdr != NULL && rq->if_unmodified != NULL)
+        *hdr = c->slist_append(*hdr, rq->if_unmodified);
+    if (rq->errbuf != NULL)
+        c->easy_setopt(k, CURLOPT_ERRORBUFFER, rq->errbuf);
     if (*hdr != NULL && with_hook && h->hk.prepare != NULL)
         *hdr = h->hk.prepare(h->hk.arg, k, *hdr);
     if (url != NULL)
@@ -396,21 +416,28 @@ static CURLcode perform(const mfs_curl_api *c, CURL *k, const http_src *h, const
     }
 }
 
-/* One HEAD: is the URL still the object `o` (same ETag and size)? Its
- * answer's time into h->src.mtime. False on any doubt (then a GET
- * decides). */
+/* One HEAD: is the URL still the object `o` (its validators and size,
+ * judged as every GET's answer is)? Its answer's time into h->src.mtime.
+ * False on any doubt (then a GET decides), and for an object no strong
+ * ETag names (none is kept). */
 static bool still_same(http_src *h, const mfs_disk_object *o)
 {
+    mfs_http_answer was;
+    mfs_http_answer_clear(&was);
+    snprintf(was.etag, sizeof was.etag, "%s", o->etag);
+    mfs_http_pin pin;
+    mfs_http_pin_of(&was, o->size, &pin);
     const mfs_curl_api *c = mfs_curl();
-    CURL *k = c ? take_handle(h, c) : NULL;
+    CURL *k = c && mfs_http_pin_names_version(&pin) ? take_handle(h, c) : NULL;
     if (k == NULL)
         return false;
     reply r = { .parts = NULL, .part = 1, .cap = 0, .retry_after = -1, .api = c, .k = k };
-    request rq = { NULL, NULL, 0 };
-    char why[600];
-    CURLcode rc = perform(c, k, h, &rq, &r, why, sizeof why);
+    mfs_http_answer_clear(&r.a);
+    request rq = { 0 };
+    char refused[600];
+    CURLcode rc = perform(c, k, h, &rq, &r, refused, sizeof refused);
     curl_off_t clen = -1, ft = -1;
-    c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
+    c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.a.status);
     c->easy_getinfo(k, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
     c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft);
     give_handle(h, c, k);
@@ -419,8 +446,26 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
     pthread_mutex_unlock(&h->mu);
     if (ft > 0)
         h->src.mtime.tv_sec = (time_t)ft;
-    return rc == CURLE_OK && r.status == 200 && clen >= 0 && (uint64_t)clen == o->size &&
-           o->etag[0] == '"' && strcmp(r.etag, o->etag) == 0;
+    r.a.length = clen;
+    char why[8];
+    return rc == CURLE_OK && mfs_http_judge_head(&pin, &r.a, why, sizeof why) == MFS_HTTP_OK;
+}
+
+/* Why the transfer on `k` failed with rc (messages: http_why.h), into
+ * out; asked of the handle before it is given back. */
+static void explain_failure(const mfs_curl_api *c, CURL *k, CURLcode rc, const http_src *h,
+                            const reply *r, const char *errbuf, char *out, size_t size)
+{
+    char *url = NULL, *ca_default = NULL;
+    c->easy_getinfo(k, CURLINFO_EFFECTIVE_URL, &url);
+    if (h->ca_file == NULL)
+        c->easy_getinfo(k, CURLINFO_CAINFO, &ca_default);
+    mfs_http_why w = { .errbuf = errbuf, .url = url ? url : h->url, .ca_file = h->ca_file,
+                       .ca_from = h->ca_from, .ca_default = ca_default,
+                       .header_too_big = r->header_too_big,
+                       .in_headers = r->header_bytes > 0 && !r->headers_done,
+                       .header_max = HEADER_MAX };
+    mfs_http_why_text(c, rc, &w, out, size);
 }
 
 /* GETs bytes [off, off + len) into parts (blocks of h->block bytes, len
@@ -433,8 +478,8 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
     const mfs_curl_api *c = mfs_curl();
     if (c == NULL)
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot fetch: %s", mfs_curl_error());
-    char range[80], ifmatch[300];
-    snprintf(ifmatch, sizeof ifmatch, "If-Match: %s", h->etag);
+    char range[80], ifmatch[300], ifdate[300];
+    mfs_http_pin_headers(&h->pin, ifmatch, ifdate, sizeof ifmatch);
     double backoff = 0.5;
     bool refreshed = false;
     /* Parts handed on by a try that then failed are not asked again. */
@@ -448,18 +493,28 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
             return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot fetch: out of memory");
         reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1,
                     .sink = first ? NULL : sink, .want_first = off, .want_last = off + len - 1,
-                    .want_total = h->src.size, .want_etag = h->strong ? h->etag : "",
+                    .want_pin = first ? NULL : &h->pin,
                     .api = c, .k = k, .pin_name = first ? h->hk.pin_header : NULL };
+        mfs_http_answer_clear(&r.a);
         if (skipped > 0 && sink != NULL) {
             shift.by = skipped;
             shifted_sink = (part_sink){ shifted, &shift };
             r.sink = &shifted_sink;
         }
-        /* A bound on the whole GET: 60 s plus 16 KiB/s of its length. */
-        request rq = { range, !first && h->strong ? ifmatch : NULL, (long)(60000 + len / 16) };
+        /* The pinned version's precondition: If-Match for a strong ETag,
+         * else If-Unmodified-Since when there is a Last-Modified. A bound
+         * on the whole GET: 60 s plus 16 KiB/s of its length. */
+        char errbuf[CURL_ERROR_SIZE] = "";
+        request rq = { .range = range, .if_match = !first && ifmatch[0] ? ifmatch : NULL,
+                       .if_unmodified = !first && ifdate[0] ? ifdate : NULL,
+                       .errbuf = errbuf, .timeout_ms = (long)(60000 + len / 16) };
         char refused[600];
         CURLcode rc = perform(c, k, h, &rq, &r, refused, sizeof refused);
-        c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.status);
+        c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.a.status);
+        char neterr[1200] = "";
+        if (rc != CURLE_OK)
+            explain_failure(c, k, rc, h, &r, errbuf, neterr, sizeof neterr);
+        c->easy_setopt(k, CURLOPT_ERRORBUFFER, NULL);   /* ours is on this stack */
         if (first && rc == CURLE_OK) {
             curl_off_t ft = -1;
             if (c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft) == CURLE_OK && ft > 0)
@@ -474,7 +529,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         if (refused[0] != '\0')
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", refused);
         /* A refused request the hook can mend (an expired redirect): once. */
-        if (rc == CURLE_OK && (r.status == 401 || r.status == 403) && !refreshed &&
+        if (rc == CURLE_OK && (r.a.status == 401 || r.a.status == 403) && !refreshed &&
             h->hk.refresh != NULL && !stop_now()) {
             refreshed = true;
             if (h->hk.refresh(h->hk.arg)) {
@@ -484,22 +539,29 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         }
         /* A longer body than asked ends the transfer: a 200 (or a 206
          * lying about its length); an error page's is only cut short. */
-        bool whole = r.status == 200 && (rc == CURLE_OK || r.overflow);
-        if (r.overflow && r.status != 200 && r.status != 206)
+        if (r.overflow && r.a.status != 200 && r.a.status != 206)
             rc = CURLE_OK;
-        if (whole)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                            "the server answered a range request with the whole file "
-                            "(HTTP 200): it does not serve byte ranges");
-        if (r.overflow && r.status == 206)
+        uint64_t want_last = off + len - 1;
+        if (first && r.a.has_range && !r.a.total_unknown && r.a.r_total > 0 &&
+            r.a.r_total - 1 < want_last)
+            want_last = r.a.r_total - 1;   /* the file is shorter than a block */
+        /* Judged once its headers are whole (a transfer cut in its body
+         * still says which version it was of). */
+        char judged[600] = "";
+        mfs_http_verdict v = MFS_HTTP_STATUS;
+        if (rc == CURLE_OK || r.headers_done)
+            v = mfs_http_judge_get(first ? NULL : &h->pin, &r.a, off, want_last, judged,
+                                   sizeof judged);
+        if (v == MFS_HTTP_CHANGED)
+            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "%s", judged);
+        if (v == MFS_HTTP_WHOLE && (rc == CURLE_OK || r.overflow))
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", judged);
+        if (r.overflow && r.a.status == 206)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                             "the server sent more than the %" PRIu64 " bytes asked", len);
-        if (r.status == 412 || (r.status == 206 && h->etag[0] && strcmp(r.etag, h->etag) != 0))
-            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
-                            "changed on the server since the mount (ETag %s, now %s)",
-                            h->etag, r.status == 412 ? "different" : r.etag[0] ? r.etag : "none");
         bool retry = attempt < h->o.retries && !stop_now() &&
-                     ((rc == CURLE_OK && (r.status >= 500 || r.status == 429)) || transient(rc));
+                     ((rc == CURLE_OK && (r.a.status >= 500 || r.a.status == 429)) ||
+                      (transient(rc) && !r.header_too_big));
         if (retry && r.parts_done > 0) {
             /* What came whole is kept; the rest is asked again. */
             uint64_t adv = r.parts_done * h->block;
@@ -523,33 +585,25 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
                             "connection within %.0f s, or longer than 60 s + 16 KiB/s)",
                             c->easy_strerror(rc), h->o.stall_timeout, h->o.connect_timeout);
         if (rc != CURLE_OK)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", c->easy_strerror(rc));
-        if (first && r.status == 416 && r.has_range && r.r_total == 0 && !r.total_unknown)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", neterr);
+        if (first && r.a.status == 416 && r.a.has_range && r.a.r_total == 0 &&
+            !r.a.total_unknown)
             return 0;  /* an empty file: no byte to give */
-        if (r.status != 206) {
+        if (r.a.status != 206) {
             char why[256] = "";
             if (h->hk.explain != NULL)
                 /* What fits in the first part: an error page is short. */
-                h->hk.explain(h->hk.arg, r.status, r.parts ? r.parts[0] : NULL,
+                h->hk.explain(h->hk.arg, r.a.status, r.parts ? r.parts[0] : NULL,
                               (size_t)(r.got < r.part ? r.got : r.part), why, sizeof why);
             const char *hint = h->hk.explain ? (why[0] ? why : NULL)
-                               : h->hk.hint ? h->hk.hint(h->hk.arg, r.status) : NULL;
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s%s%s", r.status,
-                            r.status == 404 ? " Not Found" : r.status == 403 ? " Forbidden"
-                            : r.status == 401 ? " Unauthorized" : "", hint ? ": " : "",
+                               : h->hk.hint ? h->hk.hint(h->hk.arg, r.a.status) : NULL;
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s%s%s", r.a.status,
+                            r.a.status == 404 ? " Not Found" : r.a.status == 403 ? " Forbidden"
+                            : r.a.status == 401 ? " Unauthorized" : "", hint ? ": " : "",
                             hint ? hint : "");
         }
-        uint64_t want_last = off + len - 1;
-        if (first && r.has_range && !r.total_unknown && r.r_total > 0 && r.r_total - 1 < want_last)
-            want_last = r.r_total - 1;   /* the file is shorter than a block */
-        if (!first && r.has_range && !r.total_unknown && r.r_total != h->src.size)
-            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET,
-                            "changed on the server since the mount (%" PRIu64 " bytes, now %" PRIu64
-                            ")", h->src.size, r.r_total);
-        if (!r.has_range || r.total_unknown || r.r_first != off || r.r_last != want_last)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                            "the server answered bytes %" PRIu64 "-%" PRIu64
-                            " with a Content-Range that is not it", off, want_last);
+        if (v == MFS_HTTP_BAD_RANGE)
+            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", judged);
         if (r.got != want_last - off + 1)
             return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
                             "%" PRIu64 " bytes for a range of %" PRIu64, r.got,
@@ -961,23 +1015,30 @@ void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out)
     pthread_mutex_unlock(&h->mu);
 }
 
-/* What the size and the ETag decide: If-Match or not, the identity, the
- * key of this version's blocks on disk. */
-static void finish_open(http_src *h)
+/* What the first answer `a` (or the disk's record of one) offers is
+ * pinned (http_answer.h): it decides every later request's precondition,
+ * the identity, the key of this version's blocks on disk, and whether
+ * they are kept there at all (only for a strong ETag: a weak one, or a
+ * Last-Modified, may stay the same for other bytes within a second). */
+static void finish_open(http_src *h, const mfs_http_answer *a)
 {
-    h->strong = h->etag[0] == '"';
-    /* Size and ETag (hashed: an ETag may be longer than the room). */
+    mfs_http_pin_of(a, h->src.size, &h->pin);
+    static const char *const kinds[] = { "etag:", "weak:", "date:", "size:" };
+    /* Size and validators (hashed: an ETag may be longer than the room). */
     uint64_t fnv = 0xcbf29ce484222325ull;
-    for (const char *p = h->etag; *p; p++)
+    for (const char *p = h->pin.etag; *p; p++)
         fnv = (fnv ^ (uint8_t)*p) * 0x100000001b3ull;
+    for (int i = 0; i < 8; i++)
+        fnv = (fnv ^ (uint8_t)((uint64_t)h->pin.last_modified >> (8 * i))) * 0x100000001b3ull;
     snprintf(h->src.identity, sizeof h->src.identity, "http:%" PRIu64 ":%s%016" PRIx64,
-             h->src.size, h->etag[0] ? "etag:" : "no-etag:", fnv);
+             h->src.size, kinds[h->pin.kind], fnv);
     char size[32];
     snprintf(size, sizeof size, "%" PRIu64, h->src.size);
-    const char *parts[] = { "block", h->hk.cache_name ? h->hk.cache_name : h->url, h->etag, size };
+    const char *parts[] = { "block", h->hk.cache_name ? h->hk.cache_name : h->url, h->pin.etag,
+                            size };
     mfs_disk_cache_key(h->key, parts, 4);
-    if (!h->strong)
-        h->disk = NULL;   /* a weak ETag does not name one version */
+    if (!mfs_http_pin_names_version(&h->pin))
+        h->disk = NULL;
 }
 
 /* What names a plain URL's object in the disk cache: the URL without
@@ -1030,8 +1091,11 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     /* As the curl tool takes them (libcurl itself uses its built-in
      * bundle): a CA a test or a company made. */
     const char *ca = getenv("CURL_CA_BUNDLE");
-    if (ca == NULL || *ca == '\0')
+    h->ca_from = "CURL_CA_BUNDLE";
+    if (ca == NULL || *ca == '\0') {
         ca = getenv("SSL_CERT_FILE");
+        h->ca_from = "SSL_CERT_FILE";
+    }
     if (ca != NULL && *ca != '\0')
         h->ca_file = mfs_xstrdup(ca);
     char shown[512];
@@ -1061,10 +1125,12 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     if (known && (h->o.offline || h->hk.immutable || still_same(h, &seen))) {
         /* The version on disk: its blocks, no GET. */
         h->src.size = seen.size;
-        snprintf(h->etag, sizeof h->etag, "%s", seen.etag);
+        mfs_http_answer was;
+        mfs_http_answer_clear(&was);
+        snprintf(was.etag, sizeof was.etag, "%s", seen.etag);
         if (h->o.offline && seen.mtime > 0)
             h->src.mtime.tv_sec = (time_t)seen.mtime;
-        finish_open(h);
+        finish_open(h, &was);
         return &h->src;
     }
     if (h->o.offline) {
@@ -1087,22 +1153,25 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         http_close(&h->src);
         return NULL;
     }
-    if (r.etag_too_long) {
+    if (r.a.etag_too_long) {
         mfs_block_data_free(buf, cap);
-        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the server's ETag is longer than %zu bytes",
-                 sizeof h->etag - 1);
+        mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "the server's ETag is longer than %d bytes",
+                 MFS_HTTP_ETAG_MAX - 1);
         http_close(&h->src);
         return NULL;
     }
-    h->src.size = r.status == 416 ? 0 : r.r_total;
-    snprintf(h->etag, sizeof h->etag, "%s", r.etag);
+    h->src.size = r.a.status == 416 ? 0 : r.a.r_total;
     if (r.pin[0] != '\0' && h->hk.pinned != NULL)
         h->hk.pinned(h->hk.arg, r.pin);   /* every later request asks this version */
-    finish_open(h);
-    if (h->disk != NULL && h->strong) {
-        /* Only a strong ETag names one version: a weak one is not kept. */
+    finish_open(h, &r.a);
+    if (h->pin.kind == MFS_HTTP_PIN_SIZE)
+        mfs_log("modelfs: %s: the server sends neither an ETag nor a Last-Modified: a change "
+                "that keeps the file's size cannot be detected (reads after one may mix both "
+                "versions)", h->src.name);
+    if (h->disk != NULL) {
+        /* Only a strong ETag names one version (finish_open): kept. */
         mfs_disk_object o = { .size = h->src.size, .mtime = (int64_t)h->src.mtime.tv_sec };
-        snprintf(o.etag, sizeof o.etag, "%s", h->etag);
+        snprintf(o.etag, sizeof o.etag, "%s", h->pin.etag);
         if (h->src.size > 0)
             mfs_disk_cache_write(h->disk, h->key, 0, buf, (uint32_t)block_len(h, 0));
         mfs_disk_cache_set_object(h->disk, ukey, &o);

@@ -4,12 +4,15 @@
  * At open, one GET of the first block (`Range: bytes=0-...`) gives the
  * size (Content-Range), the identity (ETag) and the bytes every probe
  * looks at. A server that answers it with 200 (no range support) is
- * refused after one block's worth of body. Every later GET carries
- * `If-Match` with the pinned ETag (a strong one) and every answer is
- * checked: 206, Content-Range exactly as asked, the same ETag, as many
- * bytes as asked. An object that changed gives MFS_E_CHANGED for that
- * read and every later one (a log line names it), never bytes of two
- * versions. Bodies are asked unencoded (`Accept-Encoding: identity`).
+ * refused after one block's worth of body. What that answer offers is
+ * pinned (http_answer.h: a strong ETag, else a weak one and Last-Modified,
+ * else Last-Modified, else the size alone, with a warning): every later
+ * GET carries its precondition (If-Match, If-Unmodified-Since) and every
+ * answer is judged against it before a byte of it is used: 206,
+ * Content-Range exactly as asked, the same version, as many bytes as
+ * asked. An object that changed gives MFS_E_CHANGED for that read and
+ * every later one (a log line names it), never bytes of two versions.
+ * Bodies are asked unencoded (`Accept-Encoding: identity`).
  *
  * Bounded everywhere: connect and stall timeouts, at most 10 redirects,
  * each judged by redirect.h (never from https to http, no user:password,

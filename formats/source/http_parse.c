@@ -3,6 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http_date.h"
+
 bool mfs_http_header_is(const char *line, size_t len, const char *name, const char **value,
                         size_t *vlen)
 {
@@ -81,6 +83,12 @@ mfs_http_hkind mfs_http_parse_header(const char *line, size_t len, mfs_http_head
         out->len = vlen;
         content_range(v, vlen, out);
         return MFS_HTTP_H_RANGE;
+    }
+    if (mfs_http_header_is(line, len, "Last-Modified", &v, &vlen)) {
+        out->value = v;
+        out->len = vlen;
+        out->date = mfs_http_date_parse(v, vlen);
+        return MFS_HTTP_H_LAST_MODIFIED;
     }
     if (mfs_http_header_is(line, len, "Retry-After", &v, &vlen)) {
         const char *q = v;

@@ -1,6 +1,7 @@
 /* The response header lines a ranged GET looks at, parsed from the
  * server's untrusted bytes (a line as libcurl hands it over, CRLF
- * included): the status line, ETag, Content-Range, Retry-After. */
+ * included): the status line, ETag, Last-Modified, Content-Range,
+ * Retry-After. */
 #ifndef MFS_HTTP_PARSE_H
 #define MFS_HTTP_PARSE_H
 
@@ -14,6 +15,7 @@ typedef enum mfs_http_hkind {
     MFS_HTTP_H_ETAG,          /* value, len: the ETag as sent (quotes kept) */
     MFS_HTTP_H_RANGE,         /* range_ok, first, last, total, total_unknown */
     MFS_HTTP_H_RETRY_AFTER,   /* seconds (only the delay-seconds form) */
+    MFS_HTTP_H_LAST_MODIFIED, /* date: seconds since 1970, -1 when not an HTTP date */
 } mfs_http_hkind;
 
 typedef struct mfs_http_header {
@@ -23,6 +25,7 @@ typedef struct mfs_http_header {
     bool total_unknown;       /* T was a star */
     uint64_t first, last, total;   /* no range (STAR): first = 1, last = 0 */
     uint64_t seconds;
+    int64_t date;
 } mfs_http_header;
 
 /* Whether `line` (len bytes) is "Name: value" with `name` matched

@@ -19,11 +19,32 @@ served wrongly on purpose:
   redirect   302 to srv.redirect_base + PATH (another server)
   loop       302 to itself, for ever
 
-It records every request (method, path, Range, If-Match) for the tests
-to look at, and in .headers (path, {lower-case name: value}) every header
-each request carried (which credentials reached which host). Started in a thread by the test; stops when told.
+and with other validators than the strong ETag and Last-Modified (VALIDATORS
+below; If-Match compared strongly, so a weak ETag never matches it, and
+If-Unmodified-Since honoured, as Apache and nginx do):
+
+  weak       a weak ETag W/"..." (a compressing proxy), and Last-Modified
+  apache     W/"..." while the file is younger than srv.weak_for seconds
+             (1: Apache's rule), the same tag strong afterwards
+  lastmod    Last-Modified, no ETag (nginx with etag off)
+  none       neither (a minimal server): the size is all there is
+
+and with a response header curl refuses:
+
+  bigline    one header line of 1 MB
+  bigheader  1,000 header lines of 1 KB
+
+replace(path, data, mtime) swaps a served file for new bytes the way a
+deploy does (a new file renamed over it).
+
+It records every request (method, path, Range, If-Match, Accept-Encoding,
+If-Unmodified-Since) for the tests to look at, and in .headers (path,
+{lower-case name: value}) every header each request carried (which
+credentials reached which host). Started in a thread by the test; stops
+when told.
 """
 import email.utils
+import calendar
 import hashlib
 import http.server
 import os
@@ -62,7 +83,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rng = self.headers.get("Range")
         with srv.lock:
             srv.log.append((self.command, self.path, rng, self.headers.get("If-Match"),
-                            self.headers.get("Accept-Encoding")))
+                            self.headers.get("Accept-Encoding"),
+                            self.headers.get("If-Unmodified-Since")))
             srv.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
             n_req = srv.counts.get(self.path, 0)
             srv.counts[self.path] = n_req + 1
@@ -83,9 +105,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             etag = '"%s"' % ("e" * 398)
         if kind == "etagflip" and n_req >= 1:
             etag = '"flipped-%d"' % n_req
+        etag, lastmod = validators(kind, etag, st, srv.weak_for)
+        tags = [("ETag", etag)] if etag else []
         im = self.headers.get("If-Match")
-        if im is not None and im != "*" and im != etag:
-            return self.send_plain(412, [("ETag", etag)])
+        if im is not None and im != "*" and (etag is None or etag.startswith("W/") or im != etag):
+            return self.send_plain(412, tags)
+        if lastmod is not None and unmodified_since_fails(self.headers, st):
+            return self.send_plain(412, tags)
         if kind in ("503once", "429once") and rng and (self.path, rng) not in srv.seen503:
             with srv.lock:
                 srv.seen503.add((self.path, rng))
@@ -106,12 +132,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except ValueError:
                 return self.send_plain(400)
             if first >= size or first > last:
-                return self.send_plain(416, [("Content-Range", "bytes */%d" % size), ("ETag", etag)])
+                return self.send_plain(416, [("Content-Range", "bytes */%d" % size)] + tags)
             partial = True
         self.send_response(206 if partial else 200)
-        self.send_header("ETag", etag)
+        if kind == "bigline":
+            self.send_header("X-Big", "a" * (1 << 20))
+        if kind == "bigheader":
+            for i in range(1000):
+                self.send_header("X-Big-%d" % i, "b" * 1000)
+        if etag:
+            self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
+        if lastmod:
+            self.send_header("Last-Modified", lastmod)
         if partial:
             shown_first, shown_last = (first + 1, last + 1) if kind == "badrange" else (first, last)
             self.send_header("Content-Range", "bytes %d-%d/%d" % (shown_first, shown_last, size))
@@ -175,6 +208,40 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+VALIDATORS = ("weak", "apache", "lastmod", "none")
+
+
+def validators(kind, etag, st, weak_for):
+    """The ETag (None for none) and Last-Modified (None) a fault kind
+    serves for a file of stat `st` whose strong ETag is `etag`."""
+    lastmod = email.utils.formatdate(st.st_mtime, usegmt=True)
+    if kind == "weak" or (kind == "apache" and time.time() - st.st_mtime < weak_for):
+        return "W/" + etag, lastmod
+    if kind == "lastmod":
+        return None, lastmod
+    if kind == "none":
+        return None, None
+    return etag, lastmod
+
+
+def unmodified_since_fails(headers, st):
+    """Whether an If-Unmodified-Since the file was modified after fails."""
+    ius = headers.get("If-Unmodified-Since")
+    parsed = email.utils.parsedate(ius) if ius else None
+    return parsed is not None and int(st.st_mtime) > calendar.timegm(parsed)
+
+
+def replace(path, data, mtime=None):
+    """Replaces the file at `path` by `data` (a new file renamed over it),
+    its time `mtime` (seconds) when given."""
+    tmp = path + ".replacing"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
+    os.rename(tmp, path)
+
+
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -196,6 +263,7 @@ def start(root, host="127.0.0.1", tls=None):
     srv.seen503 = set()
     srv.stopping = False
     srv.redirect_base = ""
+    srv.weak_for = 1.0
     srv.url = "%s://%s:%d" % ("https" if tls else "http", host, srv.server_address[1])
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     t.start()
