@@ -1,6 +1,7 @@
 #include "ll.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -394,7 +395,19 @@ typedef struct sums_req {
     char *tmp;              /* one line (max_line bytes) */
     atomic_int phase;       /* who goes on after an open: see sums_go */
     mfs_content_status st;  /* the last open's outcome */
+    bool own_thread;        /* on a thread of its own (mfs_rr_spawn), where
+                               it may wait on the network */
+    /* Under hash_mu, while a plain file is hashed on that thread: */
+    bool armed;             /* an interrupt answers the request (EINTR) */
+    bool interrupted;       /* one came before it was armed */
+    bool answered;          /* the interrupt answered it */
 } sums_req;
+
+/* Guards the fields above of every request: the interrupt callback and
+ * the hashing thread decide between them which one answers. One lock for
+ * all: a request's own would be freed by the thread while the callback
+ * may still be unlocking it. */
+static pthread_mutex_t hash_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Past this many bytes hashed in one read, the reply stops at the last
  * whole line: `cat` streams rather than wait for the whole model (the file
@@ -460,6 +473,7 @@ static void sums_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs
 {
     (void)e;  /* the content layer logged it */
     sums_req *r = (sums_req *)w;
+    r->own_thread = false;  /* a job thread, maybe: not one to wait on */
     /* Waits out an interrupt callback running now, and stops new ones. */
     fuse_req_interrupt_func(r->req, NULL, NULL);
     sums_result(r, st, h);
@@ -496,7 +510,77 @@ static void sums_result(sums_req *r, mfs_content_status st, mfs_held *h)
         sums_go(r);
 }
 
-/* Makes the digests the request needs, in order, then replies. */
+/* Whether hashing plain file `n` would wait on the network: bytes of a
+ * fetching source that it does not hold yet. */
+static bool hash_waits(const mfs_volume *fs, const mfs_node *n)
+{
+    return n->from_src && fs->src != NULL && fs->src->map == NULL &&
+           !mfs_src_ready(fs->src, n->src_off, n->size);
+}
+
+/* A reader killed while its request waits on hash_waiting's fetch: it is
+ * answered at once; the digest is still made, for the cache. Never replies
+ * when not armed: it may be running inside the hashing thread's own
+ * fuse_req_interrupt_func, which must not see the request go. */
+static void sums_hash_interrupted(fuse_req_t req, void *data)
+{
+    sums_req *r = data;
+    pthread_mutex_lock(&hash_mu);
+    if (r->armed) {
+        r->armed = false;
+        r->answered = true;
+        fuse_reply_err(req, EINTR);
+    } else {
+        r->interrupted = true;
+    }
+    pthread_mutex_unlock(&hash_mu);
+}
+
+/* On the request's own thread: the digest of plain file `node`, whose
+ * fetch may wait long. 0, -1 (it could not be made: logged), or 1 when
+ * an interrupt answered the request meanwhile (then nothing touches
+ * r->req again, and the caller frees r). */
+static int hash_waiting(sums_req *r, uint32_t node, char hex[MFS_SHA256_HEX])
+{
+    pthread_mutex_lock(&hash_mu);
+    r->armed = r->interrupted = r->answered = false;
+    pthread_mutex_unlock(&hash_mu);
+    fuse_req_interrupt_func(r->req, sums_hash_interrupted, r);
+    pthread_mutex_lock(&hash_mu);
+    bool early = r->interrupted;
+    r->armed = !early;
+    pthread_mutex_unlock(&hash_mu);
+    int rc = -1;
+    if (!early)
+        rc = mfs_content_sum_plain(r->fs->content, node, hex);
+    pthread_mutex_lock(&hash_mu);
+    bool answered = r->answered;
+    r->armed = false;
+    pthread_mutex_unlock(&hash_mu);
+    if (answered)
+        return 1;
+    /* Waits out a callback running now (it sees the request unarmed). */
+    fuse_req_interrupt_func(r->req, NULL, NULL);
+    if (early) {
+        fuse_reply_err(r->req, EINTR);
+        return 1;
+    }
+    return rc;
+}
+
+static void *sums_thread(void *arg)
+{
+    sums_req *r = arg;
+    r->own_thread = true;
+    sums_go(r);
+    return NULL;
+}
+
+/* Makes the digests the request needs, in order, then replies. Bytes a
+ * fetching source does not hold yet are hashed on a thread of the
+ * request's own, as reads of them are read (remote_read.h): a stalled
+ * server held every FUSE session thread with 10 such hashes waiting, and
+ * `ls` waited behind them. */
 static void sums_go(sums_req *r)
 {
     const mfs_volume *fs = r->fs;
@@ -526,9 +610,26 @@ static void sums_go(sums_req *r)
                     return;  /* sums_done goes on */
                 continue;    /* done already: its digest is cached, or st says why not */
             }
-            /* Plain: the mapping, unless the model file changed. */
-            if (stale(fs, n) ||
-                mfs_content_sum_plain(fs->content, node, hex) != 0) {
+            /* Plain: the mapping (or the source), unless the model file
+             * changed. */
+            if (stale(fs, n)) {
+                sums_fail(r, EIO);
+                return;
+            }
+            int rc;
+            if (!hash_waits(fs, n))
+                rc = mfs_content_sum_plain(fs->content, node, hex);
+            else if (r->own_thread)
+                rc = hash_waiting(r, node, hex);
+            else if (mfs_rr_spawn(sums_thread, r))
+                return;  /* sums_thread goes on */
+            else
+                rc = mfs_content_sum_plain(fs->content, node, hex);  /* no thread: here */
+            if (rc == 1) {
+                sums_free(r);  /* answered already */
+                return;
+            }
+            if (rc != 0) {
                 sums_fail(r, EIO);
                 return;
             }
