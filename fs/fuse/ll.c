@@ -84,6 +84,54 @@ static fuse_ino_t model_ino(uint32_t k)
     return ((fuse_ino_t)k + 1) << 32 | 1;
 }
 
+/* ---- the first use of a remote model of several -----------------------
+ * A model of several loads on first use (forest.h). A remote one's load
+ * fetches (its probe, its header), and while its server stalls, every
+ * request that needs the model waits for the load: on session threads,
+ * ten of them (`ls` of its folder) held them all and the whole mount
+ * waited. Such a request goes on on a thread of its own (mfs_rr_spawn),
+ * where the same op runs again and answers. */
+typedef enum { D_LOOKUP, D_READDIR, D_READDIRPLUS, D_GETXATTR, D_LISTXATTR, D_OPEN } defer_op;
+
+typedef struct deferred {
+    defer_op op;
+    fuse_req_t req;
+    fuse_ino_t ino;
+    size_t size;
+    off_t off;
+    struct fuse_file_info fi;
+    char name[];            /* lookup's, getxattr's */
+} deferred;
+
+/* Set on those threads: there the op loads the model itself. */
+static _Thread_local bool on_load_thread;
+
+static void *deferred_run(void *arg);
+
+/* Whether a request for `ino` would load a remote model here: then it
+ * was handed to a thread of its own (true), and answers from there. */
+static bool deferred_load(defer_op op, fuse_req_t req, fuse_ino_t ino, const char *name,
+                          size_t size, off_t off, const struct fuse_file_info *fi)
+{
+    uint32_t id = (uint32_t)((uint64_t)ino >> 32);
+    mfs_forest *f = mount_of(req)->forest;
+    if (on_load_thread || id == 0 || id > f->count || mfs_forest_peek(f, id - 1) != NULL ||
+        strstr(f->models[id - 1].source, "://") == NULL)
+        return false;
+    size_t nlen = name != NULL ? strlen(name) + 1 : 1;
+    deferred *d = malloc(sizeof *d + nlen);
+    if (d == NULL)
+        return false;  /* here, then */
+    *d = (deferred){ op, req, ino, size, off, { 0 } };
+    if (fi != NULL)
+        d->fi = *fi;
+    memcpy(d->name, name != NULL ? name : "", nlen);
+    if (mfs_rr_spawn(deferred_run, d))
+        return true;
+    free(d);
+    return false;
+}
+
 /* The node behind `ino` (its volume in *fs; a twin's node made in
  * *buf), or NULL after replying ENOENT. */
 static const mfs_node *node_or_enoent(fuse_req_t req, fuse_ino_t ino, const mfs_volume **fs,
@@ -181,6 +229,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    if (deferred_load(D_LOOKUP, req, parent, name, 0, 0, NULL))
+        return;
     const mfs_mount *mt = mount_of(req);
     uint32_t p;
     const mfs_volume *fs = vol_of(req, parent, &p);
@@ -291,6 +341,8 @@ static void open_interrupted(fuse_req_t req, void *data)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    if (deferred_load(D_OPEN, req, ino, NULL, 0, 0, fi))
+        return;
     uint32_t idx;
     const mfs_volume *fs;
     mfs_node_buf buf;
@@ -863,14 +915,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
-    (void)fi;
+    if (deferred_load(D_READDIR, req, ino, NULL, size, off, fi))
+        return;
     do_readdir(req, ino, size, off, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                            struct fuse_file_info *fi)
 {
-    (void)fi;
+    if (deferred_load(D_READDIRPLUS, req, ino, NULL, size, off, fi))
+        return;
     do_readdir(req, ino, size, off, true);
 }
 
@@ -903,6 +957,8 @@ static bool computed_sha256(const mfs_volume *fs, const mfs_node *n, uint32_t id
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+    if (deferred_load(D_GETXATTR, req, ino, name, size, 0, NULL))
+        return;
     const mfs_volume *fs;
     uint32_t idx;
     mfs_node_buf buf;
@@ -952,6 +1008,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+    if (deferred_load(D_LISTXATTR, req, ino, NULL, size, 0, NULL))
+        return;
     const mfs_volume *fs;
     uint32_t idx;
     mfs_node_buf nbuf;
@@ -1084,6 +1142,22 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
     (void)parent, (void)name, (void)mode, (void)fi;
     reply_erofs(req);
+}
+
+static void *deferred_run(void *arg)
+{
+    deferred *d = arg;
+    on_load_thread = true;
+    switch (d->op) {
+    case D_LOOKUP:      op_lookup(d->req, d->ino, d->name); break;
+    case D_READDIR:     op_readdir(d->req, d->ino, d->size, d->off, &d->fi); break;
+    case D_READDIRPLUS: op_readdirplus(d->req, d->ino, d->size, d->off, &d->fi); break;
+    case D_GETXATTR:    op_getxattr(d->req, d->ino, d->name, d->size); break;
+    case D_LISTXATTR:   op_listxattr(d->req, d->ino, d->size); break;
+    case D_OPEN:        op_open(d->req, d->ino, &d->fi); break;
+    }
+    free(d);
+    return NULL;
 }
 
 const struct fuse_lowlevel_ops mfs_ll_ops = {

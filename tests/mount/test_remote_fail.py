@@ -14,7 +14,9 @@ range server on 127.0.0.1 (rangeserver.py), and ONNX's probe:
  - stall: 20 sha256 xattrs and 2 reads of SHA256SUMS waiting on a stalled
    server leave `ls -l` and other xattrs answering at once (they once held
    every FUSE session thread for the whole stall), and an unmount with
-   such hashes waiting still ends the daemon promptly;
+   such hashes waiting still ends the daemon promptly; and 12 requests
+   for a model whose first load waits on a stalled server (a mount of two
+   URLs) leave the other model answering at once;
  - onnx: a TensorFlow saved_model.pb-like protobuf and 1,500 random
    protobufs with a field 7 are "not a model" (exit 4), never ONNX; every
    real ONNX fixture of the DIRs still is.
@@ -238,6 +240,50 @@ def check_stall(c, build, srv, root, env):
             p.kill()
 
 
+def check_stalled_load(c, build, srv, root, env):
+    """Two URLs, models loaded on first use: a listing and 11 xattrs of
+    the folder of one whose load waits on a stalled server (its probe's
+    second window) leave the other model answering at once."""
+    with open(os.path.join(root, "sl.onnx"), "wb") as f:
+        f.write(onnx_model(os.urandom(600 << 10)))
+    b = os.urandom(1 << 20)
+    mfstest.write_safetensors(os.path.join(root, "b.safetensors"), {"t": b})
+    mnt = mfstest.scratch("modelfs-mnt-")
+    r = subprocess.run([os.path.join(build, "modelfs"), fresh(srv.url + "/fault/stall/sl.onnx"),
+                        fresh(srv.url + "/b.safetensors"), mnt],
+                       env=dict(env, MODELFS_HTTP_STALL="3"), capture_output=True, text=True,
+                       timeout=60)
+    if not c.check(r.returncode == 0, "stalled load: mount: %s" % r.stderr.strip()):
+        os.rmdir(mnt)
+        return
+    try:
+        names = os.listdir(mnt)
+        a_dir = os.path.join(mnt, [n for n in names if n.startswith("sl.onnx")][0])
+        b_dir = os.path.join(mnt, [n for n in names if n.startswith("b.safetensors")][0])
+        got = []
+
+        def waiter(i):
+            # Listings of one folder: the kernel lets one in at a time; its
+            # xattrs are asked side by side.
+            if i == 0:
+                got.append(sorted(os.listdir(a_dir)))
+            else:
+                xattr_errno(a_dir, "user.modelfs.format")
+        threads = [threading.Thread(target=waiter, args=(i,), daemon=True) for i in range(12)]
+        for th in threads:
+            th.start()
+        time.sleep(0.5)
+        v, took = timed(lambda: mfstest.read_or_errno(os.path.join(b_dir, "tensors", "t"))[0])
+        c.check(v == b and took < 1.0,
+                "stalled load of one model, 12 requests waiting: the other read in %.2f s" % took)
+        for th in threads:
+            th.join(30)
+        c.check(len(got) == 1 and "ERROR" in got[0],
+                "stalled load: the model is an ERROR folder (%r)" % got)
+    finally:
+        mfstest.unmount_and_remove(mnt)
+
+
 # ---- protobufs that are not ONNX --------------------------------------------
 
 def saved_model():
@@ -341,6 +387,7 @@ def main(argv):
         if mfstest.can_mount():
             check_fail(c, build, srv, root, env)
             check_stall(c, build, srv, root, env)
+            check_stalled_load(c, build, srv, root, env)
         else:
             c.skip("no /dev/fuse: the mount checks")
     finally:
