@@ -88,8 +88,8 @@ static fuse_ino_t model_ino(uint32_t k)
  * A model of several loads on first use (forest.h). A remote one's load
  * fetches (its probe, its header), and while its server stalls, every
  * request that needs the model waits for the load: on session threads,
- * ten of them (`ls` of its folder) held them all and the whole mount
- * waited. Such a request goes on on a thread of its own (mfs_rr_spawn),
+ * ten of them (lookups in its folder, its xattrs) held them all and the
+ * whole mount waited. Such a request goes on on a thread of its own (mfs_rr_spawn),
  * where the same op runs again and answers. */
 typedef enum { D_LOOKUP, D_READDIR, D_READDIRPLUS, D_GETXATTR, D_LISTXATTR, D_OPEN } defer_op;
 
