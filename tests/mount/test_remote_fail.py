@@ -13,8 +13,8 @@ range server on 127.0.0.1 (rangeserver.py), and ONNX's probe:
    models on first use);
  - stall: 20 sha256 xattrs and 2 reads of SHA256SUMS waiting on a stalled
    server leave `ls -l` and other xattrs answering at once (they once held
-   every FUSE session thread for the whole stall), and an unmount with
-   such hashes waiting still ends the daemon promptly; and 12 requests
+   every FUSE session thread for the whole stall); killed, such getfattr
+   end at once, and an unmount then ends the daemon promptly; 12 requests
    for a model whose first load waits on a stalled server (a mount of two
    URLs) leave the other model answering at once;
  - onnx: a TensorFlow saved_model.pb-like protobuf and 1,500 random
