@@ -932,13 +932,25 @@ void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
  * hashed: a tensor of gigabytes never needs its size in memory. */
 #define SUM_PIECE (8u << 20)
 
+/* A stored file's bytes for its digest, or -1 with the reason logged
+ * (a fetch that failed: the server went away, or the model changed). */
+static int sum_get(mfs_content *c, uint32_t node, const mfs_node *n, uint64_t off, uint64_t len,
+                   mfs_span *sp)
+{
+    mfs_err e = { 0 };
+    if (mfs_node_get(n, c->src, off, len, sp, &e) == 0)
+        return 0;
+    log_node(c, node, &e);
+    return -1;
+}
+
 /* The sha256 of a file with no producer: in one go from a mapping or
  * the tree's own bytes, else a piece at a time from the source. */
-static int sum_stored(mfs_content *c, const mfs_node *n, char hex[65])
+static int sum_stored(mfs_content *c, uint32_t node, const mfs_node *n, char hex[65])
 {
     mfs_span sp;
     if (!n->from_src || c->src == NULL || c->src->map != NULL) {
-        if (mfs_node_get(n, c->src, 0, n->size, &sp, NULL) != 0)
+        if (sum_get(c, node, n, 0, n->size, &sp) != 0)
             return -1;
         int r = mfs_sha256_hex_mapped(sp.p, n->size, NULL, hex);
         mfs_node_release(n, c->src, sp);
@@ -949,7 +961,11 @@ static int sum_stored(mfs_content *c, const mfs_node *n, char hex[65])
         return -1;
     for (uint64_t at = 0; at < n->size; at += sp.len) {
         uint64_t len = n->size - at < SUM_PIECE ? n->size - at : SUM_PIECE;
-        if (mfs_node_get(n, c->src, at, len, &sp, NULL) != 0) {
+        /* The mount is ending: a digest of gigabytes does not hold it up. */
+        pthread_mutex_lock(&c->lock);
+        bool stop = c->stopping;
+        pthread_mutex_unlock(&c->lock);
+        if (stop || sum_get(c, node, n, at, len, &sp) != 0) {
             mfs_sha256_abandon(s);
             return -1;
         }
@@ -966,7 +982,7 @@ static int sum_stored(mfs_content *c, const mfs_node *n, char hex[65])
 int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65])
 {
     const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || n->kind != MFS_NODE_FILE || sum_stored(c, n, hex) != 0)
+    if (n == NULL || n->kind != MFS_NODE_FILE || sum_stored(c, node, n, hex) != 0)
         return -1;
     mfs_content_sum_store(c, node, hex);
     return 0;

@@ -119,9 +119,11 @@ bool mfs_content_known_size(mfs_content *c, uint32_t node, uint64_t *size);
 /* True, with the lowercase hex digest in `hex`, once it was made. */
 bool mfs_content_sum_cached(mfs_content *c, uint32_t node, char hex[65]);
 void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65]);
-/* The digest of a plain file (a slice of the mapping), hashed under the
- * guard on the caller's thread: 0, or -1 when the mapping faulted. The
- * caller checks first that the model file is unchanged. */
+/* The digest of a plain file (a slice of the mapping, or of a fetching
+ * source: then it may wait on the network), hashed under the guard on the
+ * caller's thread: 0, or -1 when the mapping faulted or a fetch failed
+ * (its reason logged). The caller checks first that the model file is
+ * unchanged. */
 int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65]);
 /* The digest of the bytes `h` holds for `node` (made and checked by the
  * content layer): 0, or -1 when they can no longer be read. */

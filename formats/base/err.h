@@ -35,7 +35,16 @@ typedef struct mfs_err {
                          end up in model.json as they are */
 } mfs_err;
 
-/* Records the first error only (later ones are consequences) and returns -1
+/* A NULL error means the caller wants no reason (a probe: the failure
+ * alone answers it). mfs_fail ignores one, so a function that only
+ * reports into its error accepts NULL; one that reads back what it
+ * reported (e->code, to decide) must use an error of its own. The doors
+ * that callers pass NULL to accept it and hand the layers below a real
+ * one: mfs_src_get (and so mfs_src_get_head/_tail and mfs_node_get: every
+ * source's get is given a real error) and mfs_content_get. Anything else
+ * given NULL only reports into it (mfs_src_local_probe, mfs_pb_next).
+ *
+ * Records the first error only (later ones are consequences) and returns -1
  * so that callers can write `return mfs_fail(...)`. */
 int mfs_fail(mfs_err *e, mfs_code code, int64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

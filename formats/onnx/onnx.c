@@ -1,9 +1,10 @@
 /* ONNX models (.onnx): a protobuf ModelProto (onnx/onnx.proto).
  *
- * ONNX has no magic number: the probe bids low (a few bits) when the first
- * bytes parse as a ModelProto: known fields with the wire types the schema
- * gives them, ir_version, graph or opset_import among them, and nothing
- * that fails to parse. Every other format's magic bids higher.
+ * ONNX has no magic number: the probe bids low (a few bits) when the file
+ * is a consistent ModelProto as far as it looks (see probe): known fields
+ * with the wire types the schema gives them, an ir_version, a graph that
+ * begins as a GraphProto and an opset_import. Every other format's magic
+ * bids higher.
  *
  * The tree: tensors/ (the main graph's initializers and Constant ops),
  * subgraphs/NODE/ATTR/tensors/ (those of subgraphs), graph.json, and
@@ -46,25 +47,100 @@ static int model_wire(uint32_t num)
 
 #define PROBE_FIELDS 4096
 /* The probe reads the top-level fields' heads (tag, length), not their
- * payloads: a window of PROBE_WINDOW bytes at a time, a new one where a
- * field starts past it, at most PROBE_WINDOWS of them (then what was seen
- * decides). A window holds a whole head (ONNX_FIELD_HEAD_MAX) or the
- * rest of the file. */
+ * payloads but the first bytes of the graph's and an opset_import's
+ * (a few bytes): a window of PROBE_WINDOW bytes at a time, a new one where
+ * a field starts past it, at most PROBE_WINDOWS of them (then what was
+ * seen decides). A window holds two whole heads (a field's and its
+ * payload's first: PROBE_AHEAD) or the rest of the file. */
 #define PROBE_WINDOW 4096u
 #define PROBE_WINDOWS 8u
+#define PROBE_AHEAD (2 * ONNX_FIELD_HEAD_MAX)
 
-/* A file cut short (or with a bad field further on) is still an ONNX file
- * once its first fields are: the loader then says what is wrong (exit 5)
- * rather than "not a model file". */
+/* GraphProto's fields: messages, strings and repeated ones, all LEN. */
+static bool graph_field(uint32_t num)
+{
+    switch (num) {
+    case 1: case 2: case 5: case 10: case 11: case 12: case 13: case 14: case 15: case 16:
+        return true;
+    }
+    return false;
+}
+
+/* Whether `g`, the first bytes at hand of a graph of `len` bytes, begins
+ * as a GraphProto: its first field is a known one (every writer writes
+ * them in number order), and each known one a LEN, as far as `g` holds
+ * whole heads and they parse (a bad field further on is the loader's to
+ * report). */
+static bool graph_start(mfs_span g, uint64_t len)
+{
+    uint64_t at = 0;
+    for (bool first = true; at < len && at < g.len; first = false) {
+        uint64_t left = len - at;
+        if (g.len - at < (left < ONNX_FIELD_HEAD_MAX ? left : ONNX_FIELD_HEAD_MAX))
+            break;  /* the rest of the head is not at hand */
+        mfs_pb_field f;
+        uint64_t flen;
+        if (onnx_field_head(mfs_span_sub(g, at, g.len - at), left, &f, &flen) != 1)
+            return !first;
+        bool known = graph_field(f.num);
+        if ((first && !known) || (known && f.wire != MFS_PB_LEN))
+            return false;
+        at += flen;
+    }
+    return true;
+}
+
+/* Whether `s`, an opset_import's payload, is an OperatorSetIdProto: it
+ * parses, with a version (2, a varint) and a domain (1) that is bytes. */
+static bool opset_ok(mfs_span s)
+{
+    mfs_pb r = mfs_pb_start(s);
+    mfs_pb_field f;
+    bool version = false;
+    int k;
+    while ((k = mfs_pb_next(&r, &f, NULL)) == 1) {
+        if ((f.num == 1 && f.wire != MFS_PB_LEN) || (f.num == 2 && f.wire != MFS_PB_VARINT))
+            return false;
+        version |= f.num == 2;
+    }
+    return k == 0 && version;
+}
+
+/* Whether field `fl` (its head at the start of `h`, the window's bytes
+ * from there on; `len` bytes in all) is a graph that begins as one. Its
+ * length may pass the end of the file (a file cut short): `h` holds only
+ * the file's bytes, and its heads are judged against the graph's length. */
+static bool graph_at(mfs_span h, const mfs_pb_field *fl, uint64_t len)
+{
+    if (fl->num != M_GRAPH || fl->wire != MFS_PB_LEN)
+        return false;
+    uint64_t phead = len - fl->bytes.len;
+    if (phead > h.len)
+        return false;
+    uint64_t avail = h.len - phead;
+    return graph_start(mfs_span_sub(h, phead, avail < fl->bytes.len ? avail : fl->bytes.len),
+                       fl->bytes.len);
+}
+
+/* ONNX, when consistent: the top-level fields that were seen have the wire
+ * types ModelProto gives them (a known one first, an ir_version of 1 to
+ * 1000), and there is an ir_version, a graph that begins as one and an
+ * opset_import that is one (what every ONNX writer writes, and ONNX's
+ * checker requires). A file not read to its end (cut short, a bad field
+ * further on, fields out of the probe's reach, bytes that could not be
+ * fetched) needs only the ir_version and the graph: the loader then says
+ * what is wrong (exit 5) rather than "not a model file". Else it is not
+ * ONNX: a TensorFlow saved_model.pb (a varint 1 and messages 2, as
+ * ir_version and producer_name), or a random protobuf with a field 7. */
 static int probe(mfs_src *src)
 {
-    uint64_t size = src->size, pos = 0;
+    uint64_t size = src->size, pos = 0, want = PROBE_AHEAD;
     mfs_span w = { NULL, 0, 0 };
-    bool have = false, key = false, bad = false;
+    bool have = false, ir = false, graph = false, opset = false, refused = false;
     unsigned good = 0, windows = 0;
     while (good < PROBE_FIELDS && pos < size) {
         uint64_t left = size - pos;
-        uint64_t need = left < ONNX_FIELD_HEAD_MAX ? left : ONNX_FIELD_HEAD_MAX;
+        uint64_t need = left < want ? left : want;
         if (!have || pos < w.base || pos - w.base > w.len || need > w.len - (pos - w.base)) {
             if (have)
                 mfs_src_release(src, w);
@@ -78,22 +154,40 @@ static int probe(mfs_src *src)
         uint64_t len;
         mfs_span h = mfs_span_sub(w, pos - w.base, w.len - (pos - w.base));
         if (onnx_field_head(h, left, &fl, &len) != 1) {
-            bad = true;
+            /* A graph cut short is still one; anything else ends it. */
+            if (onnx_field_head(h, UINT64_MAX, &fl, &len) == 1 && graph_at(h, &fl, len))
+                graph = true;
             break;
         }
         int wt = model_wire(fl.num);
         if ((good == 0 && wt < 0) ||  /* ONNX writers put a known field first (ir_version) */
             (wt >= 0 && fl.wire != wt) || (fl.num == M_IR && (fl.v == 0 || fl.v > 1000))) {
-            key = false;
+            refused = true;
             break;
         }
-        key |= fl.num == M_IR || fl.num == M_GRAPH || fl.num == M_OPSET;
+        if (fl.num == M_OPSET && fl.bytes.p == NULL && len <= PROBE_WINDOW && want != len) {
+            want = len;  /* its payload whole: a window from here */
+            continue;
+        }
+        want = PROBE_AHEAD;
+        if (fl.num == M_GRAPH && !graph_at(h, &fl, len)) {
+            refused = true;
+            break;
+        }
+        if (fl.num == M_OPSET && fl.bytes.p != NULL && !opset_ok(fl.bytes)) {
+            refused = true;
+            break;
+        }
+        ir |= fl.num == M_IR;
+        graph |= fl.num == M_GRAPH;
+        opset |= fl.num == M_OPSET && fl.bytes.p != NULL;
         good++;
         pos += len;
     }
     if (have)
         mfs_src_release(src, w);
-    if (!key || (bad && good < 2))
+    bool unread = pos < size;
+    if (refused || !ir || !graph || !(opset || unread))
         return 0;
     return 4;
 }

@@ -74,7 +74,9 @@ struct mfs_src {
 
 /* Bytes [off, off + len) of `s`, or -1 with e (MFS_E_CORRUPT at `off`
  * when the range passes the end: a file that says its data is there is
- * corrupt). */
+ * corrupt). `e` may be NULL (see err.h): a source's get is always given
+ * a real one, since it reads back what it reported (a fetch that found
+ * the model changed). */
 static inline int mfs_src_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
 {
     if (off > s->size || len > s->size - off)
@@ -84,6 +86,10 @@ static inline int mfs_src_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *
     if (s->map != NULL) {
         *out = (mfs_span){ s->map + off, len, off };
         return 0;
+    }
+    if (e == NULL) {
+        mfs_err unwanted = { 0 };
+        return s->ops->get(s, off, len, out, &unwanted);
     }
     return s->ops->get(s, off, len, out, e);
 }

@@ -1,6 +1,7 @@
 #include "ll.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -81,6 +82,54 @@ static bool unloaded_root(const mfs_mount *mt, fuse_ino_t ino, struct stat *st)
 static fuse_ino_t model_ino(uint32_t k)
 {
     return ((fuse_ino_t)k + 1) << 32 | 1;
+}
+
+/* ---- the first use of a remote model of several -----------------------
+ * A model of several loads on first use (forest.h). A remote one's load
+ * fetches (its probe, its header), and while its server stalls, every
+ * request that needs the model waits for the load: on session threads,
+ * ten of them (lookups in its folder, its xattrs) held them all and the
+ * whole mount waited. Such a request goes on on a thread of its own (mfs_rr_spawn),
+ * where the same op runs again and answers. */
+typedef enum { D_LOOKUP, D_READDIR, D_READDIRPLUS, D_GETXATTR, D_LISTXATTR, D_OPEN } defer_op;
+
+typedef struct deferred {
+    defer_op op;
+    fuse_req_t req;
+    fuse_ino_t ino;
+    size_t size;
+    off_t off;
+    struct fuse_file_info fi;
+    char name[];            /* lookup's, getxattr's */
+} deferred;
+
+/* Set on those threads: there the op loads the model itself. */
+static _Thread_local bool on_load_thread;
+
+static void *deferred_run(void *arg);
+
+/* Whether a request for `ino` would load a remote model here: then it
+ * was handed to a thread of its own (true), and answers from there. */
+static bool deferred_load(defer_op op, fuse_req_t req, fuse_ino_t ino, const char *name,
+                          size_t size, off_t off, const struct fuse_file_info *fi)
+{
+    uint32_t id = (uint32_t)((uint64_t)ino >> 32);
+    mfs_forest *f = mount_of(req)->forest;
+    if (on_load_thread || id == 0 || id > f->count || mfs_forest_peek(f, id - 1) != NULL ||
+        strstr(f->models[id - 1].source, "://") == NULL)
+        return false;
+    size_t nlen = name != NULL ? strlen(name) + 1 : 1;
+    deferred *d = malloc(sizeof *d + nlen);
+    if (d == NULL)
+        return false;  /* here, then */
+    *d = (deferred){ op, req, ino, size, off, { 0 } };
+    if (fi != NULL)
+        d->fi = *fi;
+    memcpy(d->name, name != NULL ? name : "", nlen);
+    if (mfs_rr_spawn(deferred_run, d))
+        return true;
+    free(d);
+    return false;
 }
 
 /* The node behind `ino` (its volume in *fs; a twin's node made in
@@ -180,6 +229,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    if (deferred_load(D_LOOKUP, req, parent, name, 0, 0, NULL))
+        return;
     const mfs_mount *mt = mount_of(req);
     uint32_t p;
     const mfs_volume *fs = vol_of(req, parent, &p);
@@ -290,6 +341,8 @@ static void open_interrupted(fuse_req_t req, void *data)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    if (deferred_load(D_OPEN, req, ino, NULL, 0, 0, fi))
+        return;
     uint32_t idx;
     const mfs_volume *fs;
     mfs_node_buf buf;
@@ -394,7 +447,19 @@ typedef struct sums_req {
     char *tmp;              /* one line (max_line bytes) */
     atomic_int phase;       /* who goes on after an open: see sums_go */
     mfs_content_status st;  /* the last open's outcome */
+    bool own_thread;        /* on a thread of its own (mfs_rr_spawn), where
+                               it may wait on the network */
+    /* Under hash_mu, while a plain file is hashed on that thread: */
+    bool armed;             /* an interrupt answers the request (EINTR) */
+    bool interrupted;       /* one came before it was armed */
+    bool answered;          /* the interrupt answered it */
 } sums_req;
+
+/* Guards the fields above of every request: the interrupt callback and
+ * the hashing thread decide between them which one answers. One lock for
+ * all: a request's own would be freed by the thread while the callback
+ * may still be unlocking it. */
+static pthread_mutex_t hash_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Past this many bytes hashed in one read, the reply stops at the last
  * whole line: `cat` streams rather than wait for the whole model (the file
@@ -460,6 +525,7 @@ static void sums_done(mfs_wait *w, mfs_content_status st, mfs_held *h, const mfs
 {
     (void)e;  /* the content layer logged it */
     sums_req *r = (sums_req *)w;
+    r->own_thread = false;  /* a job thread, maybe: not one to wait on */
     /* Waits out an interrupt callback running now, and stops new ones. */
     fuse_req_interrupt_func(r->req, NULL, NULL);
     sums_result(r, st, h);
@@ -496,7 +562,77 @@ static void sums_result(sums_req *r, mfs_content_status st, mfs_held *h)
         sums_go(r);
 }
 
-/* Makes the digests the request needs, in order, then replies. */
+/* Whether hashing plain file `n` would wait on the network: bytes of a
+ * fetching source that it does not hold yet. */
+static bool hash_waits(const mfs_volume *fs, const mfs_node *n)
+{
+    return n->from_src && fs->src != NULL && fs->src->map == NULL &&
+           !mfs_src_ready(fs->src, n->src_off, n->size);
+}
+
+/* A reader killed while its request waits on hash_waiting's fetch: it is
+ * answered at once; the digest is still made, for the cache. Never replies
+ * when not armed: it may be running inside the hashing thread's own
+ * fuse_req_interrupt_func, which must not see the request go. */
+static void sums_hash_interrupted(fuse_req_t req, void *data)
+{
+    sums_req *r = data;
+    pthread_mutex_lock(&hash_mu);
+    if (r->armed) {
+        r->armed = false;
+        r->answered = true;
+        fuse_reply_err(req, EINTR);
+    } else {
+        r->interrupted = true;
+    }
+    pthread_mutex_unlock(&hash_mu);
+}
+
+/* On the request's own thread: the digest of plain file `node`, whose
+ * fetch may wait long. 0, -1 (it could not be made: logged), or 1 when
+ * an interrupt answered the request meanwhile (then nothing touches
+ * r->req again, and the caller frees r). */
+static int hash_waiting(sums_req *r, uint32_t node, char hex[MFS_SHA256_HEX])
+{
+    pthread_mutex_lock(&hash_mu);
+    r->armed = r->interrupted = r->answered = false;
+    pthread_mutex_unlock(&hash_mu);
+    fuse_req_interrupt_func(r->req, sums_hash_interrupted, r);
+    pthread_mutex_lock(&hash_mu);
+    bool early = r->interrupted;
+    r->armed = !early;
+    pthread_mutex_unlock(&hash_mu);
+    int rc = -1;
+    if (!early)
+        rc = mfs_content_sum_plain(r->fs->content, node, hex);
+    pthread_mutex_lock(&hash_mu);
+    bool answered = r->answered;
+    r->armed = false;
+    pthread_mutex_unlock(&hash_mu);
+    if (answered)
+        return 1;
+    /* Waits out a callback running now (it sees the request unarmed). */
+    fuse_req_interrupt_func(r->req, NULL, NULL);
+    if (early) {
+        fuse_reply_err(r->req, EINTR);
+        return 1;
+    }
+    return rc;
+}
+
+static void *sums_thread(void *arg)
+{
+    sums_req *r = arg;
+    r->own_thread = true;
+    sums_go(r);
+    return NULL;
+}
+
+/* Makes the digests the request needs, in order, then replies. Bytes a
+ * fetching source does not hold yet are hashed on a thread of the
+ * request's own, as reads of them are read (remote_read.h): a stalled
+ * server held every FUSE session thread with 10 such hashes waiting, and
+ * `ls` waited behind them. */
 static void sums_go(sums_req *r)
 {
     const mfs_volume *fs = r->fs;
@@ -526,9 +662,26 @@ static void sums_go(sums_req *r)
                     return;  /* sums_done goes on */
                 continue;    /* done already: its digest is cached, or st says why not */
             }
-            /* Plain: the mapping, unless the model file changed. */
-            if (stale(fs, n) ||
-                mfs_content_sum_plain(fs->content, node, hex) != 0) {
+            /* Plain: the mapping (or the source), unless the model file
+             * changed. */
+            if (stale(fs, n)) {
+                sums_fail(r, EIO);
+                return;
+            }
+            int rc;
+            if (!hash_waits(fs, n))
+                rc = mfs_content_sum_plain(fs->content, node, hex);
+            else if (r->own_thread)
+                rc = hash_waiting(r, node, hex);
+            else if (mfs_rr_spawn(sums_thread, r))
+                return;  /* sums_thread goes on */
+            else
+                rc = mfs_content_sum_plain(fs->content, node, hex);  /* no thread: here */
+            if (rc == 1) {
+                sums_free(r);  /* answered already */
+                return;
+            }
+            if (rc != 0) {
                 sums_fail(r, EIO);
                 return;
             }
@@ -762,14 +915,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
-    (void)fi;
+    if (deferred_load(D_READDIR, req, ino, NULL, size, off, fi))
+        return;
     do_readdir(req, ino, size, off, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                            struct fuse_file_info *fi)
 {
-    (void)fi;
+    if (deferred_load(D_READDIRPLUS, req, ino, NULL, size, off, fi))
+        return;
     do_readdir(req, ino, size, off, true);
 }
 
@@ -802,6 +957,8 @@ static bool computed_sha256(const mfs_volume *fs, const mfs_node *n, uint32_t id
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+    if (deferred_load(D_GETXATTR, req, ino, name, size, 0, NULL))
+        return;
     const mfs_volume *fs;
     uint32_t idx;
     mfs_node_buf buf;
@@ -851,6 +1008,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+    if (deferred_load(D_LISTXATTR, req, ino, NULL, size, 0, NULL))
+        return;
     const mfs_volume *fs;
     uint32_t idx;
     mfs_node_buf nbuf;
@@ -983,6 +1142,22 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
     (void)parent, (void)name, (void)mode, (void)fi;
     reply_erofs(req);
+}
+
+static void *deferred_run(void *arg)
+{
+    deferred *d = arg;
+    on_load_thread = true;
+    switch (d->op) {
+    case D_LOOKUP:      op_lookup(d->req, d->ino, d->name); break;
+    case D_READDIR:     op_readdir(d->req, d->ino, d->size, d->off, &d->fi); break;
+    case D_READDIRPLUS: op_readdirplus(d->req, d->ino, d->size, d->off, &d->fi); break;
+    case D_GETXATTR:    op_getxattr(d->req, d->ino, d->name, d->size); break;
+    case D_LISTXATTR:   op_listxattr(d->req, d->ino, d->size); break;
+    case D_OPEN:        op_open(d->req, d->ino, &d->fi); break;
+    }
+    free(d);
+    return NULL;
 }
 
 const struct fuse_lowlevel_ops mfs_ll_ops = {

@@ -70,6 +70,33 @@ static bool start_thread(void *(*fn)(void *), void *arg)
     return ok;
 }
 
+typedef struct spawned {
+    void *(*fn)(void *);
+    void *arg;
+} spawned;
+
+static void *spawned_run(void *arg)
+{
+    spawned sp = *(spawned *)arg;
+    free(arg);
+    sp.fn(sp.arg);
+    done_one();
+    return NULL;
+}
+
+bool mfs_rr_spawn(void *(*fn)(void *), void *arg)
+{
+    spawned *sp = malloc(sizeof *sp);
+    if (sp == NULL)
+        return false;
+    *sp = (spawned){ fn, arg };
+    if (!start_thread(spawned_run, sp)) {
+        free(sp);
+        return false;
+    }
+    return true;
+}
+
 static void *run(void *arg)
 {
     rr *r = arg;

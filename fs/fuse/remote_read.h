@@ -28,6 +28,12 @@
 bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
                   const uint8_t *head, uint64_t hlen, uint64_t off, size_t len);
 
+/* Runs fn(arg) on a thread of its own, counted with those reads (so
+ * mfs_rr_drain waits for it too): other work that may wait on the network
+ * (hashing a remote file's bytes). False when no thread could be had:
+ * arg is the caller's again. */
+bool mfs_rr_spawn(void *(*fn)(void *), void *arg);
+
 /* Waits up to `ms` for every such read to be answered (at unmount, before
  * the session goes: fetches end within a second once it stopped). True
  * when none is left. */

@@ -15,6 +15,8 @@ served wrongly on purpose:
              (until the server stops, or 30 s)
   503once    503 with Retry-After: 0 for every first request of a range
   status404  404 for everything
+  late404    404 from the second request on (a server that fails after
+             the mount)
   longetag   an ETag of 400 bytes
   redirect   302 to srv.redirect_base + PATH (another server)
   loop       302 to itself, for ever
@@ -88,7 +90,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             srv.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
             n_req = srv.counts.get(self.path, 0)
             srv.counts[self.path] = n_req + 1
-        if kind == "status404":
+        if kind == "status404" or (kind == "late404" and n_req >= 1):
             return self.send_plain(404)
         if kind == "redirect":
             return self.send_plain(302, [("Location", srv.redirect_base + path)])

@@ -288,11 +288,13 @@ def check_names_and_bids(c, build, gen, tmp, env):
         f.write(model)
     c.equal(fmt(ls, os.path.join(tmp, "model.pb"), env), "onnx", "an ONNX model named .pb")
     # Both probes take this: a string TensorProto of 9 strings whose first
-    # bytes read as a ModelProto (dims 9 = ir_version 9, string_data =
-    # doc_string) as far as the ONNX probe looks (8 windows), data_type
-    # last. ONNX bids higher, and its load refuses it (exit 5).
-    poly = G.f_varint(1, 9) + b"".join(G.f_bytes(6, b"s" * 5000) for _ in range(9)) + \
-        G.f_varint(2, 8)
+    # bytes read as a ModelProto (dims 9 = ir_version 9, int64_data =
+    # a graph that begins as one, string_data = doc_string) as far as the
+    # ONNX probe looks (8 windows), data_type last. ONNX bids higher, and
+    # its load refuses it (exit 5). (Without the graph, it is no ModelProto
+    # for the ONNX probe: issue 34.)
+    poly = G.f_varint(1, 9) + G.f_bytes(7, b"\x12\x01g") + \
+        b"".join(G.f_bytes(6, b"s" * 5000) for _ in range(9)) + G.f_varint(2, 8)
     p = os.path.join(tmp, "polyglot")
     with open(p, "wb") as f:
         f.write(poly)
