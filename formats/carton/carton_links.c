@@ -16,7 +16,8 @@
  * Responses may be compressed (Content-Encoding zstd, br, gzip, deflate):
  * libcurl decodes every encoding it was built with (ACCEPT_ENCODING "").
  * The sha256 is of the decoded bytes. Only http and https are followed,
- * redirects included.
+ * redirects included. TLS is checked against CURL_CA_BUNDLE or
+ * SSL_CERT_FILE when one is set (as the remote sources do).
  *
  * Every fetch is bounded (carton_fetch_cfg, from -o fetch_max,
  * fetch_timeout, fetch_reserve): decoded bytes (the write callback counts
@@ -219,6 +220,8 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
     cu->easy_setopt(c, CURLOPT_XFERINFODATA, &k);
     cu->easy_setopt(c, CURLOPT_ERRORBUFFER, err);
     cu->easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+    if (mfs_curl_ca_file() != NULL)
+        cu->easy_setopt(c, CURLOPT_CAINFO, mfs_curl_ca_file());
     CURLcode rc = cu->easy_perform(c);
     char got[MFS_SHA256_HEX];
     if (mfs_sha256_end(md, got) != 0 || k.hash_failed)
