@@ -15,8 +15,12 @@
  *    DIR/<sha256>.
  * Responses may be compressed (Content-Encoding zstd, br, gzip, deflate):
  * libcurl decodes every encoding it was built with (ACCEPT_ENCODING "").
- * The sha256 is of the decoded bytes. Only http and https are followed,
- * redirects included.
+ * The sha256 is of the decoded bytes. Only http and https are fetched;
+ * redirects are followed as every source follows them (redirect_follow.h:
+ * never from https to http, never to a URL with a user or password; a
+ * refusal fails that URL like any other failure), a 3xx's page is neither
+ * written nor counted. TLS is checked against CURL_CA_BUNDLE or
+ * SSL_CERT_FILE when one is set (as the remote sources do).
  *
  * Every fetch is bounded (carton_fetch_cfg, from -o fetch_max,
  * fetch_timeout, fetch_reserve): decoded bytes (the write callback counts
@@ -39,6 +43,8 @@
 #include "carton.h"
 #include "curl_lib.h"
 #include "log.h"
+#include "redirect_follow.h"
+#include "url_redact.h"
 
 typedef unsigned long long ull;
 
@@ -94,12 +100,16 @@ static uint64_t reserve_for(const carton_fetch_cfg *c, int fd)
     return total / 20 < MFS_FETCH_RESERVE_DEFAULT ? total / 20 : MFS_FETCH_RESERVE_DEFAULT;
 }
 
-typedef enum stop_kind { STOP_NONE, STOP_TOO_BIG, STOP_WRITE, STOP_DISK, STOP_CANCEL } stop_kind;
+typedef enum stop_kind {
+    STOP_NONE, STOP_TOO_BIG, STOP_DECLARED, STOP_WRITE, STOP_DISK, STOP_CANCEL
+} stop_kind;
 
 typedef struct sink {
     int fd;
     mfs_sha256_stream *md;
     const mfs_job *job;
+    const mfs_curl_api *cu;
+    CURL *c;            /* its status tells a redirect's page */
     uint64_t got, max, reserve, since_check, avail;
     int err;            /* STOP_WRITE: errno */
     bool hash_failed;   /* libcrypto refused an update: no digest */
@@ -123,6 +133,20 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
     if (mfs_job_cancelled(s->job)) {
         s->stop = STOP_CANCEL;
         return 0;  /* aborts the transfer */
+    }
+    long status = 0;
+    s->cu->easy_getinfo(s->c, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 300 && status < 400)
+        return len;   /* a redirect's page: neither the file nor counted */
+    /* A declared length above the cap fails before any byte is written
+     * (libcurl's CURLOPT_MAXFILESIZE would judge a redirect's page too);
+     * the decoded bytes are counted below whatever is declared. */
+    curl_off_t declared = -1;
+    if (s->got == 0 &&
+        s->cu->easy_getinfo(s->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) == CURLE_OK &&
+        declared > 0 && (uint64_t)declared > s->max) {
+        s->stop = STOP_DECLARED;
+        return 0;
     }
     if (len > s->max - s->got) {
         s->stop = STOP_TOO_BIG;
@@ -172,20 +196,63 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 /* A URL that failed: MFS_E_FETCH unless said otherwise. */
 #define FAILED(e, ...) mfs_fail((e), MFS_E_FETCH, MFS_NO_OFFSET, __VA_ARGS__)
 
+/* What every hop of one URL's fetch sets (redirect_follow.h). */
+typedef struct hop {
+    const mfs_curl_api *cu;
+    const char *url;
+    uint64_t deadline;
+    sink *k;
+    char *err;   /* CURL_ERROR_SIZE bytes */
+} hop;
+
+static bool hop_setup(void *arg, CURL *c, const char *url, bool with_creds)
+{
+    (void)with_creds;   /* a LINKS fetch carries none */
+    const hop *h = arg;
+    const mfs_curl_api *cu = h->cu;
+    /* fetch_timeout bounds all hops together: each gets what is left
+     * (1 ms at the least: 0 would be none). */
+    uint64_t now = now_ms();
+    uint64_t rest = now < h->deadline ? h->deadline - now : 1;
+    long left = rest > (uint64_t)LONG_MAX ? LONG_MAX : (long)rest;
+    cu->easy_reset(c);
+    cu->easy_setopt(c, CURLOPT_URL, url ? url : h->url);
+    cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    cu->easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+    cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);   /* we run on worker threads */
+    cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left < CONNECT_MAX_MS ? left : CONNECT_MAX_MS);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
+    cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECS);
+    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    cu->easy_setopt(c, CURLOPT_WRITEDATA, h->k);
+    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(c, CURLOPT_XFERINFODATA, h->k);
+    cu->easy_setopt(c, CURLOPT_ERRORBUFFER, h->err);
+    cu->easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
+    if (mfs_curl_ca_file() != NULL)
+        cu->easy_setopt(c, CURLOPT_CAINFO, mfs_curl_ca_file());
+    return true;
+}
+
 /* One URL into the open, empty file `fd`, before `deadline` (now_ms);
- * 0 when the sha256 of what it wrote is s->sha. */
+ * 0 when the sha256 of what it wrote is s->sha. Its redirects are
+ * followed as redirect.h judges them (never https to http, never to a
+ * user:password), each hop within what is left of the deadline. */
 static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t reserve, uint64_t deadline,
                      const mfs_job *job, uint64_t *size, mfs_err *e)
 {
     const carton_fetch_cfg *cfg = s->fetch;
-    uint64_t now = now_ms();
-    if (now >= deadline)
-        return FAILED(e, "%s: not tried: the fetch_timeout of %llu s is used up", url,
+    char shown[512];   /* no user, password or query in any message */
+    mfs_url_redact(url, shown, sizeof shown);
+    if (now_ms() >= deadline)
+        return FAILED(e, "%s: not tried: the fetch_timeout of %llu s is used up", shown,
                       (ull)(cfg->timeout_ms / 1000));
-    long left = deadline - now > (uint64_t)LONG_MAX ? LONG_MAX : (long)(deadline - now);
     const mfs_curl_api *cu = mfs_curl();
     if (cu == NULL)
-        return FAILED(e, "%s: not tried: %s", url, mfs_curl_error());
+        return FAILED(e, "%s: not tried: %s", shown, mfs_curl_error());
     CURL *c = cu->easy_init();
     mfs_sha256_stream *md = mfs_sha256_begin();
     if (c == NULL || md == NULL) {
@@ -194,66 +261,53 @@ static int fetch_one(const carton_src *s, const char *url, int fd, uint64_t rese
         mfs_sha256_abandon(md);
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot start a transfer (out of memory)");
     }
-    sink k = { .fd = fd, .md = md, .job = job, .max = cfg->max, .reserve = reserve };
+    sink k = { .fd = fd, .md = md, .job = job, .max = cfg->max, .reserve = reserve, .cu = cu,
+               .c = c };
     char err[CURL_ERROR_SIZE] = "";
-    cu->easy_setopt(c, CURLOPT_URL, url);
-    cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    cu->easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    cu->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-    cu->easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-    cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);   /* we run on worker threads */
-    /* A declared length above the cap fails before any byte is written
-     * (the decoded bytes are counted by on_data whatever is declared). */
-    cu->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
-                     (curl_off_t)(cfg->max > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cfg->max));
-    cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
-    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left < CONNECT_MAX_MS ? left : CONNECT_MAX_MS);
-    cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
-    cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECS);
-    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    cu->easy_setopt(c, CURLOPT_WRITEDATA, &k);
-    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    cu->easy_setopt(c, CURLOPT_XFERINFODATA, &k);
-    cu->easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-    cu->easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-    CURLcode rc = cu->easy_perform(c);
+    hop h = { cu, url, deadline, &k, err };
+    mfs_hops hops = { hop_setup, NULL, &h, url };
+    char refused[600];
+    CURLcode rc = mfs_redirect_follow(cu, c, &hops, refused, sizeof refused);
+    long status = 0;
+    cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     char got[MFS_SHA256_HEX];
     if (mfs_sha256_end(md, got) != 0 || k.hash_failed)
         got[0] = '\0';  /* matches no sha */
     cu->easy_cleanup(c);
     switch (k.stop) {
     case STOP_TOO_BIG:
-        return FAILED(e, "%s: more than %llu bytes (fetch_max)", url, (ull)cfg->max);
+        return FAILED(e, "%s: more than %llu bytes (fetch_max)", shown, (ull)cfg->max);
+    case STOP_DECLARED:
+        return FAILED(e, "%s: declares more than %llu bytes (fetch_max)", shown, (ull)cfg->max);
     case STOP_WRITE:
-        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s: cannot write the download: %s", url,
+        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s: cannot write the download: %s", shown,
                         strerror(k.err));
     case STOP_DISK:
         return FAILED(e, "%s: stopped after %llu bytes: %s would have less than %llu bytes "
-                      "free (fetch_reserve; %llu free)", url, (ull)k.got, s->path, (ull)reserve,
+                      "free (fetch_reserve; %llu free)", shown, (ull)k.got, s->path, (ull)reserve,
                       (ull)k.avail);
     case STOP_CANCEL:
         return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET,
-                        "%s: abandoned: the file system is being unmounted", url);
+                        "%s: abandoned: the file system is being unmounted", shown);
     case STOP_NONE:
         break;
     }
-    if (rc == CURLE_FILESIZE_EXCEEDED)
-        return FAILED(e, "%s: declares more than %llu bytes (fetch_max)", url, (ull)cfg->max);
+    if (refused[0] != '\0')
+        return FAILED(e, "%s: %s", shown, refused);
     /* libcurl's clock and ours differ by a few ms: "about at the deadline". */
     if (rc == CURLE_OPERATION_TIMEDOUT && now_ms() + 1000 >= deadline)
-        return FAILED(e, "%s: %s (fetch_timeout: %llu s for the whole fetch)", url,
+        return FAILED(e, "%s: %s (fetch_timeout: %llu s for the whole fetch)", shown,
                       err[0] ? err : cu->easy_strerror(rc), (ull)(cfg->timeout_ms / 1000));
     if (rc == CURLE_OUT_OF_MEMORY)
-        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: %s", url,
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%s: %s", shown,
                         err[0] ? err : cu->easy_strerror(rc));
     if (rc != CURLE_OK)
-        return FAILED(e, "%s: %s", url, err[0] ? err : cu->easy_strerror(rc));
+        return FAILED(e, "%s: %s", shown, err[0] ? err : cu->easy_strerror(rc));
+    if (status >= 300 && status < 400)
+        return FAILED(e, "%s: HTTP %ld with no Location to follow", shown, status);
     if (strcmp(got, s->sha) != 0)
         return mfs_fail(e, MFS_E_VERIFY, MFS_NO_OFFSET,
-                        "%s: sha256 %s of the %llu bytes fetched does not match %s", url,
+                        "%s: sha256 %s of the %llu bytes fetched does not match %s", shown,
                         got[0] ? got : "?", (ull)k.got, s->sha);
     *size = k.got;
     return 0;
@@ -366,8 +420,10 @@ static int fetch(const carton_src *s, const mfs_job *job, const char *dest, uint
             } else {
                 /* The bytes are good: serve them (a named temporary file is
                  * removed below; the open fd keeps it); the next open fetches again. */
-                mfs_log("%s: cannot keep the copy fetched from %s as %s: %s", s->label, url, dest,
-                        strerror(errno));
+                char shown[512];
+                mfs_url_redact(url, shown, sizeof shown);
+                mfs_log("%s: cannot keep the copy fetched from %s as %s: %s", s->label, shown,
+                        dest, strerror(errno));
             }
             kept_fd = fd;
             fd = -1;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dynlib.h"
 
@@ -52,4 +53,12 @@ const char *mfs_curl_error(void)
 {
     pthread_once(&once, open_curl);
     return lib.why;
+}
+
+const char *mfs_curl_ca_file(void)
+{
+    const char *ca = getenv("CURL_CA_BUNDLE");
+    if (ca == NULL || *ca == '\0')
+        ca = getenv("SSL_CERT_FILE");
+    return ca != NULL && *ca != '\0' ? ca : NULL;
 }

@@ -24,4 +24,9 @@ typedef struct mfs_curl_api {
 const mfs_curl_api *mfs_curl(void);
 const char *mfs_curl_error(void);
 
+/* The CA file the curl tool would take: CURL_CA_BUNDLE, else
+ * SSL_CERT_FILE (a CA a test or a company made); NULL when neither is
+ * set, for libcurl's built-in bundle. */
+const char *mfs_curl_ca_file(void);
+
 #endif

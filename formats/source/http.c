@@ -16,7 +16,7 @@
 #include "http_parse.h"
 #include "http_why.h"
 #include "log.h"
-#include "redirect.h"
+#include "redirect_follow.h"
 #include "url_redact.h"
 #include "xalloc.h"
 
@@ -364,56 +364,42 @@ static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, const char 
     return *hdr != NULL;
 }
 
-/* Makes the request `rq` on k, following redirects one hop at a time as
- * redirect.h judges them, MFS_MAX_REDIRECTS at most: the last answer's
- * code (its status via r). A redirect not followed: *why says why (""
- * otherwise), and the code is that of the answer that asked it. */
+/* One hop of a request (redirect_follow.h): its header list is freed at
+ * the next hop and after the last. */
+typedef struct hop_ctx {
+    const mfs_curl_api *c;
+    const http_src *h;
+    const request *rq;
+    reply *r;
+    struct curl_slist *hdr;
+} hop_ctx;
+
+static bool hop_setup(void *arg, CURL *k, const char *url, bool with_hook)
+{
+    hop_ctx *x = arg;
+    x->c->slist_free_all(x->hdr);
+    x->hdr = NULL;
+    return setup(x->c, k, x->h, url, with_hook, x->rq, &x->hdr, x->r);
+}
+
+static bool hop_credentialed(void *arg)
+{
+    const hop_ctx *x = arg;
+    return x->h->hk.credentialed != NULL && x->h->hk.credentialed(x->h->hk.arg);
+}
+
+/* Makes the request `rq` on k, following redirects as redirect.h judges
+ * them (redirect_follow.h): the last answer's code (its status via r). A
+ * redirect not followed: *why says why ("" otherwise), and the code is
+ * that of the answer that asked it. */
 static CURLcode perform(const mfs_curl_api *c, CURL *k, const http_src *h, const request *rq,
                         reply *r, char *why, size_t why_size)
 {
-    char *hop_url = NULL, *home = NULL;
-    bool with_hook = true;
-    why[0] = '\0';
-    for (unsigned hop = 0;; hop++) {
-        struct curl_slist *hdr = NULL;
-        bool ready = setup(c, k, h, hop_url, with_hook, rq, &hdr, r);
-        CURLcode rc = ready ? c->easy_perform(k) : CURLE_OUT_OF_MEMORY;
-        c->slist_free_all(hdr);
-        long status = 0;
-        char *at = NULL, *loc = NULL;
-        c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &status);
-        c->easy_getinfo(k, CURLINFO_EFFECTIVE_URL, &at);
-        if (home == NULL)
-            home = mfs_xstrdup(at ? at : h->url);   /* the first hop's: the credentials' */
-        bool redirect = rc == CURLE_OK && status >= 300 && status < 400 &&
-                        c->easy_getinfo(k, CURLINFO_REDIRECT_URL, &loc) == CURLE_OK &&
-                        loc != NULL;
-        if (!redirect) {
-            free(hop_url);
-            free(home);
-            return rc;
-        }
-        char *next = NULL;
-        if (hop == MFS_MAX_REDIRECTS) {
-            char shown[512];
-            mfs_url_redact(loc, shown, sizeof shown);
-            snprintf(why, why_size, "more than %d redirects (the last to %s)", MFS_MAX_REDIRECTS,
-                     shown);
-        } else {
-            bool creds = with_hook && h->hk.credentialed != NULL && h->hk.credentialed(h->hk.arg);
-            mfs_redirect_verdict v = mfs_redirect_judge(at ? at : h->url, loc, home, creds, why,
-                                                        why_size);
-            if (v != MFS_REDIRECT_REFUSE)
-                next = mfs_xstrdup(loc);   /* the handle's string: gone at its reset */
-            with_hook = v == MFS_REDIRECT_FOLLOW;
-        }
-        free(hop_url);
-        hop_url = next;
-        if (next == NULL) {
-            free(home);
-            return rc;
-        }
-    }
+    hop_ctx x = { c, h, rq, r, NULL };
+    mfs_hops hops = { hop_setup, hop_credentialed, &x, h->url };
+    CURLcode rc = mfs_redirect_follow(c, k, &hops, why, why_size);
+    c->slist_free_all(x.hdr);
+    return rc;
 }
 
 /* One HEAD: is the URL still the object `o` (its validators and size,

@@ -10,6 +10,17 @@ fetch is bounded by options a user can set:
   - a daemon killed (SIGKILL) mid-download leaves nothing in links_dir;
   - SIGTERM mid-download: the transfer stops, the daemon ends, nothing left;
   - bad option values are refused.
+Redirects are followed as every remote source follows them (issue 34,
+defect 5; rangeserver.py on 127.0.0.1 and 127.0.0.2, one over TLS with a
+test CA given as CURL_CA_BUNDLE):
+  - an https URL redirected to plain http is refused: no request reaches
+    the http server, the open is EIO, the log and modelfs-ls say why;
+  - a Location with user:password@ is refused: no Authorization header
+    reaches any server, the password is shown nowhere; the entry's next
+    URL is then tried, as after any failure;
+  - a redirect within http, within https, or to another host is followed;
+    a 302's own body is neither written into the file nor counted against
+    fetch_max; a redirect loop stops.
 And files are right after fetching:
   - after the first read, stat shows the fetched size and a fresh process
     reads every byte;
@@ -39,6 +50,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import mfstest  # noqa: E402
 import gen_carton  # noqa: E402
+import rangeserver  # noqa: E402
+import webservers  # noqa: E402
 
 import numpy as np  # noqa: E402  (gen_carton needs it too)
 
@@ -49,7 +62,8 @@ STOP = threading.Event()
 
 class Server(http.server.BaseHTTPRequestHandler):
     """/good/SHA, /endless/SHA, /slow-endless/SHA, /bomb/SHA, /trickle/SHA,
-    /silent/SHA, /missing/SHA; requests and body bytes sent are counted."""
+    /silent/SHA, /missing/SHA, /moved/SHA (302 to /good/SHA with a 64 KiB
+    page); requests and body bytes sent are counted."""
     protocol_version = "HTTP/1.0"
     data = {}                   # sha -> bytes for /good/
     lock = threading.Lock()
@@ -88,6 +102,14 @@ class Server(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            return
+        if kind == "moved":
+            page = b"moved " * 10923
+            self.send_response(302)
+            self.send_header("Location", "/good/" + sha)
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
             return
         if kind == "bomb":
             self.send_response(200)
@@ -449,6 +471,138 @@ def check_edited(c, x):
     c.equal(len(requests_for(sha)), 2, "edited copy: fetched twice in all")
 
 
+# ---- redirects (issue 34, defect 5) ----------------------------------------------
+
+PASSWORD = "pw5ecret"
+
+
+def check_redirects(c, x):
+    if shutil.which("openssl") is None:
+        c.skip("no openssl to make a test CA: redirect checks not run")
+        return
+    tmp = os.path.join(x.work, "redirects")
+    root = os.path.join(tmp, "root")
+    os.makedirs(root)
+    ca, cert, key = webservers.make_cert(tmp)
+    data = os.urandom(200000)
+    sha = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(root, sha), "wb") as f:
+        f.write(data)
+    Server.data[sha] = data
+    env = dict(x.env, CURL_CA_BUNDLE=ca)
+    tls = rangeserver.start(root, tls=(cert, key))
+    plain = rangeserver.start(root)
+    other = rangeserver.start(root, host="127.0.0.2")
+    servers = (tls, plain, other)
+    path = "files/model/linked.bin"
+
+    def carton(*urls):
+        x.n += 1
+        model = os.path.join(tmp, "r%d.carton" % x.n)
+        link_carton(model, list(urls), data)
+        ld = os.path.join(tmp, "ld%d" % x.n)
+        os.mkdir(ld)
+        return model, ld
+
+    def ls(*args):
+        r = subprocess.run([x.ls, *args], capture_output=True, text=True, timeout=60, env=env)
+        return r.returncode, r.stdout, r.stderr
+
+    def auth_headers():
+        return [(s.url, p, h["authorization"]) for s in servers for p, h in s.headers
+                if "authorization" in h]
+
+    try:
+        # Within https, with the test CA: followed (the CA reaches the fetch).
+        tls.redirect_base = tls.url
+        model, ld = carton(tls.url + "/fault/redirect/" + sha)
+        code, out, err = ls("--links-dir", ld, "--verify", model)
+        c.check(code == 0 and sorted(os.listdir(ld)) == [sha],
+                "https -> https: followed, verified, kept (%d %r)" % (code, err))
+
+        # https -> http: refused, nothing reaches the http server.
+        tls.redirect_base = plain.url
+        model, ld = carton(tls.url + "/fault/redirect/" + sha)
+        since = len(plain.log)
+        code, out, err = ls("--links-dir", ld, "--verify", model)
+        c.check(code == 8 and "from https to" in err and plain.url + "/" + sha in err,
+                "https -> http: modelfs-ls --verify refuses it, naming why (%d %r)" % (code, err))
+        e, log = open_in_mount(x, model, ld, env)
+        c.equal(e, errno.EIO, "https -> http: the open is EIO")
+        c.check("never from https to plain http" in log,
+                "https -> http: the daemon's log says why: %r" % log[-600:])
+        c.equal(plain.log[since:], [], "https -> http: no request reached the http server")
+        c.equal(os.listdir(ld), [], "https -> http: nothing in links_dir")
+
+        # user:password in a Location: refused, no Authorization anywhere
+        # (libcurl's own following sends them on the same host, drops
+        # them for another: both are tried).
+        for to in (other, plain):
+            where = "another host" if to is other else "the same host"
+            plain.redirect_base = "http://u:%s@%s" % (PASSWORD, to.url[len("http://"):])
+            refused = plain.url + "/fault/redirect/" + sha
+            model, ld = carton(refused)
+            since = len(to.log)
+            code, out, err = ls("--links-dir", ld, "--verify", model)
+            c.check(code == 8 and "user or password" in err and to.url + "/" + sha in err,
+                    "u:p@ in a Location to %s: refused, naming the URL (%d %r)" % (where, code, err))
+            c.check(PASSWORD not in err + out, "u:p@ to %s: the password is shown nowhere" % where)
+            e, log = open_in_mount(x, model, ld, env)
+            c.equal(e, errno.EIO, "u:p@ in a Location to %s: the open is EIO" % where)
+            c.check("user or password" in log and PASSWORD not in log,
+                    "u:p@ to %s: the daemon's log says why, without the password: %r"
+                    % (where, log[-600:]))
+            c.equal([r for r in to.log[since:] if not r[1].startswith("/fault/")], [],
+                    "u:p@ in a Location to %s: no request reached it" % where)
+            c.equal(auth_headers(), [], "u:p@ to %s: no Authorization header anywhere" % where)
+        # The entry's next URL is tried, as after any failure.
+        model, ld = carton(refused, other.url + "/" + sha)
+        code, out, err = ls("--links-dir", ld, "--verify", model)
+        c.check(code == 0 and sorted(os.listdir(ld)) == [sha],
+                "u:p@ then a good URL: the second is used (%d %r)" % (code, err))
+
+        # Within http, to another host: followed; the bytes through the mount.
+        plain.redirect_base = other.url
+        model, ld = carton(plain.url + "/fault/redirect/" + sha)
+        since = len(other.log)
+        with mfstest.mounted(x.modelfs, model, env, extra=mount_opts(ld)) as mnt:
+            c.equal(fresh_read(os.path.join(mnt, path), env), [sha, str(len(data))],
+                    "http -> another host: followed, the bytes read through the mount")
+        c.equal([r[1] for r in other.log[since:]], ["/" + sha], "http -> another host: one GET there")
+        c.equal(sorted(os.listdir(ld)), [sha], "http -> another host: kept as links_dir/SHA")
+        c.equal(auth_headers(), [], "no Authorization header was ever sent")
+
+        # A 302's page is not the file's bytes, nor counted against fetch_max.
+        model, ld, msha, mdata = x.new("moved", os.urandom(800))
+        code, out, err = ls("--links-dir", ld, "--fetch-max", "1K", "--verify", model)
+        c.check(code == 0 and sorted(os.listdir(ld)) == [msha],
+                "a 302 with a 64 KiB page, --fetch-max 1K: the 800 bytes kept (%d %r)" % (code, err))
+
+        # A loop ends at the redirect bound, in bounded time.
+        model, ld = carton(plain.url + "/fault/loop/" + sha)
+        t0 = time.monotonic()
+        code, out, err = ls("--links-dir", ld, "--verify", model)
+        n = sum(1 for r in plain.log if r[1].startswith("/fault/loop/"))
+        c.check(code == 8 and "redirects" in err and n <= 11 and time.monotonic() - t0 < 10,
+                "a redirect loop: stops after %d requests (%d %r)" % (n, code, err))
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def open_in_mount(x, model, ld, env):
+    """The errno of reading the LINKS file through a foreground mount (None
+    when it did not mount), and the daemon's log."""
+    fg = mfstest.Foreground(x.modelfs, model, mount_opts(ld), env, dir=x.work)
+    try:
+        if not fg.mounted:
+            return None, fg.text()
+        e = mfstest.read_or_errno(os.path.join(fg.mnt, "files", "model", "linked.bin"))[1]
+        return e, fg.text()
+    finally:
+        fg.close()
+
+
 def main():
     if len(sys.argv) != 2:
         mfstest.fail_main(__doc__)
@@ -466,7 +620,7 @@ def main():
         check_bounds(c, x)
         if mfstest.can_mount():
             for f in (check_mount_bounds, check_killed, check_stopped, check_sizes, check_tensor_link, check_kept,
-                      check_edited):
+                      check_edited, check_redirects):
                 before = c.failed
                 try:
                     f(c, x)
