@@ -232,8 +232,8 @@ static bool hop_setup(void *arg, CURL *c, const char *url, bool with_creds)
     cu->easy_setopt(c, CURLOPT_XFERINFODATA, h->k);
     cu->easy_setopt(c, CURLOPT_ERRORBUFFER, h->err);
     cu->easy_setopt(c, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-    if (mfs_curl_ca_file() != NULL)
-        cu->easy_setopt(c, CURLOPT_CAINFO, mfs_curl_ca_file());
+    if (mfs_curl_ca_file(NULL) != NULL)
+        cu->easy_setopt(c, CURLOPT_CAINFO, mfs_curl_ca_file(NULL));
     return true;
 }
 

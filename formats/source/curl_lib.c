@@ -55,10 +55,16 @@ const char *mfs_curl_error(void)
     return lib.why;
 }
 
-const char *mfs_curl_ca_file(void)
+const char *mfs_curl_ca_file(const char **from)
 {
-    const char *ca = getenv("CURL_CA_BUNDLE");
-    if (ca == NULL || *ca == '\0')
-        ca = getenv("SSL_CERT_FILE");
-    return ca != NULL && *ca != '\0' ? ca : NULL;
+    static const char *const vars[] = { "CURL_CA_BUNDLE", "SSL_CERT_FILE" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *ca = getenv(vars[i]);
+        if (ca != NULL && *ca != '\0') {
+            if (from != NULL)
+                *from = vars[i];
+            return ca;
+        }
+    }
+    return NULL;
 }

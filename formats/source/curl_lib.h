@@ -26,7 +26,8 @@ const char *mfs_curl_error(void);
 
 /* The CA file the curl tool would take: CURL_CA_BUNDLE, else
  * SSL_CERT_FILE (a CA a test or a company made); NULL when neither is
- * set, for libcurl's built-in bundle. */
-const char *mfs_curl_ca_file(void);
+ * set, for libcurl's built-in bundle. `from` (may be NULL): the name of
+ * the variable that gave it. */
+const char *mfs_curl_ca_file(const char **from);
 
 #endif

@@ -1076,13 +1076,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     h->url = mfs_xstrdup(url);
     /* As the curl tool takes them (libcurl itself uses its built-in
      * bundle): a CA a test or a company made. */
-    const char *ca = getenv("CURL_CA_BUNDLE");
-    h->ca_from = "CURL_CA_BUNDLE";
-    if (ca == NULL || *ca == '\0') {
-        ca = getenv("SSL_CERT_FILE");
-        h->ca_from = "SSL_CERT_FILE";
-    }
-    if (ca != NULL && *ca != '\0')
+    const char *ca = mfs_curl_ca_file(&h->ca_from);
+    if (ca != NULL)
         h->ca_file = mfs_xstrdup(ca);
     char shown[512];
     /* No user, password or query (a presigned URL's signature). */

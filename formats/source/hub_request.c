@@ -105,9 +105,7 @@ int mfs_hub_request(const char *url, const char *token, bool head, size_t max_bo
     bool with_token = token != NULL && *token != '\0' &&
                       (size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", token) <
                       sizeof auth;
-    const char *ca = getenv("CURL_CA_BUNDLE");
-    if (ca == NULL || *ca == '\0')
-        ca = getenv("SSL_CERT_FILE");
+    const char *ca = mfs_curl_ca_file(NULL);
     long connect_ms = (long)((o && o->connect_timeout > 0 ? o->connect_timeout : 10) * 1000);
     long stall_s = (long)((o && o->stall_timeout > 0 ? o->stall_timeout : 30) + 0.999);
     CURLcode rc = CURLE_OK;
@@ -134,7 +132,7 @@ int mfs_hub_request(const char *url, const char *token, bool head, size_t max_bo
          * token must not go where it leads). */
         c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 0L);
         c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-        if (ca != NULL && *ca != '\0')
+        if (ca != NULL)
             c->easy_setopt(k, CURLOPT_CAINFO, ca);
         c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
         c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);

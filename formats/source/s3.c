@@ -286,9 +286,7 @@ static int get_page(const char *url, signer *sg, const mfs_http_opts *o, body *b
         return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot fetch: %s", mfs_curl_error());
     double connect = o && o->connect_timeout > 0 ? o->connect_timeout : 10;
     double stall = o && o->stall_timeout > 0 ? o->stall_timeout : 30;
-    const char *ca = getenv("CURL_CA_BUNDLE");
-    if (ca == NULL || *ca == '\0')
-        ca = getenv("SSL_CERT_FILE");
+    const char *ca = mfs_curl_ca_file(NULL);
     double backoff = 0.5;
     for (unsigned attempt = 0;; attempt++) {
         CURL *k = c->easy_init();
@@ -301,7 +299,7 @@ static int get_page(const char *url, signer *sg, const mfs_http_opts *o, body *b
         c->easy_setopt(k, CURLOPT_URL, url);
         c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, https ? "https" : "http,https");
         c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-        if (ca != NULL && *ca != '\0')
+        if (ca != NULL)
             c->easy_setopt(k, CURLOPT_CAINFO, ca);
         c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
         c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(connect * 1000));
