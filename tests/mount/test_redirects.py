@@ -275,6 +275,31 @@ def check_presigned(c, s):
         c.check(second == first and reqs == ["HEAD"],
                 "signature B of the same object: from the disk cache, one HEAD (%r)" % reqs)
 
+        # A query that is not a signature names another object: ?v=1 and
+        # ?v=2 keep their own records, and an offline mount of ?v=1 after
+        # ?v=2 fetched other bytes still gives ?v=1's.
+        path = os.path.join(s.root, "m.safetensors")
+        with open(path, "rb") as f:
+            orig = f.read()
+        def versioned(v):
+            return srv.url + "/m.safetensors?v=%d&" % v + SIG_A + "cccc3333"
+        try:
+            with mfstest.mounted(s.modelfs, versioned(1), env, ["-o", "cache_dir=" + cache]) as mnt:
+                v1 = read_all(mnt)
+            changed = bytearray(orig)
+            changed[-1] ^= 0xff
+            rangeserver.replace(path, bytes(changed), os.stat(path).st_mtime + 7)
+            with mfstest.mounted(s.modelfs, versioned(2), env, ["-o", "cache_dir=" + cache]) as mnt:
+                v2 = read_all(mnt)
+            with mfstest.mounted(s.modelfs, versioned(1), env,
+                                 ["-o", "cache_dir=" + cache + ",offline"]) as mnt:
+                again = read_all(mnt)
+            c.check(v1 == first and v2 != v1 and again == v1,
+                    "?v=1 and ?v=2 are two objects in the cache: offline, ?v=1 reads its own "
+                    "bytes (%s)" % ("as v1" if again == v1 else "as v2" if again == v2 else "other"))
+        finally:
+            rangeserver.replace(path, orig, os.stat(path).st_mtime + 7)
+
         # Several models: models.json's source.
         mnt = mfstest.scratch("modelfs-mnt-")
         try:
