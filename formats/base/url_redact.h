@@ -18,6 +18,15 @@ bool mfs_url_is_web(const char *s);
  * object: a re-signed URL of it has the same. */
 size_t mfs_url_query_at(const char *s);
 
+/* The URL that names the object `s` (a web URL) is of: `s` without its
+ * fragment and without the query parameters that sign it (presigned
+ * URLs: X-Amz-*, X-Goog-*, AWSAccessKeyId, GoogleAccessId, Signature,
+ * Expires, Policy, Key-Pair-Id; Azure's sig, se, st, sp, sv, sr, spr and
+ * sk*), the others kept in order: the same object signed anew has the
+ * same name, and ?v=1 and ?v=2 stay two. Allocated (free it); anything
+ * not a web URL as it is. */
+char *mfs_url_unsigned(const char *s);
+
 /* `s` as shown: a web URL with no user or password and its query
  * replaced by "?<redacted>" (a fragment dropped); anything else as it is.
  * Into out (size bytes, cut to fit, always NUL-terminated). */

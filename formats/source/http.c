@@ -1028,12 +1028,13 @@ static void finish_open(http_src *h, const mfs_http_answer *a)
 }
 
 /* What names a plain URL's object in the disk cache: the URL without
- * its query, so that a presigned URL signed anew (another
- * X-Amz-Signature, the same object) finds the blocks it left; the
- * validator in the key tells versions apart. */
+ * the query parameters that sign it (url_redact.h), so that a presigned
+ * URL signed anew (another X-Amz-Signature, the same object) finds the
+ * blocks it left, while ?v=1 and ?v=2 stay two objects; the validator in
+ * the key tells versions apart. */
 static char *cache_name_of(const char *url)
 {
-    return mfs_xstrndup(url, mfs_url_query_at(url));
+    return mfs_url_unsigned(url);
 }
 
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e)

@@ -51,6 +51,10 @@ static void shown(const char *url)
         abort();
     if (mfs_url_query_at(url) > strlen(url))
         abort();
+    char *name = mfs_url_unsigned(url);   /* the cache's name: never longer */
+    if (strlen(name) > strlen(url) || strncmp(name, url, mfs_url_query_at(url)) != 0)
+        abort();
+    free(name);
     char small[8];
     mfs_url_redact(url, small, sizeof small);   /* cut to fit, terminated */
     if (strlen(small) >= sizeof small)

@@ -1,5 +1,6 @@
 /* The redirect policy (redirect.c) and how URLs are shown (url_redact.c),
  * without curl or a server: every rule on the cases a server can send. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,10 +122,40 @@ static void test_redact(void)
     CHECK(mfs_url_query_at("s3://b/k?x") == 10);
 }
 
+static bool unsigned_is(const char *url, const char *want)
+{
+    char *got = mfs_url_unsigned(url);
+    bool ok = strcmp(got, want) == 0;
+    if (!ok)
+        fprintf(stderr, "unsigned %s: %s, want %s\n", url, got, want);
+    free(got);
+    return ok;
+}
+
+/* The disk cache's name of an object: signatures out, the rest kept. */
+static void test_unsigned(void)
+{
+    CHECK(unsigned_is("https://b.s3.x/m.gguf?X-Amz-Algorithm=A&X-Amz-Credential=K%2F1"
+                      "&X-Amz-Signature=abc", "https://b.s3.x/m.gguf"));
+    CHECK(unsigned_is("https://h/m?v=1&X-Amz-Signature=a", "https://h/m?v=1"));
+    CHECK(unsigned_is("https://h/m?X-Amz-Signature=a&v=2", "https://h/m?v=2"));
+    CHECK(unsigned_is("https://h/m?a=1&Signature=s&Expires=9&Key-Pair-Id=k&b=2#f",
+                      "https://h/m?a=1&b=2"));
+    CHECK(unsigned_is("https://h/m?sv=2020&sig=x&se=1&sp=r&file=a", "https://h/m?file=a"));
+    CHECK(unsigned_is("https://h/m?x-goog-signature=1&GoogleAccessId=g", "https://h/m"));
+    /* Not a signature: a name that only begins like one, empty pieces. */
+    CHECK(unsigned_is("https://h/m?signatures=1&&sigma=2&", "https://h/m?signatures=1&sigma=2"));
+    CHECK(unsigned_is("https://h/m?", "https://h/m"));
+    CHECK(unsigned_is("https://h/m#a?b", "https://h/m"));
+    CHECK(unsigned_is("/tmp/a?sig=1", "/tmp/a?sig=1"));
+    CHECK(unsigned_is("", ""));
+}
+
 int main(void)
 {
     test_origin();
     test_judge();
     test_redact();
+    test_unsigned();
     return unit_finish("test_redirect");
 }
