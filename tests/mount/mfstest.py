@@ -329,9 +329,10 @@ def _pinned():
 
 
 @contextlib.contextmanager
-def mounted(modelfs, model, env=None, extra=()):
-    """Mounts `model` (daemon mode, as a user would) and yields the mount
-    point; raises RuntimeError with modelfs's stderr if it fails."""
+def mounted_with_log(modelfs, model, env=None, extra=()):
+    """Mounts `model` (daemon mode, as a user would) and yields (mount
+    point, what modelfs wrote to stderr while mounting: the warnings a
+    user sees); raises RuntimeError with that stderr if it fails."""
     with _pinned():
         mnt = scratch("modelfs-mnt-")
         r = subprocess.run([modelfs, *extra, model, mnt], capture_output=True, text=True,
@@ -340,9 +341,16 @@ def mounted(modelfs, model, env=None, extra=()):
             os.rmdir(mnt)
             raise RuntimeError("modelfs exited %d: %s" % (r.returncode, r.stderr.strip()))
         try:
-            yield mnt
+            yield mnt, r.stderr
         finally:
             unmount_and_remove(mnt)
+
+
+@contextlib.contextmanager
+def mounted(modelfs, model, env=None, extra=()):
+    """mounted_with_log's mount point alone."""
+    with mounted_with_log(modelfs, model, env, extra) as (mnt, _):
+        yield mnt
 
 
 def mount_model(build, model, env=None):

@@ -33,7 +33,6 @@ The matrix (server x fixtures identical x change cases) is printed last.
 
 usage: test_servers.py BUILD_DIR FIXTURES_DIR [KIND...]   (KIND: webservers.KINDS)
 """
-import contextlib
 import email.utils
 import errno
 import http.client
@@ -258,22 +257,6 @@ def check_probe(c, p):
 
 # --- a model changed while it is mounted -------------------------------------
 
-@contextlib.contextmanager
-def mounted_logged(build, url, env):
-    """As mfstest.mounted, and what modelfs wrote to stderr while it
-    mounted (the warnings a user sees): (mount point, stderr)."""
-    mnt = mfstest.scratch("modelfs-mnt-")
-    r = subprocess.run([os.path.join(build, "modelfs"), url, mnt], capture_output=True,
-                       text=True, env=env, timeout=120)
-    if r.returncode != 0:
-        os.rmdir(mnt)
-        raise RuntimeError("modelfs exited %d: %s" % (r.returncode, r.stderr.strip()))
-    try:
-        yield mnt, r.stderr
-    finally:
-        mfstest.unmount_and_remove(mnt)
-
-
 FLIP = bytes(255 - i for i in range(256))
 
 
@@ -398,7 +381,8 @@ def check_changes(c, build, srv, probe_row, env, cases, tensor):
         write_at(path, old, mtime_old)
         what = "%s: %s" % (srv.kind, case)
         try:
-            with mounted_logged(build, url_of(name), env) as (mnt, err):
+            with mfstest.mounted_with_log(os.path.join(build, "modelfs"), url_of(name),
+                                          env) as (mnt, err):
                 t = os.path.join(mnt, "tensors", "t")
                 c.equal(read_part(t), tensor[1 << 20:(1 << 20) + 4096], what + ": a part read")
                 write_at(path, new, mtime_new, in_place)
@@ -459,7 +443,7 @@ def check_changes(c, build, srv, probe_row, env, cases, tensor):
     written = os.stat(path).st_mtime
     what = "%s: weak-to-strong" % srv.kind
     try:
-        with mounted_logged(build, url_of(name), env) as (mnt, _):
+        with mfstest.mounted(os.path.join(build, "modelfs"), url_of(name), env) as mnt:
             if probe_row["weak_fresh"]:
                 time.sleep(max(0.0, written + 1.6 - time.time()))
             n_old, n_new, n_other, errs = outcome_of(

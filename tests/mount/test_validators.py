@@ -18,7 +18,6 @@
 
 usage: test_validators.py BUILD_DIR
 """
-import contextlib
 import errno
 import os
 import shutil
@@ -35,21 +34,6 @@ import rangeserver  # noqa: E402
 
 SIZE = 8 << 20   # the tensor: many blocks past the first (fetched at mount)
 FLIP = bytes(255 - i for i in range(256))   # x -> x ^ 0xff: every byte changed
-
-
-@contextlib.contextmanager
-def mounted_with_log(modelfs, url, env, extra=()):
-    """As mfstest.mounted, and modelfs's stderr at mount too."""
-    mnt = mfstest.scratch("modelfs-mnt-")
-    r = subprocess.run([modelfs, *extra, url, mnt], capture_output=True, text=True, env=env,
-                       timeout=120)
-    if r.returncode != 0:
-        os.rmdir(mnt)
-        raise RuntimeError("modelfs exited %d: %s" % (r.returncode, r.stderr.strip()))
-    try:
-        yield mnt, r.stderr
-    finally:
-        mfstest.unmount_and_remove(mnt)
 
 
 def model_bytes(data):
@@ -112,8 +96,8 @@ def check_replaced(c, modelfs, srv, root, tmp, env, mode, mid_read):
             rangeserver.replace(path, new, t0 + 5)
         if not mid_read:
             swap()
-        got, err = read_until_error(os.path.join(mnt, "tensors", "t"), 1 << 20 if mid_read else None,
-                                    swap if mid_read else None)
+        got, err = read_until_error(os.path.join(mnt, "tensors", "t"),
+                                    1 << 20 if mid_read else None, swap if mid_read else None)
         c.equal(err, errno.EIO, "%s: the read ends with EIO (read %d bytes)" % (what, len(got)))
         c.check(got == old_t[:len(got)],
                 "%s: only bytes of the old version before the EIO (%d read, first new at %s)"
@@ -196,7 +180,7 @@ def check_size_only(c, modelfs, srv, root, tmp, env):
     data = os.urandom(1 << 20)
     rangeserver.replace(path, model_bytes(data))
     url = srv.url + "/fault/none/none.safetensors"
-    with mounted_with_log(modelfs, url, fresh_env(env, tmp)) as (mnt, log):
+    with mfstest.mounted_with_log(modelfs, url, fresh_env(env, tmp)) as (mnt, log):
         lines = [ln for ln in log.splitlines() if ln.strip()]
         c.check(len(lines) == 1 and url in lines[0] and "cannot be detected" in lines[0],
                 "size only: one warning naming the URL and what cannot be detected: %r" % log)
@@ -207,7 +191,7 @@ def check_size_only(c, modelfs, srv, root, tmp, env):
     rangeserver.replace(path, model_bytes(data), int(time.time()) - 100)
     for mode in ("lastmod", "weak", None):
         url = srv.url + ("/fault/%s/" % mode if mode else "/") + "quiet.safetensors"
-        with mounted_with_log(modelfs, url, fresh_env(env, tmp)) as (mnt, log):
+        with mfstest.mounted_with_log(modelfs, url, fresh_env(env, tmp)) as (mnt, log):
             c.equal(log.strip(), "", "%s: no warning at mount" % (mode or "strong"))
 
 
