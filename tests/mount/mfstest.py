@@ -736,3 +736,15 @@ def flatc_decode(schema, data, tmp):
 def fail_main(msg):
     print(msg, file=sys.stderr)
     sys.exit(1)
+
+
+def take_part(args, parts):
+    """The parts a test split into ctest cases runs: {PART} for a
+    `--part=PART` at the head of `args` (taken off it), else all of
+    `parts`; an unknown one ends the test (fail_main)."""
+    if not (args and args[0].startswith("--part=")):
+        return set(parts)
+    part = args.pop(0)[len("--part="):]
+    if part not in parts:
+        fail_main("--part: one of %s" % ", ".join(parts))
+    return {part}

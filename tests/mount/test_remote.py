@@ -217,11 +217,7 @@ PARTS = ("models", "mount", "stalls", "reads")
 
 def main(argv):
     build, dirs = argv[1], argv[2:]
-    parts = set(PARTS)
-    if dirs and dirs[0].startswith("--part="):
-        parts = {dirs.pop(0)[len("--part="):]}
-        if not parts <= set(PARTS):
-            return mfstest.fail_main("--part: one of %s" % ", ".join(PARTS))
+    parts = mfstest.take_part(dirs, PARTS)
     c = mfstest.Checker("remote tests (%s)" % ", ".join(p for p in PARTS if p in parts))
     if parts == {"models"}:
         # modelfs-ls against this process's range server and nginx, one

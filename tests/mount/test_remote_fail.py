@@ -384,11 +384,7 @@ def main(argv):
     if len(argv) < 2:
         return mfstest.fail_main(__doc__)
     build, dirs = argv[1], argv[2:]
-    parts = set(PARTS)
-    if dirs and dirs[0].startswith("--part="):
-        parts = {dirs.pop(0)[len("--part="):]}
-        if not parts <= set(PARTS):
-            return mfstest.fail_main("--part: one of %s" % ", ".join(PARTS))
+    parts = mfstest.take_part(dirs, PARTS)
     c = mfstest.Checker("remote failures (%s)" % ", ".join(p for p in PARTS if p in parts))
     logdir = tempfile.mkdtemp(prefix="modelfs-san-")
     env = mfstest.sanitizer_env(logdir)
