@@ -99,7 +99,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         full = os.path.realpath(os.path.join(srv.root, path.lstrip("/")))
         if not full.startswith(srv.root + os.sep) or not os.path.isfile(full):
             return self.send_plain(404)
-        st = os.stat(full)
+        # Validators and body from one open file: a file renamed over it
+        # between a stat and an open would pair the old ETag with new bytes.
+        try:
+            f = open(full, "rb")
+        except OSError:
+            return self.send_plain(404)
+        with f:
+            return self.answer(f, head, kind, rng, n_req)
+
+    def answer(self, f, head, kind, rng, n_req):
+        srv = self.server
+        st = os.fstat(f.fileno())
         size = st.st_size
         etag = '"%s"' % hashlib.sha256(("%d:%d:%d" % (st.st_ino, st.st_size, st.st_mtime_ns))
                                        .encode()).hexdigest()[:32]
@@ -167,9 +178,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if head:
             return
-        with open(full, "rb") as f:
-            f.seek(first)
-            body = f.read(last - first + 1)
+        f.seek(first)
+        body = f.read(last - first + 1)
         try:
             if kind == "cutlong" and len(body) > (1 << 20) and (self.path, rng) not in srv.seen503:
                 # A long GET cut at 60% the first time it is asked.
