@@ -34,6 +34,11 @@
 
 typedef struct mfs_src mfs_src;
 
+/* The end of an asynchronous get (mfs_src_get_async): rc 0 and the bytes
+ * in `got` (pinned as a get's are: the callee releases them with
+ * mfs_src_release), or rc -1 and why in *e (valid during the call). */
+typedef void (*mfs_src_done)(void *arg, int rc, mfs_span got, const mfs_err *e);
+
 typedef struct mfs_src_ops {
     /* Bytes [off, off + len) (in range: the caller checked) into *out,
      * whose base is `off`; valid until release. -1 with e (MFS_E_IO: the
@@ -57,6 +62,12 @@ typedef struct mfs_src_ops {
      * page cache, and a later get maps them again), so a pass over a
      * large model holds a few pieces, not the file. Optional. */
     void (*drop)(mfs_src *s, uint64_t off, uint64_t len);
+    /* A get that does not wait: it registers [off, off + len) (in range)
+     * and returns; done runs once the bytes are here or cannot be had, on
+     * this thread before the call returns (bytes at hand) or later on the
+     * source's own thread, where it must not wait (reply, or hand work to
+     * a pool). Optional: see mfs_src_get_async. */
+    void (*get_async)(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done done, void *arg);
     /* Frees the source (every span released first). */
     void (*close)(mfs_src *s);
 } mfs_src_ops;
@@ -93,6 +104,12 @@ static inline int mfs_src_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *
     }
     return s->ops->get(s, off, len, out, e);
 }
+
+/* Bytes [off, off + len) to done(arg, ...), without waiting here: at once
+ * (on this thread) for bytes at hand or a range past the end; through the
+ * source's get_async; or, for a source without one, by a get on a thread
+ * of its own (src_async.c) when ready() says the get would wait. */
+void mfs_src_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done done, void *arg);
 
 /* Lets go of what mfs_src_get gave (nothing to do for a mapping). */
 static inline void mfs_src_release(mfs_src *s, mfs_span got)

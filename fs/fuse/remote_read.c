@@ -97,35 +97,35 @@ bool mfs_rr_spawn(void *(*fn)(void *), void *arg)
     return true;
 }
 
-static void *run(void *arg)
+/* The bytes came (or cannot): the reply, on whatever thread the source
+ * calls back on. */
+static void rr_done(void *arg, int rc, mfs_span body, const mfs_err *e)
 {
     rr *r = arg;
-    mfs_span body = { NULL, 0, 0 };
-    mfs_err e = { 0 };
-    if (r->blen > 0 && mfs_src_get(r->src, r->src_off, r->blen, &body, &e) != 0) {
-        mfs_log("modelfs: %s: cannot read: %s", r->src->name, e.msg);
-        fuse_reply_err(r->req, e.code == MFS_E_NOMEM ? ENOMEM : EIO);
+    if (rc != 0) {
+        mfs_log("modelfs: %s: cannot read: %s", r->src->name, e->msg);
+        fuse_reply_err(r->req, e->code == MFS_E_NOMEM ? ENOMEM : EIO);
     } else {
         mfs_reply_head_body(r->req, r->head, r->hlen, body.p, r->off, r->len);
-        if (r->blen > 0)
-            mfs_src_release(r->src, body);
+        mfs_src_release(r->src, body);
     }
     free(r);
     done_one();
-    return NULL;
 }
 
 bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
                   const uint8_t *head, uint64_t hlen, uint64_t off, size_t len)
 {
+    if (blen == 0)
+        return false;
     rr *r = malloc(sizeof *r);
     if (r == NULL)
         return false;
     *r = (rr){ req, src, src_off, blen, head, hlen, off, len };
-    if (!start_thread(run, r)) {
-        free(r);
-        return false;
-    }
+    pthread_mutex_lock(&mu);
+    pending++;  /* answered by rr_done: mfs_rr_drain waits for it */
+    pthread_mutex_unlock(&mu);
+    mfs_src_get_async(src, src_off, blen, rr_done, r);
     return true;
 }
 

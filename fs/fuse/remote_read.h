@@ -1,6 +1,7 @@
 /* Reads whose bytes a fetching source does not hold yet (a remote model):
- * each waits on a thread of its own, not on one of the session's. The
- * session has 10 threads by default: ten readers of a stalled server
+ * each is registered with the source (mfs_src_get_async) and answered
+ * when its bytes come, never waited for on one of the session's threads.
+ * The session has 10 threads by default: ten readers of a stalled server
  * held them all, and `ls` and every read of bytes in memory waited
  * behind them. The FUSE layer only: it knows sources, not formats. */
 #ifndef MFS_REMOTE_READ_H
@@ -16,15 +17,15 @@
 #include "st_out.h"
 #include "tree.h"
 
-/* Most such reads waiting at once; past it a read waits on the session's
- * thread as before. */
+/* Most threads of mfs_rr_spawn and concatenation reads at once; past it
+ * the work runs on the session's thread as before. */
 #define MFS_RR_MAX 512
 
 /* A read of len bytes at `off` of a file whose first `hlen` bytes are
  * `head` (a twin's; 0 for a tensor) and whose body is [src_off, src_off +
- * blen) of `src` (the part the read covers). Answered later on a thread
- * of its own: true; false when none could be had (then the caller reads
- * on its thread). `label` names the source in a failure's log line. */
+ * blen) of `src` (the part the read covers, blen > 0): answered when the
+ * source gives the bytes, maybe before this returns. False when it could
+ * not be registered (then the caller reads on its thread). */
 bool mfs_rr_start(fuse_req_t req, mfs_src *src, uint64_t src_off, uint64_t blen,
                   const uint8_t *head, uint64_t hlen, uint64_t off, size_t len);
 
