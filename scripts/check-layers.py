@@ -21,10 +21,10 @@ import sys
 # the layers listed for it, nothing else.
 ALLOWED = {
     "base": [],
-    # source reads the Hub's JSON listings with codecs' JSON reader
-    # (codecs sees base only: no circle).
-    "source": ["base", "codecs"],
     "codecs": ["base"],
+    # source reads the Hub's JSON listings with codecs' JSON reader and
+    # keys and checks the disk cache's blocks with its sha256.
+    "source": ["base", "codecs"],
     "layout": ["base", "source", "codecs"],
     "driver": ["base", "source", "codecs", "layout"],
     "formats": ["base", "source", "codecs", "layout", "driver"],
