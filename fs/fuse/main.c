@@ -313,6 +313,7 @@ int main(int argc, char **argv)
     struct cli cli = { 0 };
     struct fuse_cmdline_opts o = { 0 };
     int rc = mfs_exit_code(MFS_E_USAGE);  /* until the command line is taken */
+    mfs_log_set_program(prog);  /* the layers' messages say whose they are */
     mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
 
     if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) != 0)
@@ -452,7 +453,7 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(MFS_E_INTERNAL);
             goto out_unmount;
         }
-        mfs_log_to_syslog("modelfs");
+        mfs_log_to_syslog(prog);
     }
     /* libfuse reports the signal that stopped the loop as its result; an
      * unmount by signal is a clean exit. */
@@ -469,7 +470,7 @@ int main(int argc, char **argv)
     if (!mfs_forest_shutdown(&forest, 10000) || !mfs_rr_drain(10000)) {
         char shown[1024];
         mfs_url_redact(cli.model, shown, sizeof shown);
-        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", shown);
+        mfs_warn("%s: work still running at unmount; exiting anyway", shown);
         fuse_session_unmount(se);
         _exit(rc);
     }

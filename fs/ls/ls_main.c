@@ -15,6 +15,7 @@
 #include "http.h"
 #include "remote.h"
 #include "load.h"
+#include "log.h"
 #include "progress.h"
 #include "registry.h"
 #include "multi.h"
@@ -510,6 +511,7 @@ int main(int argc, char **argv)
 {
     int xattrs = 0, verify = 0, sums = 0, check = 0, diff = 0, json = 0, argi = 1;
     mfs_load_opts opts = { 0 };
+    mfs_log_set_program(prog);  /* the layers' messages say whose they are */
     mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         const char *a = argv[argi];
