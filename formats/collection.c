@@ -87,7 +87,7 @@ static void walk(walker *w, const char *root, const char *path, const char *show
 {
     DIR *d = opendir(path);
     if (d == NULL) {
-        mfs_log("modelfs: %s: cannot read the folder: %s", shown, strerror(errno));
+        mfs_warn("%s: cannot read the folder: %s", shown, strerror(errno));
         return;
     }
     char **names = NULL;
@@ -97,8 +97,8 @@ static void walk(walker *w, const char *root, const char *path, const char *show
             continue;
         if (++w->entries > MFS_COLLECT_MAX_ENTRIES) {
             if (!w->warned)
-                mfs_log("modelfs: %s: more than %u entries; the rest are not looked at", shown,
-                        MFS_COLLECT_MAX_ENTRIES);
+                mfs_warn("%s: more than %u entries; the rest are not looked at", shown,
+                         MFS_COLLECT_MAX_ENTRIES);
             w->warned = true;
             break;
         }

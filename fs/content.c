@@ -424,7 +424,7 @@ static void evict_others(mfs_content *c, uint64_t need, freelist *fl)
 static void log_node(const mfs_content *c, uint32_t node, const mfs_err *e)
 {
     char *path = mfs_tree_path_try(c->tree, node);
-    mfs_log("modelfs: %s: %s", path ? path : "(a file; out of memory for its path)", e->msg);
+    mfs_warn("%s: %s", path ? path : "(a file; out of memory for its path)", e->msg);
     free(path);
 }
 

@@ -79,7 +79,7 @@ static bool is_dup(const void *key, uint32_t i)
 
 static struct mfs_dup *dup_entry(mfs_model *m, uint32_t dir, const char *base)
 {
-    /* Keyed (fs/util/hash.h): the names are the model file's. */
+    /* Keyed (formats/base/hash.h): the names are the model file's. */
     uint64_t h = mfs_hash(dir, base, strlen(base));
     dup_key k = { m, dir, base };
     uint32_t i = mfs_table_find(&m->impl->dup_index, h, is_dup, &k);

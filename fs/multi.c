@@ -77,8 +77,8 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
         free(enc);
         free(name);
         if (node == MFS_NONE) {
-            mfs_log("modelfs: %s: no room for it in the tree (a file or a model is in the "
-                    "way); skipped", f->source);
+            mfs_warn("%s: no room for it in the tree (a file or a model is in the "
+                     "way); skipped", f->source);
         } else {
             if (node >= marks) {
                 size_t grown = (size_t)node * 2 + 16;

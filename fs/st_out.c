@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json_write.h"
+#include "st_dtype.h"
 #include "strbuf.h"
 #include "tensor_read.h"
 #include "utf8.h"
@@ -15,32 +16,6 @@
 /* The reference reader's MAX_HEADER_SIZE: a longer header is refused by
  * every safetensors reader, so such a model gets no file. */
 #define ST_OUT_HEADER_MAX 100000000ull
-
-/* modelfs dtype -> safetensors dtype: the inverse of formats/safetensors'
- * table, for the dtypes of the current spec (huggingface/safetensors
- * Dtype: the FNUZ float8 variants modelfs reads are not in it, and a
- * reader refuses a whole file for one unknown dtype). */
-static const struct st_out_dtype {
-    const char *ours, *st;
-    unsigned bits;
-} dtypes[] = {
-    { "bool", "BOOL", 8 },          { "uint8", "U8", 8 },          { "int8", "I8", 8 },
-    { "uint16", "U16", 16 },        { "int16", "I16", 16 },        { "uint32", "U32", 32 },
-    { "int32", "I32", 32 },         { "uint64", "U64", 64 },       { "int64", "I64", 64 },
-    { "float16", "F16", 16 },       { "bfloat16", "BF16", 16 },    { "float32", "F32", 32 },
-    { "float64", "F64", 64 },       { "complex64", "C64", 64 },
-    { "float8_e4m3fn", "F8_E4M3", 8 },       { "float8_e5m2", "F8_E5M2", 8 },
-    { "float8_e8m0fnu", "F8_E8M0", 8 },      { "float4_e2m1fn", "F4", 4 },
-    { "float6_e2m3fn", "F6_E2M3", 6 },       { "float6_e3m2fn", "F6_E3M2", 6 },
-};
-
-static const struct st_out_dtype *st_dtype_of(const char *ours)
-{
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (strcmp(dtypes[i].ours, ours) == 0)
-            return &dtypes[i];
-    return NULL;
-}
 
 /* A __metadata__ entry (both valid UTF-8). */
 typedef struct meta_kv {
@@ -62,7 +37,7 @@ typedef struct kept {
     size_t name_len;
     uint32_t order;         /* its place among the tensors (file order) */
     uint32_t node;
-    const struct st_out_dtype *dt;
+    const mfs_st_dtype *dt;
     uint64_t nbytes;
     bool logical;           /* stored big-endian or in another order */
     uint32_t shape_at;      /* into the shapes array */
@@ -108,7 +83,7 @@ static void left_out(mfs_strbuf *lo, const char *name, size_t len, const char *r
 
 /* Why tensor `ti` cannot go in as it is; NULL when it can. */
 static const char *why_not(const mfs_tree *t, const mfs_tensor_info *ti,
-                           const struct st_out_dtype **dt, char *buf, size_t cap)
+                           const mfs_st_dtype **dt, char *buf, size_t cap)
 {
     const mfs_node *n = mfs_tree_node(t, ti->node);
     if (n == NULL || n->kind != MFS_NODE_FILE || n->sums || n->concat)
@@ -119,7 +94,7 @@ static const char *why_not(const mfs_tree *t, const mfs_tensor_info *ti,
         return "its name is __metadata__, the header's key for metadata";
     if (n->size_unknown)
         return "its size is known only once it is fetched";
-    if ((*dt = st_dtype_of(ti->dtype)) == NULL) {
+    if ((*dt = mfs_st_dtype_to_write(ti->dtype)) == NULL) {
         snprintf(buf, cap, "dtype %s has no safetensors dtype", ti->dtype[0] ? ti->dtype : "?");
         return buf;
     }
@@ -202,7 +177,7 @@ static void finish(mfs_tree *t, void *arg)
     char why_buf[160];
     mfs_tensor_info ti;
     for (uint32_t i = 0; i < total; i++) {
-        const struct st_out_dtype *dt = NULL;
+        const mfs_st_dtype *dt = NULL;
         if (!mfs_tensors_info(t, i, &ti)) {
             const mfs_node *n = mfs_tree_node(t, t->tattrs[i].node);
             const char *nm = n ? n->name : "";

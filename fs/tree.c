@@ -9,7 +9,7 @@
 #include "hash.h"
 #include "xalloc.h"
 
-/* Names come from the model file: keyed (fs/util/hash.h), so that no file
+/* Names come from the model file: keyed (formats/base/hash.h), so that no file
  * can choose names that all land in one slot. Only lookups depend on it. */
 static uint64_t hash_key(uint32_t parent, const char *name)
 {

@@ -336,7 +336,7 @@ void mfs_tree_finish(mfs_tree *t);
 /* "a/b/c" relative to the root (malloc'd; "" for the root). */
 char *mfs_tree_path(const mfs_tree *t, uint32_t node);
 /* The same, or NULL when memory runs out: for code that runs while
- * mounted (fs/util/xalloc.h). */
+ * mounted (formats/base/xalloc.h). */
 char *mfs_tree_path_try(const mfs_tree *t, uint32_t node);
 
 /* Node i when it is a real one (not a twin: see mfs_tree_get), or NULL. */

@@ -57,7 +57,7 @@ int mfs_fail(mfs_err *e, mfs_code code, int64_t offset, const char *fmt, ...)
 
 /* The process exit code documented in README.md for an error code: the
  * only place exit statuses are chosen (modelfs, modelfs-ls and the
- * out-of-memory exit of fs/util/xalloc.c all go through it). modelfs-ls
+ * out-of-memory exit of formats/base/xalloc.c all go through it). modelfs-ls
  * reports a file that could not be served as MFS_E_VERIFY (8), whatever
  * the file's own error was. */
 int mfs_exit_code(mfs_code code);

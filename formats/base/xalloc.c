@@ -7,6 +7,7 @@
 
 #include "err.h"
 #include "guard.h"
+#include "log.h"
 
 static _Thread_local unsigned long fail_in;
 
@@ -25,7 +26,7 @@ _Noreturn void mfs_oom(void)
 {
     if (mfs_guard_active())
         mfs_guard_out_of_memory();
-    fputs("modelfs: out of memory\n", stderr);
+    fprintf(stderr, "%s: out of memory\n", mfs_log_program());
     exit(mfs_exit_code(MFS_E_NOMEM));
 }
 

@@ -538,10 +538,10 @@ static void log_warnings(const carton_load *cl)
 {
     size_t n = cl->warnings->u.arr.n;
     for (size_t i = 0; i < n && i < WARNINGS_LOGGED; i++)
-        mfs_log("modelfs: %s: warning: %s", cl->m->file_name, cl->warnings->u.arr.items[i]->u.s.p);
+        mfs_warn("%s: warning: %s", cl->m->file_name, cl->warnings->u.arr.items[i]->u.s.p);
     if (n > WARNINGS_LOGGED)
-        mfs_log("modelfs: %s: %zu more warnings in model.json (metadata.warnings)", cl->m->file_name,
-                n - WARNINGS_LOGGED);
+        mfs_warn("%s: %zu more warnings in model.json (metadata.warnings)", cl->m->file_name,
+                 n - WARNINGS_LOGGED);
 }
 
 static int read_carton_toml(carton_load *cl, mfs_val **out)

@@ -19,7 +19,7 @@ void mfs_sha256_hex(const void *p, size_t n, char hex[MFS_SHA256_HEX]);
 int mfs_sha256(const void *p, size_t n, uint8_t out[32]);
 
 /* The same for bytes of a mapped file that may shrink or be cancelled
- * meanwhile: 0, MFS_GUARD_FAULT (fs/guard.h) when the mapping faulted, -1
+ * meanwhile: 0, MFS_GUARD_FAULT (formats/base/guard.h) when the mapping faulted, -1
  * when `job` was cancelled (or libcrypto failed). */
 int mfs_sha256_hex_mapped(const void *p, uint64_t n, const mfs_job *job, char hex[MFS_SHA256_HEX]);
 /* The same for head_len bytes at head (in memory) followed by p. */

@@ -60,7 +60,8 @@ static int model_wire(uint32_t num)
 static bool graph_field(uint32_t num)
 {
     switch (num) {
-    case 1: case 2: case 5: case 10: case 11: case 12: case 13: case 14: case 15: case 16:
+    case G_NODE: case G_NAME: case G_INIT: case G_DOC: case G_INPUT: case G_OUTPUT:
+    case G_VALUE_INFO: case G_QUANT_ANNOTATION: case G_SPARSE_INIT: case G_PROPS:
         return true;
     }
     return false;
@@ -91,7 +92,7 @@ static bool graph_start(mfs_span g, uint64_t len)
 }
 
 /* Whether `s`, an opset_import's payload, is an OperatorSetIdProto: it
- * parses, with a version (2, a varint) and a domain (1) that is bytes. */
+ * parses, with a version (a varint) and a domain that is bytes. */
 static bool opset_ok(mfs_span s)
 {
     mfs_pb r = mfs_pb_start(s);
@@ -99,9 +100,10 @@ static bool opset_ok(mfs_span s)
     bool version = false;
     int k;
     while ((k = mfs_pb_next(&r, &f, NULL)) == 1) {
-        if ((f.num == 1 && f.wire != MFS_PB_LEN) || (f.num == 2 && f.wire != MFS_PB_VARINT))
+        if ((f.num == OPSET_DOMAIN && f.wire != MFS_PB_LEN) ||
+            (f.num == OPSET_VERSION && f.wire != MFS_PB_VARINT))
             return false;
-        version |= f.num == 2;
+        version |= f.num == OPSET_VERSION;
     }
     return k == 0 && version;
 }
@@ -200,9 +202,9 @@ static int read_opset(onnx_ctx *c, mfs_span s, mfs_val *opsets)
     int64_t version = 0;
     int k;
     while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
-        if (f.num == 1 && f.wire == MFS_PB_LEN)
+        if (f.num == OPSET_DOMAIN && f.wire == MFS_PB_LEN)
             domain = f.bytes;
-        else if (f.num == 2 && f.wire == MFS_PB_VARINT)
+        else if (f.num == OPSET_VERSION && f.wire == MFS_PB_VARINT)
             version = (int64_t)f.v;
     }
     if (k < 0 || onnx_spend(c, 2 * MFS_VAL_COST + 2 * domain.len, s.base) != 0)
@@ -224,16 +226,16 @@ static int graph_summary(onnx_ctx *c, mfs_span g)
     while ((k = mfs_pb_next(&r, &f, c->e)) == 1) {
         if (f.wire != MFS_PB_LEN)
             continue;
-        if (f.num == 2) {
+        if (f.num == G_NAME) {
             name = f.bytes;
-        } else if (f.num == 11 || f.num == 12) {
-            mfs_val *list = f.num == 11 ? ins : outs;
+        } else if (f.num == G_INPUT || f.num == G_OUTPUT) {
+            mfs_val *list = f.num == G_INPUT ? ins : outs;
             if (onnx_value_info(c, f.bytes, list) != 0) {
                 k = -1;
                 break;
             }
             mfs_val *n = mfs_obj_get(list->u.arr.items[list->u.arr.n - 1], "name");
-            mfs_arr_push(f.num == 11 ? in_names : out_names, mfs_val_clone(n));
+            mfs_arr_push(f.num == G_INPUT ? in_names : out_names, mfs_val_clone(n));
         }
     }
     if (name.p != NULL)

@@ -124,6 +124,16 @@ void onnx_decode_attach(onnx_ctx *c, uint32_t node, mfs_span msg, uint32_t field
 int onnx_count_values(mfs_span msg, uint32_t field, onnx_wire wire, uint64_t *count, mfs_span *run,
                       int *runs, mfs_err *e);
 
+/* GraphProto fields (onnx/onnx.proto); every one is a LEN (a message,
+ * a string, or a repeated one). */
+enum {
+    G_NODE = 1, G_NAME = 2, G_INIT = 5, G_DOC = 10, G_INPUT = 11, G_OUTPUT = 12,
+    G_VALUE_INFO = 13, G_QUANT_ANNOTATION = 14, G_SPARSE_INIT = 15, G_PROPS = 16,
+};
+
+/* OperatorSetIdProto fields. */
+enum { OPSET_DOMAIN = 1, OPSET_VERSION = 2 };
+
 /* TensorProto fields (onnx/onnx.proto). */
 enum {
     T_DIMS = 1, T_DATA_TYPE = 2, T_SEGMENT = 3, T_FLOAT = 4, T_INT32 = 5, T_STRING = 6, T_INT64 = 7,

@@ -16,7 +16,6 @@
 #include "onnx.h"
 #include "xalloc.h"
 
-enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_INPUT = 11, G_OUTPUT = 12, G_SPARSE_INIT = 15 };
 enum { N_INPUT = 1, N_OUTPUT = 2, N_NAME = 3, N_OP = 4, N_ATTR = 5, N_DOMAIN = 7 };
 enum {
     A_NAME = 1, A_F = 2, A_I = 3, A_S = 4, A_T = 5, A_G = 6, A_FLOATS = 7, A_INTS = 8,
@@ -313,7 +312,7 @@ static int describe_attr(onnx_ctx *c, mfs_span a, const attr_info *ai, mfs_val *
                 mfs_pb_field gf;
                 int gk;
                 while ((gk = mfs_pb_next(&gr, &gf, c->e)) == 1)
-                    if (gf.num == 2 && gf.wire == MFS_PB_LEN)
+                    if (gf.num == G_NAME && gf.wire == MFS_PB_LEN)
                         gname = gf.bytes;
                 if (gk < 0)
                     k = -1;

@@ -16,28 +16,6 @@
 
 typedef unsigned long long ull;
 
-/* Every dtype of the current spec. numpy names where numpy (or ml_dtypes,
- * for the float8/6/4 types numpy lacks) has one. */
-static const st_dtype dtypes[] = {
-    { "BOOL", "bool", 8 },          { "U8", "uint8", 8 },         { "I8", "int8", 8 },
-    { "U16", "uint16", 16 },        { "I16", "int16", 16 },       { "U32", "uint32", 32 },
-    { "I32", "int32", 32 },         { "U64", "uint64", 64 },      { "I64", "int64", 64 },
-    { "F16", "float16", 16 },       { "BF16", "bfloat16", 16 },   { "F32", "float32", 32 },
-    { "F64", "float64", 64 },       { "C64", "complex64", 64 },
-    { "F8_E4M3", "float8_e4m3fn", 8 },       { "F8_E5M2", "float8_e5m2", 8 },
-    { "F8_E8M0", "float8_e8m0fnu", 8 },      { "F8_E4M3FNUZ", "float8_e4m3fnuz", 8 },
-    { "F8_E5M2FNUZ", "float8_e5m2fnuz", 8 }, { "F4", "float4_e2m1fn", 4 },
-    { "F6_E2M3", "float6_e2m3fn", 6 },       { "F6_E3M2", "float6_e3m2fn", 6 },
-};
-
-static const st_dtype *find_dtype(const char *s, size_t n)
-{
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (strlen(dtypes[i].st) == n && memcmp(dtypes[i].st, s, n) == 0)
-            return &dtypes[i];
-    return NULL;
-}
-
 int st_header_length(mfs_span first8, uint64_t file_len, const char *label, uint64_t *n,
                      mfs_err *e)
 {
@@ -77,7 +55,7 @@ static int read_entry(st_entry *en, const mfs_val *info, uint64_t at, const char
                            dt == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
     if (dt->type != MFS_V_STR)
         return MFS_CORRUPT(e, at, "%stensor \"%.*s\": dtype is not a string", label, NAME_ARG(en));
-    if ((en->dt = find_dtype(dt->u.s.p, dt->u.s.len)) == NULL)
+    if ((en->dt = mfs_st_dtype_of_st(dt->u.s.p, dt->u.s.len)) == NULL)
         return MFS_CORRUPT(e, at, "%stensor \"%.*s\": unknown dtype \"%.*s\"", label, NAME_ARG(en),
                            dt->u.s.len > 40 ? 40 : (int)dt->u.s.len, dt->u.s.p);
     if (shape->type != MFS_V_ARR)

@@ -18,19 +18,14 @@
 #include "doc.h"
 #include "err.h"
 #include "span.h"
+#include "st_dtype.h"
 
 #define ST_HEADER_MAX 100000000ull   /* the reference's MAX_HEADER_SIZE */
-
-typedef struct st_dtype {
-    const char *st;          /* "F8_E4M3": the spec's name */
-    const char *np;          /* "float8_e4m3fn": numpy's (or ml_dtypes') name */
-    unsigned bits;           /* per element: 4 and 6 for the packed types */
-} st_dtype;
 
 typedef struct st_entry {
     const char *name;        /* borrowed from the parsed header */
     size_t name_len;
-    const st_dtype *dt;
+    const mfs_st_dtype *dt;
     uint64_t *shape;         /* owned */
     size_t ndim;
     uint64_t begin, end;     /* relative to the data */

@@ -527,7 +527,7 @@ static void warn_once(mfs_disk_cache *c, const char *fmt, const char *what)
     c->warned = true;
     pthread_mutex_unlock(&c->mu);
     if (warn)
-        mfs_log(fmt, c->dir, what);
+        mfs_warn(fmt, c->dir, what);
 }
 
 void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, const uint8_t *buf,
@@ -540,10 +540,10 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     if (kfd < 0) {
         int err = errno;
         if (err == ENOTDIR)
-            warn_once(c, "modelfs: cache_dir %s: blocks/%s is not a folder of the cache's; "
+            warn_once(c, "cache_dir %s: blocks/%s is not a folder of the cache's; "
                       "its blocks are fetched again", key);
         else
-            warn_once(c, "modelfs: cache_dir %s: cannot keep a block: %s (blocks are fetched "
+            warn_once(c, "cache_dir %s: cannot keep a block: %s (blocks are fetched "
                       "again)", strerror(err));
         return;
     }
@@ -584,7 +584,7 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     pthread_mutex_unlock(&c->mu);
     close(kfd);
     if (err != 0)
-        warn_once(c, "modelfs: cache_dir %s: cannot keep a block: %s (blocks are fetched again)",
+        warn_once(c, "cache_dir %s: cannot keep a block: %s (blocks are fetched again)",
                   strerror(err));
 }
 

@@ -702,7 +702,7 @@ static int load_run(http_src *h, uint64_t first, uint64_t last, bool ahead, mfs_
     pthread_mutex_lock(&h->mu);
     if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
         h->changed = true;
-        mfs_log("modelfs: %s: %s: its reads fail from now on", h->src.name, e->msg);
+        mfs_warn("%s: %s: its reads fail from now on", h->src.name, e->msg);
     }
     for (uint64_t i = first; ru.ready != NULL && i <= last; i++) {
         mfs_block *b = ru.ready[i - first] ? NULL : mfs_block_find(&h->tab, i);
@@ -1096,7 +1096,7 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
             return NULL;
         }
         if (h->disk == NULL)
-            mfs_log("modelfs: %s; remote blocks are kept in memory only", ce.msg);
+            mfs_warn("%s; remote blocks are kept in memory only", ce.msg);
     }
     h->o.cache_dir = NULL;   /* the caller's string: not kept past open */
     char ukey[65];
@@ -1147,9 +1147,9 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         h->hk.pinned(h->hk.arg, r.pin);   /* every later request asks this version */
     finish_open(h, &r.a);
     if (h->pin.kind == MFS_HTTP_PIN_SIZE)
-        mfs_log("modelfs: %s: the server sends neither an ETag nor a Last-Modified: a change "
-                "that keeps the file's size cannot be detected (reads after one may mix both "
-                "versions)", h->src.name);
+        mfs_warn("%s: the server sends neither an ETag nor a Last-Modified: a change "
+                 "that keeps the file's size cannot be detected (reads after one may mix both "
+                 "versions)", h->src.name);
     if (h->disk != NULL) {
         /* Only a strong ETag names one version (finish_open): kept. */
         mfs_disk_object o = { .size = h->src.size, .mtime = (int64_t)h->src.mtime.tv_sec };

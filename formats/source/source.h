@@ -3,8 +3,8 @@
  *
  * A source has a size, an identity (to notice the model changing), and
  * gives bytes [off, off + len) as a span that stays valid until the caller
- * releases it. Today's source is the local file, mapped (local.c): `map`
- * is set, a get is `map + off` with no call, no copy and no syscall, and a
+ * releases it. A local file is mapped (local.c, folder.c): `map` is set,
+ * a get is `map + off` with no call, no copy and no syscall, and a
  * release costs nothing. A source that fetches on demand (ranged HTTP into
  * a block cache) leaves `map` NULL and pins what it hands out until it is
  * released; drivers do not change for it.

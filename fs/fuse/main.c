@@ -19,12 +19,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "load.h"
+#include "load_models.h"
 #include "registry.h"
 #include "http.h"
 #include "remote.h"
 #include "remote_read.h"
-#include "multi.h"
 #include "ll.h"
 #include "open_files.h"
 #include "log.h"
@@ -313,6 +312,7 @@ int main(int argc, char **argv)
     struct cli cli = { 0 };
     struct fuse_cmdline_opts o = { 0 };
     int rc = mfs_exit_code(MFS_E_USAGE);  /* until the command line is taken */
+    mfs_log_set_program(prog);  /* the layers' messages say whose they are */
     mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
 
     if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) != 0)
@@ -404,38 +404,16 @@ int main(int argc, char **argv)
         rc = mfs_exit_code(MFS_E_USAGE);
         goto out_opts;
     }
-    mfs_err err = { 0 };
-    mfs_origin origin = { 0 };
-    mfs_tree tree;
-    mfs_tree_init(&tree);
     mfs_forest forest;
-    mfs_collection coll = { 0 };
-    mfs_collection_loader mctx = { &coll, &lopts };
-    if (mfs_collect_is_single(cli.paths, nmodels)) {
-        /* One model: loaded now, so a bad one fails the mount with its code. */
-        if (mfs_load_path(&tree, &origin, cli.model, &lopts, &err) != 0) {
-            mfs_err_print(prog, cli.model, &err);
-            rc = mfs_exit_code(err.code);
-            mfs_tree_destroy(&tree);
-            mfs_origin_close(&origin);
-            fuse_session_destroy(se);
-            goto out_opts;
-        }
-        if (cli.cache_size == NULL)
-            cache_size = mfs_content_cap_for(origin.src ? origin.src->size : 0);
-        mfs_forest_init_single(&forest, &tree, &origin, cache_size);
-    } else {
-        const char *bad = NULL;
-        if (mfs_collect(cli.paths, nmodels, &lopts, &coll, &bad, &err) != 0) {
-            mfs_err_print(prog, bad, &err);
-            rc = mfs_exit_code(err.code);
-            mfs_tree_destroy(&tree);
-            fuse_session_destroy(se);
-            goto out_opts;
-        }
-        mfs_collection_init_forest(&forest, &coll, &mctx, cli.cache_size ? &cache_size : NULL, prog);
+    mfs_models held;
+    /* One model is loaded now, so a bad one fails the mount with its code. */
+    int code = mfs_models_load(&held, &forest, cli.paths, nmodels, &lopts,
+                               cli.cache_size ? &cache_size : NULL, prog);
+    if (code != MFS_OK) {
+        rc = mfs_exit_code(code);
+        fuse_session_destroy(se);
+        goto out_opts;
     }
-
     fs.forest = &forest;
     if (fuse_set_signal_handlers(se) != 0) {
         rc = mfs_exit_code(MFS_E_INTERNAL);
@@ -452,7 +430,7 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(MFS_E_INTERNAL);
             goto out_unmount;
         }
-        mfs_log_to_syslog("modelfs");
+        mfs_log_to_syslog(prog);
     }
     /* libfuse reports the signal that stopped the loop as its result; an
      * unmount by signal is a clean exit. */
@@ -469,7 +447,7 @@ int main(int argc, char **argv)
     if (!mfs_forest_shutdown(&forest, 10000) || !mfs_rr_drain(10000)) {
         char shown[1024];
         mfs_url_redact(cli.model, shown, sizeof shown);
-        mfs_log("modelfs: %s: work still running at unmount; exiting anyway", shown);
+        mfs_warn("%s: work still running at unmount; exiting anyway", shown);
         fuse_session_unmount(se);
         _exit(rc);
     }
@@ -481,10 +459,7 @@ out_signals:
     fuse_remove_signal_handlers(se);
 out_session:
     fuse_session_destroy(se);
-    mfs_forest_destroy(&forest);
-    mfs_collection_free_paths(&coll);
-    mfs_tree_destroy(&tree);
-    mfs_origin_close(&origin);
+    mfs_models_close(&held, &forest);
 out_opts:
     free(o.mountpoint);
     free(cli.cache_size);

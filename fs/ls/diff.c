@@ -25,7 +25,7 @@
 
 #include "guard.h"
 #include "json_write.h"
-#include "load.h"
+#include "load_models.h"
 #include "numeric.h"
 #include "strbuf.h"
 #include "tensor_read.h"
@@ -866,12 +866,9 @@ static void report(differ *d, status st, const char *name, size_t name_len,
 
 static int load_model(differ *d, model *m, const char *path, const mfs_load_opts *opts)
 {
-    mfs_err e = { 0 };
     m->path = path;
-    if (mfs_load_path(&m->tree, &m->origin, path, opts, &e) != 0) {
-        mfs_err_print(d->prog, path, &e);
+    if (mfs_load_one(&m->tree, &m->origin, path, opts, d->prog) != MFS_OK)
         return -1;
-    }
     m->n = mfs_tensors_count(&m->tree);
     m->name = mfs_xcalloc(m->n ? m->n : 1, sizeof *m->name);
     m->name_len = mfs_xcalloc(m->n ? m->n : 1, sizeof *m->name_len);

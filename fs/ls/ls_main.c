@@ -14,7 +14,8 @@
 
 #include "http.h"
 #include "remote.h"
-#include "load.h"
+#include "load_models.h"
+#include "log.h"
 #include "progress.h"
 #include "registry.h"
 #include "multi.h"
@@ -437,15 +438,10 @@ static int check_all(char **models, int n, const mfs_load_opts *opts)
 {
     int rc = mfs_exit_code(MFS_OK);
     for (int i = 0; i < n; i++) {
-        mfs_err e = { 0 };
         mfs_origin origin = { 0 };
         mfs_tree tree;
         mfs_tree_init(&tree);
-        int r = mfs_exit_code(MFS_OK);
-        if (mfs_load_path(&tree, &origin, models[i], opts, &e) != 0) {
-            mfs_err_print(prog, models[i], &e);
-            r = mfs_exit_code(e.code);
-        }
+        int r = mfs_exit_code(mfs_load_one(&tree, &origin, models[i], opts, prog));
         printf("%d  %s\n", r, models[i]);
         fflush(stdout);  /* a line per model, in order with stderr's */
         mfs_tree_destroy(&tree);
@@ -510,6 +506,7 @@ int main(int argc, char **argv)
 {
     int xattrs = 0, verify = 0, sums = 0, check = 0, diff = 0, json = 0, argi = 1;
     mfs_load_opts opts = { 0 };
+    mfs_log_set_program(prog);  /* the layers' messages say whose they are */
     mfs_raise_open_files();  /* a descriptor per loaded model of a folder */
     for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
         const char *a = argv[argi];
@@ -615,34 +612,11 @@ int main(int argc, char **argv)
         if (refuse_userinfo(models[i], i))
             return mfs_exit_code(MFS_E_USAGE);
     mfs_progress_start(prog);
-    mfs_err e = { 0 };
-    mfs_origin origin = { 0 };
-    mfs_tree tree;
-    mfs_tree_init(&tree);
     mfs_forest forest;
-    mfs_collection coll = { 0 };
-    mfs_collection_loader mctx = { &coll, &opts };
-    int rc = mfs_exit_code(MFS_OK);
-    bool loaded = false;
-    if (mfs_collect_is_single(models, (size_t)nmodels)) {
-        if (mfs_load_path(&tree, &origin, model, &opts, &e) != 0) {
-            mfs_err_print(prog, model, &e);
-            rc = mfs_exit_code(e.code);
-        } else {
-            mfs_forest_init_single(&forest, &tree, &origin,
-                                   mfs_content_cap_for(origin.src ? origin.src->size : 0));
-            loaded = true;
-        }
-    } else {
-        const char *bad = NULL;
-        if (mfs_collect(models, (size_t)nmodels, &opts, &coll, &bad, &e) != 0) {
-            mfs_err_print(prog, bad, &e);
-            rc = mfs_exit_code(e.code);
-        } else {
-            mfs_collection_init_forest(&forest, &coll, &mctx, NULL, "modelfs");
-            loaded = true;
-        }
-    }
+    mfs_models held;
+    int code = mfs_models_load(&held, &forest, models, (size_t)nmodels, &opts, NULL, prog);
+    bool loaded = code == MFS_OK;
+    int rc = mfs_exit_code(code);
     if (loaded) {
         if (verify) {
             rc = verify_all(&forest);
@@ -680,9 +654,6 @@ int main(int argc, char **argv)
     if (fflush(stdout) != 0 && rc == 0)
         rc = mfs_exit_code(MFS_E_INTERNAL);
     if (loaded)
-        mfs_forest_destroy(&forest);
-    mfs_collection_free_paths(&coll);
-    mfs_tree_destroy(&tree);
-    mfs_origin_close(&origin);
+        mfs_models_close(&held, &forest);
     return rc;
 }

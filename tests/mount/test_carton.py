@@ -250,11 +250,24 @@ def check_model(c, x, model, expect):
         c.check(False, "%s: %s" % (name, e))
         return
     try:
-        with mfstest.mounted(x.modelfs, model, x.env) as mnt:
+        with mfstest.mounted_with_log(x.modelfs, model, x.env) as (mnt, log):
             check_mounted(c, x, name, model, mnt, ls, expect)
+            if expect.get("warnings_contain"):
+                check_warnings_logged(c, x, name, model, log)
     except RuntimeError as e:
         c.check(False, "%s: mount: %s" % (name, e))
     check_verify(c, x, model, expect)
+
+
+def check_warnings_logged(c, x, name, model, mount_log):
+    """The load's warnings, as each program prints them, say whose they are:
+    "modelfs: NAME: warning: ..." from the mount, "modelfs-ls: ..." from
+    modelfs-ls (the driver logs them, not the program)."""
+    ls_log = run([x.ls, model], x.env, text=True).stderr
+    for prog, log in (("modelfs", mount_log), ("modelfs-ls", ls_log)):
+        lines = [l for l in log.splitlines() if ": warning: " in l]
+        c.check(lines and all(l.startswith("%s: %s: warning: " % (prog, name)) for l in lines),
+                "%s: %s prints the warnings under its own name: %r" % (name, prog, lines))
 
 
 # ---- LINKS: links_dir --------------------------------------------------------

@@ -1,4 +1,4 @@
-/* fs/util/hash.c: SipHash against the reference vectors of the SipHash paper
+/* formats/base/hash.c: SipHash against the reference vectors of the SipHash paper
  * (2-4, the rounds the paper's vectors use; 1-3 is the same code with
  * other round counts), and mfs_hash's salt and key use. */
 #include <stdint.h>

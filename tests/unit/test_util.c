@@ -1,4 +1,4 @@
-/* fs/util/path.c and fs/util/table.c: the one path rule (the names the
+/* formats/base/path.c and formats/base/table.c: the one path rule (the names the
  * zip layer, the tree and the Carton driver accept and refuse) and the one
  * hash table (found, not found, growth, equal hashes told apart by the
  * caller's match). */
