@@ -14,6 +14,7 @@
 #include "crc32_fast.h"
 
 #include <stdbool.h>
+#include <string.h>
 #include <zlib.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -67,33 +68,59 @@ TARGET static __m128i load(const uint8_t *p)
     return _mm_loadu_si128((const __m128i *)(const void *)p);
 }
 
-/* n >= 64. */
-TARGET static uint32_t crc_clmul(uint32_t crc, const uint8_t *p, size_t n)
+TARGET static inline __m128i store_back(__m128i v, uint8_t *to)
+{
+    _mm_storeu_si128((__m128i *)(void *)to, v);
+    return v;
+}
+
+/* n >= 64; each 16 bytes loaded stored to dst too when `copy`. */
+TARGET static inline __attribute__((always_inline)) uint32_t
+crc_body(uint32_t crc, const uint8_t *p, size_t n, uint8_t *dst, bool copy)
 {
     const __m128i f512 = _mm_set_epi64x((long long)k512[1], (long long)k512[0]);
     const __m128i f128 = _mm_set_epi64x((long long)k128[1], (long long)k128[0]);
+#define LOAD(q, at) \
+    (copy ? store_back(load((q) + (at)), dst + ((q) - start) + (at)) : load((q) + (at)))
+    const uint8_t *start = p;
     /* zlib's CRC starts from ~crc: that goes into the first 4 bytes. */
-    __m128i x0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128((int)~crc));
-    __m128i x1 = load(p + 16), x2 = load(p + 32), x3 = load(p + 48);
+    __m128i x0 = _mm_xor_si128(LOAD(p, 0), _mm_cvtsi32_si128((int)~crc));
+    __m128i x1 = LOAD(p, 16), x2 = LOAD(p, 32), x3 = LOAD(p, 48);
     p += 64;
     n -= 64;
     for (; n >= 64; p += 64, n -= 64) {
-        x0 = fold(x0, f512, load(p));
-        x1 = fold(x1, f512, load(p + 16));
-        x2 = fold(x2, f512, load(p + 32));
-        x3 = fold(x3, f512, load(p + 48));
+        x0 = fold(x0, f512, LOAD(p, 0));
+        x1 = fold(x1, f512, LOAD(p, 16));
+        x2 = fold(x2, f512, LOAD(p, 32));
+        x3 = fold(x3, f512, LOAD(p, 48));
     }
     x0 = fold(x0, f128, x1);
     x0 = fold(x0, f128, x2);
     x0 = fold(x0, f128, x3);
     for (; n >= 16; p += 16, n -= 16)
-        x0 = fold(x0, f128, load(p));
+        x0 = fold(x0, f128, LOAD(p, 0));
+#undef LOAD
     /* The block is now the message with no conditioning left: zlib's CRC
-     * of it from ~0 (no inversion at the start) ends the work. */
+     * of it from ~0 (no inversion at the start) ends the work. The last
+     * few bytes are copied first, then read from the copy. */
     uint8_t block[16];
     _mm_storeu_si128((__m128i *)(void *)block, x0);
     uint32_t c = (uint32_t)crc32_z(0xFFFFFFFFul, block, 16);
+    if (copy) {
+        memcpy(dst + (p - start), p, n);
+        p = dst + (p - start);
+    }
     return (uint32_t)crc32_z(c, p, n);
+}
+
+TARGET static uint32_t crc_clmul(uint32_t crc, const uint8_t *p, size_t n)
+{
+    return crc_body(crc, p, n, NULL, false);
+}
+
+TARGET static uint32_t crc_clmul_copy(uint32_t crc, uint8_t *dst, const uint8_t *p, size_t n)
+{
+    return crc_body(crc, p, n, dst, true);
 }
 
 uint32_t mfs_crc32(uint32_t crc, const uint8_t *p, size_t n)
@@ -106,11 +133,28 @@ uint32_t mfs_crc32(uint32_t crc, const uint8_t *p, size_t n)
     return (uint32_t)crc32_z(crc, p, n);
 }
 
+uint32_t mfs_crc32_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 256) {
+        pthread_once(&once, init);
+        if (have_clmul)
+            return crc_clmul_copy(crc, dst, src, n);
+    }
+    memcpy(dst, src, n);
+    return (uint32_t)crc32_z(crc, dst, n);
+}
+
 #else
 
 uint32_t mfs_crc32(uint32_t crc, const uint8_t *p, size_t n)
 {
     return (uint32_t)crc32_z(crc, p, n);
+}
+
+uint32_t mfs_crc32_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t n)
+{
+    memcpy(dst, src, n);
+    return (uint32_t)crc32_z(crc, dst, n);
 }
 
 #endif

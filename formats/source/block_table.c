@@ -45,6 +45,10 @@ void mfs_block_data_free(uint8_t *p, uint32_t cap)
 {
     if (p == NULL)
         return;
+    if (cap & MFS_BLOCK_MAPPED) {
+        munmap(p, cap & ~MFS_BLOCK_MAPPED);
+        return;
+    }
     pthread_mutex_lock(&spare_mu);
     bool kept = nspare < SPARE_MAX;
     if (kept)

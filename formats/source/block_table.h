@@ -14,7 +14,8 @@ typedef struct mfs_block {
     uint64_t index;
     uint8_t *data;           /* READY: len bytes, owned by the table */
     uint32_t len;
-    uint32_t cap;            /* bytes data was made with (mfs_block_data_new) */
+    uint32_t cap;            /* bytes data was made with (mfs_block_data_new), or
+                                those of a mapping | MFS_BLOCK_MAPPED */
     uint8_t state;
     uint64_t used;           /* the table's tick at its last use: LRU */
 } mfs_block;
@@ -31,6 +32,10 @@ typedef struct mfs_block_table {
  * memory. */
 uint8_t *mfs_block_data_new(uint32_t cap);
 void mfs_block_data_free(uint8_t *p, uint32_t cap);
+/* In a cap: data is a mapping of a file of the disk cache (disk_cache.h:
+ * read only through mfs_disk_cache_copy) of cap & ~MFS_BLOCK_MAPPED
+ * bytes, unmapped when freed, never reused. */
+#define MFS_BLOCK_MAPPED 0x80000000u
 
 void mfs_block_table_init(mfs_block_table *t, size_t max);
 void mfs_block_table_free(mfs_block_table *t);

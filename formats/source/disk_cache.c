@@ -8,26 +8,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "crc32_fast.h"
 #include "digest.h"
+#include "guard.h"
 #include "log.h"
 #include "xalloc.h"
 
-#define HEADER 64
+/* A block file is the block's bytes, then a trailer (magic, index,
+ * length, CRC-32): the bytes start at offset 0, so a block maps
+ * page-aligned (mfs_disk_cache_map). */
+#define TRAILER 64
 /* No block is longer than its uint32_t length: a bigger file is not one
  * (a sparse file of terabytes counted as the cache's would evict all). */
-#define BLOCK_FILE_MAX (HEADER + (uint64_t)UINT32_MAX)
+#define BLOCK_FILE_MAX (TRAILER + (uint64_t)UINT32_MAX)
 #define OBJECT_MAX 600
 /* A temporary file a crashed writer left behind: removed at the scan. */
 #define STALE_TMP_SECONDS 3600
-/* 02: a CRC-32 of the block (01 had a SHA-256, a quarter of a warm
- * read's work; the folder is the user's own, so the check is against
- * damage, not forgery). An 01 block does not match and is fetched again. */
-static const char MAGIC[8] = { 'M', 'F', 'S', 'B', 'L', 'K', '0', '2' };
+/* 03: the trailer after the bytes (02 had it as a header before them).
+ * The check is a CRC-32 (01 had a SHA-256, a quarter of a warm read's
+ * work; the folder is the user's own, so the check is against damage,
+ * not forgery). A block of an older layout does not match and is
+ * fetched again. */
+static const char MAGIC[8] = { 'M', 'F', 'S', 'B', 'L', 'K', '0', '3' };
 
 /* Every path below the cache folder is opened relative to the folder
  * descriptors opened once (DIR/blocks, DIR/objects, from DIR's), never through a
@@ -189,7 +196,7 @@ static bool ours(const mfs_disk_cache *c, const struct stat *st)
 
 static bool block_sized(const struct stat *st)
 {
-    return st->st_size > HEADER && (uint64_t)st->st_size <= BLOCK_FILE_MAX;
+    return st->st_size > TRAILER && (uint64_t)st->st_size <= BLOCK_FILE_MAX;
 }
 
 /* Removes `name` in folder `fd` when it is anything but a folder (a
@@ -413,58 +420,176 @@ static bool make_room(mfs_disk_cache *c, uint64_t bytes)
     return c->used + bytes <= c->max;
 }
 
+/* Whether trailer `t` is that of block `index` of `len` bytes; its CRC
+ * into *crc. */
+static bool trailer_ok(const uint8_t t[TRAILER], uint64_t index, uint32_t len, uint32_t *crc)
+{
+    uint64_t idx;
+    uint32_t n;
+    memcpy(&idx, t + 8, 8);
+    memcpy(&n, t + 16, 4);
+    memcpy(crc, t + 24, 4);
+    return memcmp(t, MAGIC, 8) == 0 && idx == index && n == len;
+}
+
+/* Block `index` of `key` opened: its file's descriptor (its folder's in
+ * *kfd, its name in name), or -1 (*kfd -1 too when its folder is not
+ * there; errno ELOOP: a symlink in the block's place). */
+static int open_block(mfs_disk_cache *c, const char *key, uint64_t index, int *kfd,
+                      char name[20])
+{
+    *kfd = -1;
+    if (!key_raw(key, NULL))
+        return -1;
+    *kfd = openat(c->bfd, key, OPEN_DIR);
+    if (*kfd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            drop(c->bfd, key);   /* a symlink or a file in place of the folder */
+        return -1;
+    }
+    index_name(index, name);
+    return openat(*kfd, name, OPEN_FILE);
+}
+
+/* Torn, corrupt, of another length, or not a file of ours (a FIFO, a
+ * symlink): dropped, fetched again. What the scan counted is counted
+ * off. `fd` < 0 with errno ELOOP: a symlink. */
+static void drop_bad(mfs_disk_cache *c, int kfd, const char *name, int fd, const struct stat *st)
+{
+    bool counted = fd >= 0 && ours(c, st) && block_sized(st);
+    pthread_mutex_lock(&c->mu);
+    if (drop(kfd, name) && c->scanned && counted)
+        c->used = sub_floor(c->used, (uint64_t)st->st_size);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A hit: the most recently used. Once a minute at most: a write to the
+ * folder for every block read cost a warm read a fifth of its time, and
+ * LRU needs no finer clock. Not a file with another name (a hard link
+ * from elsewhere): its time is not the cache's. */
+static void touch(int fd, const struct stat *st)
+{
+    if (time(NULL) - st->st_mtim.tv_sec > 60 && st->st_nlink == 1)
+        futimens(fd, NULL);
+}
+
 bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uint8_t *buf,
                          uint32_t len)
 {
-    if (!key_raw(key, NULL))
-        return false;
-    int kfd = openat(c->bfd, key, OPEN_DIR);
-    if (kfd < 0) {
-        if (errno == ELOOP || errno == ENOTDIR)
-            drop(c->bfd, key);   /* a symlink or a file in place of the folder */
-        return false;
-    }
+    int kfd;
     char name[20];
-    index_name(index, name);
-    int fd = openat(kfd, name, OPEN_FILE);
-    if (fd < 0 && errno != ELOOP) {
-        close(kfd);
+    struct stat st = { 0 };
+    int fd = open_block(c, key, index, &kfd, name);
+    if (fd < 0 && (kfd < 0 || errno != ELOOP)) {
+        if (kfd >= 0)
+            close(kfd);
         return false;   /* not there (or no descriptor left): nothing seen to drop */
     }
-    uint8_t h[HEADER];
-    struct stat st = { 0 };
+    uint8_t h[TRAILER];
+    uint32_t want;
     bool ok = fd >= 0 && fstat(fd, &st) == 0 && ours(c, &st) &&
-              (uint64_t)st.st_size == HEADER + (uint64_t)len &&
-              pread(fd, h, HEADER, 0) == HEADER && pread(fd, buf, len, HEADER) == (ssize_t)len;
-    if (ok) {
-        uint64_t idx;
-        uint32_t n;
-        memcpy(&idx, h + 8, 8);
-        memcpy(&n, h + 16, 4);
-        uint32_t want, crc = mfs_crc32(0, buf, len);
-        memcpy(&want, h + 24, 4);
-        ok = memcmp(h, MAGIC, 8) == 0 && idx == index && n == len && want == crc;
-    }
-    if (!ok) {
-        /* Torn, corrupt, of another length, or not a file of ours (a
-         * FIFO, a symlink): dropped, fetched again. What the scan counted
-         * is counted off. */
-        bool counted = fd >= 0 && ours(c, &st) && block_sized(&st);
-        pthread_mutex_lock(&c->mu);
-        if (drop(kfd, name) && c->scanned && counted)
-            c->used = sub_floor(c->used, (uint64_t)st.st_size);
-        pthread_mutex_unlock(&c->mu);
-    } else if (time(NULL) - st.st_mtim.tv_sec > 60 && st.st_nlink == 1) {
-        /* A hit: the most recently used. Once a minute at most: a write
-         * to the folder for every block read cost a warm read a fifth of
-         * its time, and LRU needs no finer clock. Not a file with another
-         * name (a hard link from elsewhere): its time is not the cache's. */
-        futimens(fd, NULL);
-    }
+              (uint64_t)st.st_size == TRAILER + (uint64_t)len &&
+              pread(fd, h, TRAILER, len) == TRAILER && pread(fd, buf, len, 0) == (ssize_t)len &&
+              trailer_ok(h, index, len, &want) && want == mfs_crc32(0, buf, len);
+    if (!ok)
+        drop_bad(c, kfd, name, fd, &st);
+    else
+        touch(fd, &st);
     if (fd >= 0)
         close(fd);
     close(kfd);
     return ok;
+}
+
+size_t mfs_disk_cache_map_size(uint32_t len)
+{
+    return (size_t)len + TRAILER;
+}
+
+const uint8_t *mfs_disk_cache_map(mfs_disk_cache *c, const char *key, uint64_t index, uint32_t len)
+{
+    int kfd;
+    char name[20];
+    struct stat st = { 0 };
+    int fd = open_block(c, key, index, &kfd, name);
+    if (fd < 0 && (kfd < 0 || errno != ELOOP)) {
+        if (kfd >= 0)
+            close(kfd);
+        errno = 0;
+        return NULL;
+    }
+    uint8_t h[TRAILER];
+    uint32_t want;
+    /* The trailer now (a cheap first look); the bytes and their CRC at
+     * every copy (mfs_disk_cache_copy). MAP_POPULATE: the pages are read
+     * here, on the thread that loads the block, not where a reader
+     * touches them. */
+    bool ok = fd >= 0 && fstat(fd, &st) == 0 && ours(c, &st) &&
+              (uint64_t)st.st_size == TRAILER + (uint64_t)len &&
+              pread(fd, h, TRAILER, len) == TRAILER && trailer_ok(h, index, len, &want);
+    void *m = MAP_FAILED;
+    int err = 0;
+    if (ok) {
+        m = mmap(NULL, mfs_disk_cache_map_size(len), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        err = m == MAP_FAILED ? ENOMEM : 0;
+        touch(fd, &st);
+    } else {
+        drop_bad(c, kfd, name, fd, &st);
+    }
+    if (fd >= 0)
+        close(fd);
+    close(kfd);
+    errno = err;
+    return m == MAP_FAILED ? NULL : m;
+}
+
+typedef struct copy_job {
+    const uint8_t *map;
+    uint64_t index;
+    uint32_t len, in, n;
+    uint8_t *dst;
+} copy_job;
+
+/* The CRC over the block as it is read now: the bytes before the copy
+ * and after it from the mapping, the copied ones from dst, so what is
+ * handed out is what was checked. 1 when it matches the trailer. */
+static int copy_checked(void *arg)
+{
+    const copy_job *j = arg;
+    uint8_t t[TRAILER];
+    uint32_t want;
+    memcpy(t, j->map + j->len, TRAILER);
+    uint32_t crc = mfs_crc32(0, j->map, j->in);
+    crc = mfs_crc32_copy(crc, j->dst, j->map + j->in, j->n);
+    crc = mfs_crc32(crc, j->map + j->in + j->n, j->len - j->in - j->n);
+    return trailer_ok(t, j->index, j->len, &want) && want == crc;
+}
+
+bool mfs_disk_cache_copy(const uint8_t *map, uint64_t index, uint32_t len, uint32_t in,
+                         uint32_t n, uint8_t *dst)
+{
+    if (in > len || n > len - in)
+        return false;
+    copy_job j = { map, index, len, in, n, dst };
+    /* A page past the file's end (truncated since it was mapped) raises
+     * SIGBUS: caught, the block is reported bad. */
+    return mfs_guard_run(copy_checked, &j) == 1;
+}
+
+void mfs_disk_cache_drop(mfs_disk_cache *c, const char *key, uint64_t index)
+{
+    int kfd;
+    char name[20];
+    struct stat st = { 0 };
+    int fd = open_block(c, key, index, &kfd, name);
+    if (kfd < 0)
+        return;
+    if (fd >= 0 && fstat(fd, &st) != 0)
+        memset(&st, 0, sizeof st);
+    drop_bad(c, kfd, name, fd, &st);
+    if (fd >= 0)
+        close(fd);
+    close(kfd);
 }
 
 /* 0, or the errno of the write that failed (a short write is retried,
@@ -549,7 +674,7 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     }
     char name[20];
     index_name(index, name);
-    uint64_t bytes = HEADER + (uint64_t)len;
+    uint64_t bytes = TRAILER + (uint64_t)len;
     struct stat st;
     if (fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ours(c, &st) &&
         (uint64_t)st.st_size == bytes) {
@@ -567,13 +692,13 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
         close(kfd);
         return;
     }
-    uint8_t h[HEADER] = { 0 };
+    uint8_t h[TRAILER] = { 0 };
     memcpy(h, MAGIC, 8);
     memcpy(h + 8, &index, 8);
     memcpy(h + 16, &len, 4);
     uint32_t crc = mfs_crc32(0, buf, len);
     memcpy(h + 24, &crc, 4);
-    int err = write_replace(kfd, name, h, HEADER, buf, len);
+    int err = write_replace(kfd, name, buf, len, h, TRAILER);
     pthread_mutex_lock(&c->mu);
     if (err == 0) {
         int64_t t = fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? ns_of(&st) : 0;

@@ -616,6 +616,7 @@ typedef struct run {
     bool *ready;                /* handed over */
     bool ahead;                 /* fetched ahead: see load_run */
     bool from_disk;             /* the block being handed over came from the disk cache */
+    bool mapped;                /* ... and is its file's mapping (fill_run) */
 } run;
 
 /* Block first + k is whole in bufs[k]: kept on disk (when it was fetched)
@@ -627,20 +628,27 @@ static void block_whole(void *arg, uint64_t k)
     uint64_t i = ru->first + k;
     if (i > ru->last || ru->ready[k])
         return;
+    uint32_t len = (uint32_t)block_len(h, i);
+    uint32_t cap = ru->mapped ? (uint32_t)mfs_disk_cache_map_size(len) | MFS_BLOCK_MAPPED : len;
     if (h->disk != NULL && !ru->from_disk)
-        mfs_disk_cache_write(h->disk, h->key, i, ru->bufs[k], (uint32_t)block_len(h, i));
+        mfs_disk_cache_write(h->disk, h->key, i, ru->bufs[k], len);
     pthread_mutex_lock(&h->mu);
     mfs_block *b = mfs_block_find(&h->tab, i);
     if (b != NULL && b->state == MFS_BLOCK_LOADING) {
         b->data = ru->bufs[k];
         ru->bufs[k] = NULL;
-        b->len = b->cap = (uint32_t)block_len(h, i);
+        b->len = len;
+        b->cap = cap;
         b->state = MFS_BLOCK_READY;
         b->used = ++h->tab.tick + (ru->ahead ? AHEAD_UNREAD : 0);
     }
     ru->ready[k] = true;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
+    if (ru->mapped) {   /* not taken: load_run frees buffers, not mappings */
+        mfs_block_data_free(ru->bufs[k], cap);
+        ru->bufs[k] = NULL;
+    }
 }
 
 /* The run's blocks: those the disk cache holds from it, each run of the
@@ -651,10 +659,24 @@ static int fill_run(run *ru, mfs_err *e)
     http_src *h = ru->h;
     uint64_t first = ru->first, last = ru->last;
     ru->from_disk = true;
-    for (uint64_t i = first; h->disk != NULL && i <= last; i++)
-        if (mfs_disk_cache_read(h->disk, h->key, i, ru->bufs[i - first],
-                                (uint32_t)block_len(h, i)))
+    /* A block on disk is its file mapped, not copied into memory: what a
+     * reader gets is copied out of it, checked (mfs_disk_cache_copy). */
+    for (uint64_t i = first; h->disk != NULL && i <= last; i++) {
+        uint32_t len = (uint32_t)block_len(h, i);
+        bool mappable = mfs_disk_cache_map_size(len) < MFS_BLOCK_MAPPED;
+        const uint8_t *m = mappable ? mfs_disk_cache_map(h->disk, h->key, i, len) : NULL;
+        if (m != NULL) {
+            mfs_block_data_free(ru->bufs[i - first], len);
+            ru->bufs[i - first] = (uint8_t *)m;
+            ru->mapped = true;
             block_whole(ru, i - first);
+            ru->mapped = false;
+        } else if ((!mappable || errno == ENOMEM) &&
+                   mfs_disk_cache_read(h->disk, h->key, i, ru->bufs[i - first], len)) {
+            /* Too long for a cap, or no mapping left (vm.max_map_count): copied. */
+            block_whole(ru, i - first);
+        }
+    }
     ru->from_disk = false;
     part_sink sink = { block_whole, ru };
     for (uint64_t i = first; i <= last;) {
@@ -884,7 +906,18 @@ static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mf
         if (b != NULL && b->state == MFS_BLOCK_READY) {
             uint64_t in = pos - bi * h->block;
             uint64_t n = b->len - in < end - pos ? b->len - in : end - pos;
-            memcpy(dst + (pos - off), b->data + in, n);
+            if (!(b->cap & MFS_BLOCK_MAPPED)) {
+                memcpy(dst + (pos - off), b->data + in, n);
+            } else if (!mfs_disk_cache_copy(b->data, bi, b->len, (uint32_t)in, (uint32_t)n,
+                                            dst + (pos - off))) {
+                /* Its file was truncated, rewritten or damaged since it was
+                 * mapped: dropped, fetched again. */
+                mfs_log("modelfs: %s: block %" PRIu64 " of the cache changed under its mapping; "
+                        "fetched again", h->src.name, bi);
+                mfs_disk_cache_drop(h->disk, h->key, bi);
+                mfs_block_remove(&h->tab, b);
+                continue;
+            }
             b->used = ++h->tab.tick;
             pos += n;
             continue;

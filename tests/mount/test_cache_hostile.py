@@ -16,7 +16,11 @@ http://127.0.0.1 by rangeserver.py:
    (the old code refused it); blocks/ a symlink: refused, nothing behind it
    changed;
  - a cache_dir on a full tmpfs of 2 MiB: the message says "No space left
-   on device" (the old one named an earlier call's "File exists").
+   on device" (the old one named an earlier call's "File exists");
+ - a warm mount (its blocks served from their files mapped) whose block
+   files are truncated (SIGBUS on the mapping), rewritten in place and
+   replaced by rename while mapped: the daemon lives, every read gives
+   the right bytes, and the blocks changed under it are fetched again.
 Every decoy folder is hashed (names, sizes, mtimes, bytes) before and
 after."""
 import hashlib
@@ -208,6 +212,8 @@ def main(argv):
                 "blocks/ a symlink: refused naming it (%d %r)" % (r.returncode, r.stderr))
         c.equal(fingerprint(decoy3), before, "blocks/ a symlink: the folder it named")
 
+        check_mapped(c, case, fresh, srv)
+
         big = os.urandom(3 << 20)
         mfstest.write_safetensors(os.path.join(served, "big.safetensors"), {"t": big})
         check_full(c, Case(c, build, srv.url + "/big.safetensors", big, env), root)
@@ -218,6 +224,42 @@ def main(argv):
     subprocess.run(["umount", "-l", os.path.join(root, "small")], capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
     return c.finish()
+
+
+def check_mapped(c, case, fresh, srv):
+    """Block files changed by another process while a warm mount has them
+    mapped (disk_cache.h: mfs_disk_cache_map)."""
+    opt, _, kdir, _ = fresh()
+    fg = mfstest.Foreground(case.modelfs, case.url, opts=opt, env=case.env, timeout=MOUNT_SECONDS)
+    what = "mapped blocks changed under a warm mount"
+    try:
+        if not c.check(fg.mounted, "%s: mounted (%s)" % (what, fg.text()[-300:])):
+            return
+        path = os.path.join(fg.mnt, "tensors", "t")
+        n = len(srv.log)
+        got, err = timed_read(path)
+        c.check(got == case.data, "%s: the first read (error %r)" % (what, err))
+        c.equal([r for r in srv.log[n:] if r[0] == "GET"], [], "%s: warm, no GET" % what)
+        size = os.path.getsize(os.path.join(kdir, "2"))
+        os.truncate(os.path.join(kdir, "2"), 100)
+        with open(os.path.join(kdir, "3"), "r+b") as f:
+            f.write(os.urandom(size))
+        other = os.path.join(kdir, ".swap")
+        with open(other, "wb") as f:
+            f.write(os.urandom(size))
+        os.rename(other, os.path.join(kdir, "4"))
+        for _ in range(2):
+            mfstest.evict(path)   # the next read reaches the daemon
+            got, err = timed_read(path)
+            c.check(got == case.data, "%s: the tensor's bytes after (error %r)" % (what, err))
+        c.check(fg.p.poll() is None, "%s: the daemon lives" % what)
+        log = fg.text()
+        c.check(log.count("changed under its mapping") >= 2,
+                "%s: the truncated and the rewritten block dropped: %r" % (what, log[-600:]))
+        c.check(len([r for r in srv.log[n:] if r[0] == "GET"]) >= 1,
+                "%s: fetched again" % what)
+    finally:
+        fg.close(wait=5)
 
 
 def check_full(c, case, root):

@@ -372,6 +372,20 @@ static void check_crc(void)
         bad += mfs_crc32(123, d + 3, len) != (uint32_t)crc32_z(123, d + 3, len);
     bad += mfs_crc32(0, d, n) != (uint32_t)crc32_z(0, d, n);
     CHECK(bad == 0);
+    /* The copying one (disk_cache.c's warm reads): the same CRC, and the
+     * bytes copied whole, none past them. */
+    uint8_t *out = malloc(n + 32);
+    int bad_copy = 0;
+    for (size_t len = 0; out != NULL && len < n; len = len < 1100 ? len + 1 : len * 3 + 1)
+        for (size_t off = 0; off < 16; off += 7) {
+            memset(out, 0xA5, len + 32);
+            uint32_t c = mfs_crc32_copy(77, out + 1, d + off, len);
+            bad_copy += c != (uint32_t)crc32_z(77, d + off, len) ||
+                        memcmp(out + 1, d + off, len) != 0 || out[0] != 0xA5 ||
+                        out[len + 1] != 0xA5;
+        }
+    CHECK(out != NULL && bad_copy == 0);
+    free(out);
     free(d);
 }
 
