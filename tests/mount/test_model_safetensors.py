@@ -211,7 +211,7 @@ def check_model(c, build, model, expect, env, state):
     name = os.path.relpath(model)
     ctx, mnt = mfstest.mount_model(build, model, env)
     if ctx is None:
-        return  # a model that does not mount (mount.models checks those)
+        return  # a model that does not mount (the generic checks of mount.NAME check those)
     try:
         if mfstest.is_collection(mnt):
             return

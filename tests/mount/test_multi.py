@@ -4,7 +4,7 @@
    format, corrupt ones, files that are no model, a FIFO, symlinks in and
    out of DIR): every good model's folder has exactly the tree and bytes of
    that model mounted alone (modelfs-ls MODEL is the oracle, itself checked
-   against single mounts by mount.models), each corrupt one holds an ERROR
+   against single mounts by mount.NAME), each corrupt one holds an ERROR
    file with the line `modelfs MODEL MNT` prints, the rest is not shown;
    models.json lists every model; the tree equals `modelfs-ls DIR`;
    inode numbers and bytes are the same on a second mount;
@@ -166,8 +166,8 @@ def make_zoo(build, gen, zoo):
                 if r.stdout.count(b"\n") > 1000:
                     big.add(p)
     # Every source once; then the small ones again and again up to 200
-    # entries. The three with 3,000-5,000 tensors (mount.models reads them
-    # alone) five times over were 85% of the files read.
+    # entries. The three with 3,000-5,000 tensors (mount.rten, .ptd and
+    # .tensorbuffers read them alone) five times over were 85% of the files read.
     small = [p for p in sources if p not in big]
     # The zoo's entries are hard links of one private copy of each source:
     # a link to the generated file itself would change its ctime, which

@@ -248,7 +248,7 @@ def check_views(c, root, model, doc, npz, label):
         c.equal(list(view.shape), shape, "%s: view shape" % what)
         c.equal(view.dtype.str, "<c8" if dt == "complex32" else "<f4", "%s: view dtype" % what)
         # From the model file where model.json places the bytes as served
-        # (mount.models checks every offset), else through the mount: the
+        # (the generic checks of mount.NAME check every offset), else through the mount: the
         # view is what this test reads there.
         raw = mfstest.stored_bytes(model, doc.get("format"), e)
         if raw is None:
