@@ -589,18 +589,12 @@ def check_diff(c, build, gen, env, tmp):
 PARTS = {"args": check_args, "diff": check_diff, "zoo": check_zoo, "swaps": check_swaps}
 
 
-def main(argv):
-    build, gen = argv[1], argv[2]
-    parts = argv[3:] or list(PARTS)
+def run(c, t):
+    build, gen, env = t.build, t.args[0], t.env
+    parts = t.args[1:] or list(PARTS)
     if any(p.split(":")[0] not in PARTS for p in parts):
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("multi-model tests (%s)" % " ".join(parts))
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+        mfstest.fail_main(__doc__)
+    c.name = "multi-model tests (%s)" % " ".join(parts)
     tmp = mfstest.scratch("modelfs-multi-")
     try:
         for p in parts:
@@ -611,9 +605,7 @@ def main(argv):
             PARTS[name](c, build, gen, env, sub, *args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("multi-model tests", run, __doc__, min_args=1))
