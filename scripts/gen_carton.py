@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes modelfs's own Carton test packages, each with NAME.expect.json
 (schema fixture-expect/1, like ../shared/fixtures/carton, plus the keys
-below), for tests/mount/test_carton.py and the fuzz corpus.
+below), for tests/mount/formats/carton.py and the fuzz corpus.
 
     /usr/bin/python3 scripts/gen_carton.py OUTDIR
 

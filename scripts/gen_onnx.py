@@ -9,7 +9,7 @@ into several packed runs, and one field per value), 4-bit and 2-bit types
 packed in bytes, Constant ops (value, value_float(s), value_int(s),
 value_string(s)), If / Loop / Scan subgraphs and a GRAPHS attribute,
 external data in the folder and in a sub-folder, and names with / . : and
-unicode. The helpers are imported by tests/mount/test_onnx.py to write
+unicode. The helpers are imported by tests/mount/formats/onnx.py to write
 hostile files.
 
 usage: gen_onnx.py OUTDIR

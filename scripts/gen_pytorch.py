@@ -6,7 +6,7 @@ them. Each model gets NAME.expect.json (the fixtures' schema), computed
 from the numpy arrays fed in, never read back from the file.
 
 usage: gen_pytorch.py OUTDIR
-Also imported by tests/mount/test_pytorch.py (Pickle, write_checkpoint)
+Also imported by tests/mount/formats/pytorch.py (Pickle, write_checkpoint)
 to make hostile files.
 """
 import hashlib

@@ -356,8 +356,8 @@ def mounted(modelfs, model, env=None, extra=()):
 def mount_model(build, model, env=None):
     """Mounts `model` as the per-model tests do (its NAME.links folder, when
     there is one, as links_dir): (context, mount point), or (None, None)
-    when it does not mount (mount.models checks those). The caller ends it
-    with context.__exit__(None, None, None)."""
+    when it does not mount (the generic checks of mount.NAME check those).
+    The caller ends it with context.__exit__(None, None, None)."""
     extra = ()
     if os.path.isdir(model + ".links"):
         extra = ("-o", "links_dir=" + os.path.abspath(model + ".links"))
@@ -566,8 +566,8 @@ def stored_path(model, t):
     return os.path.join(os.path.dirname(model), t["location"]) if "location" in t else model
 
 
-# The formats whose table mount.models checks offset by offset (with
-# made_on_open and stored_path, as stored_bytes reads).
+# The formats whose table the generic checks (format_checks.py) check
+# offset by offset (with made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
                   "pytorch", "gguf", "tflite"}
 
@@ -748,3 +748,45 @@ def take_part(args, parts):
     if part not in parts:
         fail_main("--part: one of %s" % ", ".join(parts))
     return {part}
+
+
+class Test:
+    """What main() hands a test's body: the build folder, its two
+    programs, the environment for them (sanitizer reports into `logdir`)
+    and the arguments after BUILD_DIR (a list the body may take from:
+    take_part, take_shard)."""
+
+    def __init__(self, build, args, logdir):
+        self.build = build
+        self.modelfs = os.path.join(build, "modelfs")
+        self.modelfs_ls = os.path.join(build, "modelfs-ls")
+        self.args = args
+        self.logdir = logdir
+        self.env = sanitizer_env(logdir)
+        self.sanitized = sanitized(build)
+
+
+def main(name, body, doc=None, min_args=0, one_cpu=False, mounts=True, argv=None):
+    """The main() of a mount test, written once: `TEST.py BUILD_DIR ARGS...`
+    with at least `min_args` ARGS (else `doc`, the usage, and exit 2); a
+    Checker named `name`; a visible skip (exit 77) when this machine
+    cannot mount and `mounts` says the test only mounts; each mount on one
+    CPU when `one_cpu` (mounts_on_one_cpu: tests that read many files one
+    at a time); body(c, test) with a Test; then one failed check per
+    sanitizer report, the summary line, the exit code. Use as
+    `sys.exit(mfstest.main(...))`."""
+    argv = sys.argv if argv is None else argv
+    if len(argv) < 2 + min_args:
+        print(doc or "usage: %s BUILD_DIR ..." % os.path.basename(argv[0]), file=sys.stderr)
+        return 2
+    c = Checker(name)
+    if one_cpu:
+        mounts_on_one_cpu()
+    if mounts and not can_mount():
+        c.skip("no /dev/fuse or fusermount3: cannot mount here")
+        return c.finish()
+    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
+    t = Test(argv[1], list(argv[2:]), logdir)
+    body(c, t)
+    check_sanitizer_reports(c, logdir)
+    return c.finish()

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,15 +43,9 @@ def mount(c, modelfs, url, env, what):
     return 0, r.stderr, mnt
 
 
-def main(argv):
-    build = argv[1]
-    c = mfstest.Checker("aws files tests")
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse")
-        return c.finish()
-    modelfs = os.path.join(build, "modelfs")
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    base = mfstest.sanitizer_env(logdir)
+def run(c, t):
+    modelfs = t.modelfs
+    base = t.env
     for k in list(base):
         if k.startswith("AWS_"):
             del base[k]   # the runner's own AWS settings never reach the test
@@ -117,10 +110,8 @@ def main(argv):
     finally:
         srv.stop()
     print("aws files: %.1f s" % (time.time() - t0), flush=True)
-    mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(root, ignore_errors=True)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("aws files tests", run, __doc__))

@@ -249,16 +249,8 @@ class Ctx:
         self.seconds = float(os.environ.get("MODELFS_LOAD_SECONDS", "3"))
 
 
-def main(argv):
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("load tests")
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: cannot mount here")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    x = Ctx(argv[1], mfstest.sanitizer_env(logdir))
+def run(c, t):
+    x = Ctx(t.build, t.env)
     work = tempfile.mkdtemp(prefix="modelfs-load-")
     try:
         model = os.path.join(work, "load.carton")
@@ -273,9 +265,7 @@ def main(argv):
         print("%s cap" % ("ok  " if c.failed == before else "FAIL"), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("load tests", run, __doc__))

@@ -211,7 +211,7 @@ def check_model(c, build, model, expect, env, state):
     name = os.path.relpath(model)
     ctx, mnt = mfstest.mount_model(build, model, env)
     if ctx is None:
-        return  # a model that does not mount (mount.models checks those)
+        return  # a model that does not mount (the generic checks of mount.NAME check those)
     try:
         if mfstest.is_collection(mnt):
             return
@@ -470,18 +470,12 @@ def check_multi(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv):
-    build, dirs = argv[1], argv[2:]
+def run(c, t):
+    build, dirs, env = t.build, t.args, t.env
     parts = {"models", "big", "convert", "remote", "multi"}
     if dirs and dirs[0].startswith("--only="):
         parts = set(dirs.pop(0)[len("--only="):].split(","))
-    c = mfstest.Checker("model.safetensors tests (%s)" % ",".join(sorted(parts)))
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+    c.name = "model.safetensors tests (%s)" % ",".join(sorted(parts))
     env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="modelfs-caches-")
     if "models" in parts:
         state = {}
@@ -501,10 +495,8 @@ def main(argv):
         check_remote(c, build, env)
     if "multi" in parts:
         check_multi(c, build, env)
-    mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("model.safetensors tests", run, __doc__, one_cpu=True))

@@ -4,7 +4,7 @@
    format, corrupt ones, files that are no model, a FIFO, symlinks in and
    out of DIR): every good model's folder has exactly the tree and bytes of
    that model mounted alone (modelfs-ls MODEL is the oracle, itself checked
-   against single mounts by mount.models), each corrupt one holds an ERROR
+   against single mounts by mount.NAME), each corrupt one holds an ERROR
    file with the line `modelfs MODEL MNT` prints, the rest is not shown;
    models.json lists every model; the tree equals `modelfs-ls DIR`;
    inode numbers and bytes are the same on a second mount;
@@ -166,8 +166,8 @@ def make_zoo(build, gen, zoo):
                 if r.stdout.count(b"\n") > 1000:
                     big.add(p)
     # Every source once; then the small ones again and again up to 200
-    # entries. The three with 3,000-5,000 tensors (mount.models reads them
-    # alone) five times over were 85% of the files read.
+    # entries. The three with 3,000-5,000 tensors (mount.rten, .ptd and
+    # .tensorbuffers read them alone) five times over were 85% of the files read.
     small = [p for p in sources if p not in big]
     # The zoo's entries are hard links of one private copy of each source:
     # a link to the generated file itself would change its ctime, which
@@ -589,18 +589,12 @@ def check_diff(c, build, gen, env, tmp):
 PARTS = {"args": check_args, "diff": check_diff, "zoo": check_zoo, "swaps": check_swaps}
 
 
-def main(argv):
-    build, gen = argv[1], argv[2]
-    parts = argv[3:] or list(PARTS)
+def run(c, t):
+    build, gen, env = t.build, t.args[0], t.env
+    parts = t.args[1:] or list(PARTS)
     if any(p.split(":")[0] not in PARTS for p in parts):
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("multi-model tests (%s)" % " ".join(parts))
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+        mfstest.fail_main(__doc__)
+    c.name = "multi-model tests (%s)" % " ".join(parts)
     tmp = mfstest.scratch("modelfs-multi-")
     try:
         for p in parts:
@@ -611,9 +605,7 @@ def main(argv):
             PARTS[name](c, build, gen, env, sub, *args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("multi-model tests", run, __doc__, min_args=1))

@@ -248,7 +248,7 @@ def check_views(c, root, model, doc, npz, label):
         c.equal(list(view.shape), shape, "%s: view shape" % what)
         c.equal(view.dtype.str, "<c8" if dt == "complex32" else "<f4", "%s: view dtype" % what)
         # From the model file where model.json places the bytes as served
-        # (mount.models checks every offset), else through the mount: the
+        # (the generic checks of mount.NAME check every offset), else through the mount: the
         # view is what this test reads there.
         raw = mfstest.stored_bytes(model, doc.get("format"), e)
         if raw is None:
@@ -434,13 +434,8 @@ def check_folder(c, build, d, npzs, thread_models, env):
                     check_threads(c, modelfs_ls, os.path.join(d, name), name, text, env)
 
 
-def main():
-    build, dirs = sys.argv[1], sys.argv[2:]
-    c = mfstest.Checker("numbers")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("cannot mount here")
-        return c.finish()
+def run(c, t):
+    build, dirs, env = t.build, t.args, t.env
     # The references must tell neighbouring types apart.
     every = bytes(range(256))
     c.check(same_bits(reference("float8_e4m3fn", every), reference("float8_e5m2", every))
@@ -448,8 +443,6 @@ def main():
     c.check(same_bits(reference("bfloat16", every), reference("float16", every)) is not None,
             "bfloat16 and float16 references agree")
     tmp = mfstest.scratch("modelfs-numbers-")
-    logdir = mfstest.scratch("modelfs-numbers-logs-")
-    env = mfstest.sanitizer_env(logdir)
     write_all_values(os.path.join(tmp, "all_values.safetensors"))
     npzs = {}
     for d in dirs:
@@ -468,11 +461,9 @@ def main():
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     os.rmdir(tmp)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
     # Random float64 tensors overflow numpy's sums too (inf, compared).
     np.seterr(all="ignore")
-    sys.exit(main())
+    sys.exit(mfstest.main("numbers", run, __doc__, one_cpu=True))

@@ -59,12 +59,8 @@ def check_mount(c, build, root, fail_at, others):
         return failed
 
 
-def main():
-    build, gen = sys.argv[1], sys.argv[2]
-    c = mfstest.Checker("mount.oom_load")
-    if not mfstest.can_mount():
-        c.skip("no FUSE here")
-        return c.finish()
+def run(c, t):
+    build, gen = t.build, t.args[0]
     src = os.path.join(gen, "safetensors")
     ls = os.path.join(build, "modelfs-ls")
     models = sorted(f for f in os.listdir(src) if f.endswith(".safetensors") and
@@ -72,7 +68,7 @@ def main():
                                    capture_output=True).returncode == 0)
     if len(models) < 2:
         c.skip("the generated safetensors models are missing")
-        return c.finish()
+        return
     tmp = tempfile.mkdtemp(prefix="modelfs-oom-")
     try:
         # The victim: the generated model with the most tensors; two others.
@@ -96,8 +92,7 @@ def main():
                 "modelfs-ls alone: exit %d, %r" % (r.returncode, r.stderr.strip()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(mfstest.main("mount.oom_load", run, __doc__, min_args=1))

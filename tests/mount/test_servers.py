@@ -522,17 +522,9 @@ def h2_by_curl(c, srv):
     c.equal(r.stdout, "2", "%s: curl negotiates HTTP/2 (%s)" % (srv.kind, r.stderr.strip()))
 
 
-def main(argv):
-    if len(argv) < 3:
-        return mfstest.fail_main(__doc__.strip().splitlines()[-1])
-    build, fixdir, kinds = argv[1], argv[2], argv[3:] or list(webservers.KINDS)
-    c = mfstest.Checker("web servers")
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: the web server tests mount")
-        return c.finish()
-    ls = os.path.join(build, "modelfs-ls")
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+def run(c, t):
+    build, fixdir, kinds = t.build, t.args[0], t.args[1:] or list(webservers.KINDS)
+    ls, env = t.modelfs_ls, t.env
     caches = tempfile.mkdtemp(prefix="modelfs-caches-")
     env["XDG_CACHE_HOME"] = caches
     # Served by every server; readable by all (Apache's children run as
@@ -608,11 +600,9 @@ def main(argv):
                  row.get("changed", "-"), row.get("weak-changed", "-"),
                  row.get("same-mtime", "-"), row.get("weak-to-strong", "-"),
                  row.get("t_fixtures", 0), row.get("t_changes", 0)))
-    mfstest.check_sanitizer_reports(c, logdir)
     shutil.rmtree(root, ignore_errors=True)
     shutil.rmtree(caches, ignore_errors=True)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("web servers", run, __doc__.strip().splitlines()[-1], min_args=1))

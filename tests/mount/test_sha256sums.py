@@ -68,7 +68,7 @@ def check_model(c, build, model, env):
     name = os.path.relpath(model)
     ctx, mnt = mfstest.mount_model(build, model, env)
     if ctx is None:
-        return  # a model that does not mount (mount.models checks those)
+        return  # a model that does not mount (the generic checks of mount.NAME check those)
     try:
         if mfstest.is_collection(mnt):
             return  # a folder of models (mount.multi checks those)
@@ -231,18 +231,12 @@ def check_truncated(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv):
-    build, dirs = argv[1], argv[2:]
+def run(c, t):
+    build, dirs, env = t.build, t.args, t.env
     parts = {"models", "head", "truncated"}
     if dirs and dirs[0].startswith("--only="):
         parts = set(dirs.pop(0)[len("--only="):].split(","))
-    c = mfstest.Checker("sha256sums tests (%s)" % ",".join(sorted(parts)))
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+    c.name = "sha256sums tests (%s)" % ",".join(sorted(parts))
     if "models" in parts:
         for model in mfstest.model_files(c, dirs):
             check_model(c, build, model, env)
@@ -250,9 +244,7 @@ def main(argv):
         check_head(c, build, env)
     if "truncated" in parts:
         check_truncated(c, build, env)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("sha256sums tests", run, __doc__, one_cpu=True))

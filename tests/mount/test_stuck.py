@@ -250,28 +250,18 @@ def check_big_decode(c, modelfs, env, work):
         ctx.__exit__(None, None, None)
 
 
-def main(argv):
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("stuck download tests")
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: cannot mount here")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+def run(c, t):
+    env = t.env
     work = tempfile.mkdtemp(prefix="modelfs-stuck-")
     srv = Silent()
     try:
-        check(c, os.path.join(argv[1], "modelfs"), env, work, srv)
-        check_sums(c, os.path.join(argv[1], "modelfs"), env, work, srv)
-        check_big_decode(c, os.path.join(argv[1], "modelfs"), env, work)
+        check(c, t.modelfs, env, work, srv)
+        check_sums(c, t.modelfs, env, work, srv)
+        check_big_decode(c, t.modelfs, env, work)
     finally:
         srv.close()
         shutil.rmtree(work, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("stuck download tests", run, __doc__))

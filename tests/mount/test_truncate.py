@@ -328,16 +328,8 @@ class Ctx:
         self.env = env
 
 
-def main(argv):
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("truncate tests")
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: cannot mount here")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    x = Ctx(argv[1], mfstest.sanitizer_env(logdir))
+def run(c, t):
+    x = Ctx(t.build, t.env)
     work = tempfile.mkdtemp(prefix="modelfs-trunc-", dir="/var/tmp")
     try:
         # Issue 21: the f32/ view, stats.tsv and model.safetensors read
@@ -367,9 +359,7 @@ def main(argv):
             os.unlink(model)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("truncate tests", run, __doc__))

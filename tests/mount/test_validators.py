@@ -195,20 +195,11 @@ def check_size_only(c, modelfs, srv, root, tmp, env):
             c.equal(log.strip(), "", "%s: no warning at mount" % (mode or "strong"))
 
 
-def main(argv):
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("test_validators")
-    if not mfstest.can_mount():
-        c.skip("cannot mount FUSE here")
-        return c.finish()
-    modelfs = os.path.join(argv[1], "modelfs")
+def run(c, t):
+    modelfs, env = t.modelfs, t.env
     tmp = tempfile.mkdtemp(prefix="modelfs-validators-")
     root = os.path.join(tmp, "srv")
     os.mkdir(root)
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
     srv = rangeserver.start(root)
     try:
         for mode in (None, "weak", "lastmod"):
@@ -220,9 +211,7 @@ def main(argv):
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(mfstest.main("test_validators", run, __doc__))

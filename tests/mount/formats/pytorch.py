@@ -1,7 +1,6 @@
-#!/usr/bin/python3
-"""PyTorch checkpoints (issue 10) through real mounts.
+"""PyTorch checkpoints (issue 10): their own checks, beyond the generic ones.
 
-1. Every pytorch model with an .expect.json in the given dirs: the table's
+1. Every pytorch model with an .expect.json in DIRS: the table's
    pytorch keys (stride, storage_offset, contiguous, storage_type,
    storage_key, zip_member, storage_nbytes, shares_storage_with,
    same_object_as), metadata, each tensor's bytes and its .npy twin (numpy).
@@ -17,8 +16,6 @@
    members, TorchScript archives and bad byteorder are refused with exit
    5, one line naming the file, the offset and the problem, in bounded
    time; a compressed data.pkl is read.
-
-usage: test_pytorch.py BUILD_DIR DIR...
 """
 import errno
 import hashlib
@@ -30,18 +27,16 @@ import pickletools
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, here)
-sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))
-import mfstest  # noqa: E402
-import numpy as np  # noqa: E402
+import mfstest
+import numpy as np
 mfstest.cache_npy_header_filter(np)
-from gen_pytorch import Pickle, Raw, Storage, Tensor, write_checkpoint  # noqa: E402
+from gen_pytorch import Pickle, Raw, Storage, Tensor, write_checkpoint
+
+DIRS = ("gen/pytorch", "shared/fixtures/pytorch")
 
 KEYS = ("stride", "storage_offset", "contiguous", "storage_type", "storage_key", "zip_member",
         "storage_nbytes")
@@ -82,50 +77,63 @@ def pickle_facts(pkl):
     return globs, keys
 
 
-def check_model(c, modelfs, model, expect, env):
+def setup(c, t):
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        c.skip("import torch failed: the torch.load cross-check is not run")
+    t.torch = torch
+
+
+def check_model(c, t, model, expect, mount):
+    if expect is None or expect.get("format") != "pytorch" or expect.get("expect") != "readable":
+        return
+    files = check_mounted(c, model, expect, mount)
+    if files is not None and t.torch is not None:
+        torch_check(c, t.torch, model, files)
+
+
+def check_mounted(c, model, expect, mount):
     name = os.path.basename(model)
     try:
-        ctx = mfstest.mounted(modelfs, model, env)
-        mnt = ctx.__enter__()
+        mnt = mount()
     except RuntimeError as e:
         c.check(False, "%s: mount: %s" % (name, e))
         return None
-    try:
-        with open(os.path.join(mnt, "model.json")) as f:
-            doc = json.load(f)
-        c.equal(doc["metadata"], expect["metadata"], "%s: metadata" % name)
-        got = {t["name"]: t for t in doc["tensors"]}
-        files = {}
-        for want in expect["tensors"]:
-            what = "%s: %s" % (name, want["name"])
-            t = got.get(want["name"])
-            if not c.check(t is not None, what + " missing"):
-                continue
-            for k in KEYS:
-                if k in want:
-                    c.equal(t.get(k), want[k], "%s %s" % (what, k))
-            for k in ("shares_storage_with", "same_object_as"):
-                c.equal(t.get(k), want.get(k), "%s %s" % (what, k))
-            with open(os.path.join(mnt, t["path"]), "rb") as f:
-                data = f.read()
-            files[want["name"]] = data
-            c.equal(hashlib.sha256(data).hexdigest(), want["sha256"], what + " bytes")
-            if "npy" in t:
-                a = np.load(os.path.join(mnt, t["npy"]))
-                dtype = t.get("npy_dtype", t["dtype"])
-                c.check(a.shape == tuple(want["shape"]) and a.tobytes() == data and
-                        a.dtype == np.dtype(dtype), what + " .npy: %s %s" % (a.dtype, a.shape))
-                if t.get("byte_order") == "big":
-                    c.check(a.dtype.byteorder == ">" or a.dtype.itemsize == 1, what + " .npy is '>'")
-        # pickletools, an independent reader of the pickle.
-        globs, keys = pickle_facts(data_pkl(model))
-        c.check(all(g.startswith(("torch.", "collections.OrderedDict")) for g in globs),
-                "%s: pickletools GLOBALs %s" % (name, sorted(globs)))
-        c.equal(sorted({t["storage_key"] for t in doc["tensors"]}), sorted(keys),
-                "%s: storage keys vs pickletools" % name)
-        return files
-    finally:
-        ctx.__exit__(None, None, None)
+    with open(os.path.join(mnt, "model.json")) as f:
+        doc = json.load(f)
+    c.equal(doc["metadata"], expect["metadata"], "%s: metadata" % name)
+    got = {t["name"]: t for t in doc["tensors"]}
+    files = {}
+    for want in expect["tensors"]:
+        what = "%s: %s" % (name, want["name"])
+        t = got.get(want["name"])
+        if not c.check(t is not None, what + " missing"):
+            continue
+        for k in KEYS:
+            if k in want:
+                c.equal(t.get(k), want[k], "%s %s" % (what, k))
+        for k in ("shares_storage_with", "same_object_as"):
+            c.equal(t.get(k), want.get(k), "%s %s" % (what, k))
+        with open(os.path.join(mnt, t["path"]), "rb") as f:
+            data = f.read()
+        files[want["name"]] = data
+        c.equal(hashlib.sha256(data).hexdigest(), want["sha256"], what + " bytes")
+        if "npy" in t:
+            a = np.load(os.path.join(mnt, t["npy"]))
+            dtype = t.get("npy_dtype", t["dtype"])
+            c.check(a.shape == tuple(want["shape"]) and a.tobytes() == data and
+                    a.dtype == np.dtype(dtype), what + " .npy: %s %s" % (a.dtype, a.shape))
+            if t.get("byte_order") == "big":
+                c.check(a.dtype.byteorder == ">" or a.dtype.itemsize == 1, what + " .npy is '>'")
+    # pickletools, an independent reader of the pickle.
+    globs, keys = pickle_facts(data_pkl(model))
+    c.check(all(g.startswith(("torch.", "collections.OrderedDict")) for g in globs),
+            "%s: pickletools GLOBALs %s" % (name, sorted(globs)))
+    c.equal(sorted({t["storage_key"] for t in doc["tensors"]}), sorted(keys),
+            "%s: storage keys vs pickletools" % name)
+    return files
 
 
 def torch_check(c, torch, model, files):
@@ -158,7 +166,10 @@ def torch_check(c, torch, model, files):
     c.equal(seen, len(files), "%s: tensors torch.load sees" % name)
 
 
-def torch_written(c, torch, build, env):
+def torch_written(c, t):
+    torch, build, env = t.torch, t.build, t.env
+    if torch is None:
+        return
     """Checkpoints torch.save itself writes (a module's state_dict with its
     _metadata, an nn.Parameter, an optimizer's state with int keys, a
     tensor as the root, tensors in a list, sliced and expanded views,
@@ -323,7 +334,8 @@ def overlapping_zip(path):
         f.write(data)
 
 
-def hostile(c, build, env):
+def hostile(c, t):
+    build, env = t.build, t.env
     modelfs_ls = os.path.join(build, "modelfs-ls")
     modelfs = os.path.join(build, "modelfs")
     work = tempfile.mkdtemp(prefix="modelfs-pt-")
@@ -392,7 +404,8 @@ def hostile(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def python_pickles(c, build, env):
+def python_pickles(c, t):
+    build, env = t.build, t.env
     """Metadata-only checkpoints written by Python's own pickle module
     (protocols 2 to 5: another writer's choice of opcodes, FRAME, MEMOIZE,
     SHORT_BINUNICODE, EMPTY_SET/ADDITEMS, builtins.set)."""
@@ -414,7 +427,8 @@ def python_pickles(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def truncated_while_mounted(c, build, env):
+def truncated_while_mounted(c, t):
+    build, env = t.build, t.env
     """A strided view is made from the mapping on open: the model file cut
     short first makes that open fail (EIO), and the daemon stays up."""
     work = tempfile.mkdtemp(prefix="modelfs-pt-")
@@ -431,7 +445,8 @@ def truncated_while_mounted(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def broadcast_bomb(c, build, env):
+def broadcast_bomb(c, t):
+    build, env = t.build, t.env
     """A 1.5 KB torch.save file with 8 stride-0 views of shape [2^28] of
     one 16-byte storage (1 GiB each, made on open): with every view open at
     once and default options the daemon stays under 1 GiB of its own
@@ -477,7 +492,8 @@ def broadcast_bomb(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def lazy_local_headers(c, build, env):
+def lazy_local_headers(c, t):
+    build, env = t.build, t.env
     """Issue 19, item 1: a checkpoint laid out by torch's own writer (every
     member's data 64-byte aligned behind an "FB" extra field) mounts
     without reading its storages' local headers: 300 storages, and the load
@@ -543,38 +559,4 @@ def lazy_local_headers(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main(argv):
-    build = argv[1]
-    c = mfstest.Checker("pytorch tests")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
-    try:
-        import torch
-    except ImportError:
-        torch = None
-        c.skip("import torch failed: the torch.load cross-check is not run")
-    if mfstest.can_mount():
-        for model, expect in mfstest.expected_models(c, argv[2:], ("pytorch",)):
-            if expect.get("expect") != "readable":
-                continue
-            before = c.failed
-            files = check_model(c, os.path.join(build, "modelfs"), model, expect, env)
-            if files is not None and torch is not None:
-                torch_check(c, torch, model, files)
-            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
-        truncated_while_mounted(c, build, env)
-        broadcast_bomb(c, build, env)
-        lazy_local_headers(c, build, env)
-    else:
-        c.skip("no /dev/fuse: the mounted checks")
-    python_pickles(c, build, env)
-    if torch is not None:
-        torch_written(c, torch, build, env)
-    hostile(c, build, env)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+EXTRAS = (truncated_while_mounted, broadcast_bomb, lazy_local_headers, python_pickles, torch_written, hostile)

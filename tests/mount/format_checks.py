@@ -1,22 +1,28 @@
-#!/usr/bin/python3
-"""Mounts every model with an .expect.json in the given directories and
-compares the mounted tree with the expectation and with modelfs-ls.
+"""The checks test_formats.py makes of every model of every format, on
+one mount of it (formats/NAME.py adds a format's own):
 
-usage: test_models.py BUILD_DIR [--shard=I/N] DIR... (a DIR that does not exist is
-skipped, visibly; with --shard, every N-th model from the I-th)
+generic: a model with an .expect.json of a format whose table places
+  tensors in the file (mfstest.STORED_FORMATS): the mounted tree against
+  modelfs-ls (listing, and the sha256 of every file that is not a tensor),
+  model.toml against model.json, then every tensor against the
+  expectation (dtype, shape, nbytes, storage, sha256 through the mount,
+  the user.modelfs.* xattrs, listxattr, ENOTSUP for other namespaces, the
+  offset pointing at its bytes in the file, problem flags, graph paths),
+  and EROFS for every kind of change; a model the expectation calls
+  corrupt is refused by both programs with exit 5 and one line.
+npy: every model: the .npy twins, with numpy itself (check_twins).
 """
 import collections
 import errno
 import hashlib
+import io
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import tomllib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mfstest  # noqa: E402
+import mfstest
 
 EROFS = 30
 
@@ -95,10 +101,18 @@ def check_refused(c, build, model, expect, env):
     os.rmdir(mnt)
 
 
-def check_model(c, build, model, expect, env):
+def generic_applies(model, expect):
+    """Whether the generic checks are made of this model: a file with an
+    expectation, of a format whose table places tensors in the file."""
+    return (expect is not None and expect.get("format") in mfstest.STORED_FORMATS
+            and os.path.isfile(model))
+
+
+def check_model(c, build, model, expect, env, mount):
+    """The generic checks; mount() gives the runner's mount point of the
+    model (mounting it on the first call), or raises RuntimeError."""
     _file_bytes.clear()
     name = os.path.basename(model)
-    modelfs = os.path.join(build, "modelfs")
     modelfs_ls = os.path.join(build, "modelfs-ls")
     if expect.get("expect") == "corrupt":
         check_refused(c, build, model, expect, env)
@@ -115,15 +129,11 @@ def check_model(c, build, model, expect, env):
         c.check(False, "%s: %s" % (name, e))
         return
     try:
-        ctx = mfstest.mounted(modelfs, model, env)
-        mnt = ctx.__enter__()
+        mnt = mount()
     except RuntimeError as e:
         c.check(False, "%s: mount: %s" % (name, e))
         return
-    try:
-        check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env)
-    finally:
-        ctx.__exit__(None, None, None)
+    check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env)
 
 
 def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
@@ -257,29 +267,115 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
             c.equal(e.errno, EROFS, "%s: %s errno" % (name, what))
 
 
-def main(argv):
-    if len(argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("mount tests")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: cannot mount here")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
-    dirs = argv[2:]
-    shard, nshards = mfstest.take_shard(dirs)
-    for k, (model, expect) in enumerate(mfstest.expected_models(
-            c, dirs, ("rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx",
-                      "onnx-tensor", "pytorch", "gguf", "tflite"))):
-        if k % nshards == shard and os.path.isfile(model):
-            before = c.failed
-            check_model(c, argv[1], model, expect, env)
-            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
+# ---- the .npy twins ----------------------------------------------------------
+
+def why_none(t):
+    """Why an entry has no .npy (None when it should have one)."""
+    if "problem" in t:
+        return "problem"
+    if t["dtype"] in ("string", "nested"):
+        return t["dtype"]
+    if "element_bits" in t:
+        return "packed %d-bit elements" % t["element_bits"]
+    return None
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def check_twins(c, model, mnt):
+    """The .npy twins of a mounted model, with numpy itself: for every
+    tensor entry with an `npy` key, np.load of the mounted file (of its
+    path with mmap_mode="r" for the model's first twin, of the bytes read
+    through the mount for the others) equals np.frombuffer of the tensor's
+    bytes with the table's dtype (`npy_dtype` where given) and stored
+    shape; entries without one are those the README says get none; npy/
+    holds nothing else; a read across the header and the data gives the
+    same bytes."""
+    import numpy as np
+    mfstest.cache_npy_header_filter(np)
+    name = os.path.relpath(model)
+    if mfstest.is_collection(mnt):
+        return  # a folder of models (mount.multi checks those)
+    with open(os.path.join(mnt, "model.json")) as f:
+        doc = json.load(f)
+    listed = set()
+    listed_once = False
+    for t in doc["tensors"]:
+        what = "%s: %s" % (name, t["path"])
+        if "npy" not in t:
+            c.check(why_none(t) is not None, "%s (%s) has no .npy" % (what, t["dtype"]))
+            continue
+        c.check(why_none(t) is None, "%s has a .npy but is %s" % (what, why_none(t)))
+        listed.add(t["npy"])
+        npy = os.path.join(mnt, t["npy"])
+        # The tensor's bytes from the model file where model.json places
+        # them as served (the generic checks test every offset), else
+        # through the mount: the twin is what this test reads there.
+        raw = mfstest.stored_bytes(model, doc.get("format"), t)
+        try:
+            if raw is None:
+                raw = mfstest.read_bytes(os.path.join(mnt, t["path"]))
+        except OSError as e:
+            # Unreadable (tampered, not fetched): its twin too.
+            try:
+                mfstest.read_bytes(npy)
+                c.check(False, "%s: tensor fails (%s) but its .npy reads" % (what, e))
+            except OSError:
+                c.check(True, what)
+            continue
+        # A NumPy file's own descr, read by numpy (numpy's dtypes:
+        # datetime64, str, structured... whose names do not say it all).
+        dtype = mfstest.npy_descr_dtype(t["descr"]) if "descr" in t else \
+            np.dtype(t.get("npy_dtype", t["dtype"]))
+        shape = t.get("stored_shape", t["shape"])
+        if dtype.itemsize == 0:
+            c.equal(raw, b"", what + ": no bytes for elements of size 0")
+            want = np.ndarray(tuple(shape), dtype)  # np.empty makes S0 S1
+        elif t.get("memory_order") == "fortran":
+            # A NumPy file's Fortran order: the twin says so too.
+            want = np.frombuffer(raw, dtype=dtype).reshape(t["shape"], order="F")
+        else:
+            want = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        # The whole file, and (the same open file) one read across the
+        # header's end.
+        fd = os.open(npy, os.O_RDONLY)
+        try:
+            chunks = []
+            while True:
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    break
+                chunks.append(b)
+            whole = b"".join(chunks)
+            head = len(whole) - len(raw)
+            part = os.pread(fd, 100, max(head - 10, 0))
+        finally:
+            os.close(fd)
+        # numpy reads what the mount served: from the path, mapped, as
+        # users load it, for a model's first twin (and the big one);
+        # from those same bytes for the others (one open, not three).
+        if not listed_once:
+            got = np.load(npy, mmap_mode="r", max_header_size=1 << 24)
+            listed_once = True
+            if c.check(isinstance(got, np.memmap) or got.size == 0, what + ": mapped"):
+                c.equal(getattr(got, "offset", 0) % 64, 0, what + ": data offset a multiple of 64")
+        else:
+            got = np.load(io.BytesIO(whole), max_header_size=1 << 24)
+        c.check(got.dtype == want.dtype and got.shape == want.shape and
+                got.tobytes() == want.tobytes(),
+                "%s: np.load gives %s %s, want %s %s" % (what, got.dtype, got.shape,
+                                                         want.dtype, want.shape))
+        del got
+        if "npy_axes" in t:
+            c.equal(list(np.transpose(want, t["npy_axes"]).shape), t["shape"],
+                    what + ": npy_axes gives the logical shape")
+        c.check(head % 64 == 0 and whole[head:] == raw and whole.startswith(b"\x93NUMPY"),
+                what + ": header + tensor bytes")
+        c.check(part == whole[max(head - 10, 0):max(head - 10, 0) + 100],
+                what + ": a read across header and data")
+    present = set()
+    for d, _dirs, files in os.walk(mnt):
+        # npy/ folders, and npy/NESTED/ for a nested tensor's inner
+        # ones (not a nested tensor named npy: tensors/npy/).
+        p = os.path.relpath(d, mnt).split(os.sep)
+        if any(p[-k:][0] == "npy" and p[-k - 1:-k] != ["tensors"] for k in (1, 2) if len(p) >= k):
+            present.update(os.path.relpath(os.path.join(d, f), mnt) for f in files)
+    c.equal(sorted(present - listed), [], name + ": files under npy/ the table does not list")

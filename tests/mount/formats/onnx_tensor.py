@@ -1,6 +1,5 @@
-#!/usr/bin/python3
-"""ONNX tensor files (format "onnx-tensor": one TensorProto a file) through
-real mounts:
+"""ONNX tensor files (format "onnx-tensor": one TensorProto a file): their
+own checks, beyond the generic ones:
 
   - the generated files (scripts/gen_onnx_tensor.py): the tree (one tensor,
     no graph.json), every ONNX key of the entry, the metadata, against the
@@ -23,8 +22,6 @@ real mounts:
     every one they declare a sequence or an optional): mounted as one
     folder, each tensor against python3-onnx; the others are no model.
     Skipped, visibly, without the package.
-
-usage: test_onnx_tensor.py BUILD_DIR GEN_DIR [TESTDATA_DIR]
 """
 import glob
 import hashlib
@@ -34,15 +31,11 @@ import random
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-import mfstest  # noqa: E402
-import gen_onnx as G  # noqa: E402
-import numpy as np  # noqa: E402
+import mfstest
+import gen_onnx as G
+import numpy as np
 
 try:
     import onnx
@@ -50,6 +43,7 @@ try:
 except ImportError:  # the cross-checks are skipped, visibly
     onnx = None
 
+DIRS = ("gen/onnx_tensor",)
 TESTDATA = "/usr/share/libonnx-testdata/data"
 SAMPLE = 300        # tensor files of the test data, about
 
@@ -96,43 +90,51 @@ def compare(c, what, path, entry, got):
 
 # ---- the generated files ------------------------------------------------------
 
-def check_generated(c, build, gen, env):
-    modelfs = os.path.join(build, "modelfs")
-    n = 0
-    for model, expect in mfstest.expected_models(c, [gen], ("onnx-tensor",)):
-        name = os.path.basename(model)
-        want = expect["tensors"][0]
-        before = c.failed
-        with mfstest.mounted(modelfs, model, env) as mnt:
-            tree = mfstest.walk_tree(mnt)
-            doc = json.loads(read(os.path.join(mnt, "model.json")))
-            c.equal(doc["format"], "onnx-tensor", name + ": format")
-            c.equal(doc["format_version"], 0, name + ": format_version")
-            c.equal(doc["metadata"], expect["metadata"], name + ": metadata")
-            c.equal(doc["tensor_count"], 1, name + ": one tensor")
-            t = doc["tensors"][0]
-            top = {"model.json", "model.toml", "SHA256SUMS", "tensors", t["path"]}
-            if "npy" in t:
-                top |= {"npy", t["npy"]}
-            if "f32" in t:
-                top |= {"f32", t["f32"]}
-            top |= {"stats.tsv", "model.safetensors"}
-            c.equal(set(tree), top, name + ": the tree (no graph.json)")
-            for k in ("name", "dtype", "shape", "graph_path", "source", "storage", "onnx_field",
-                      "onnx_data_type", "location", "length", "element_bits"):
-                c.equal(t.get(k), want.get(k), "%s: %s" % (name, k))
-            if want["storage"] == "external":
-                c.equal(t["offset"], want["offset"], name + ": offset in " + want["location"])
-            got = read(os.path.join(mnt, t["path"]))
-            if want["dtype"] == "string":
-                c.equal(json.loads(got), want["values"], name + ": strings")
-            else:
-                c.equal(hashlib.sha256(got).hexdigest(), want["sha256"], name + ": bytes")
-            if onnx is not None and want["onnx_data_type"] <= 16:
-                compare(c, name, model, t, got)
-        n += 1
-        print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
-    c.check(n >= 60, "%d generated tensor files checked" % n)
+def setup(c, t):
+    t.onnx_tensors = 0
+
+
+def check_model(c, x, model, expect, mount):
+    if expect is None or expect.get("format") != "onnx-tensor":
+        return
+    name = os.path.basename(model)
+    want = expect["tensors"][0]
+    x.onnx_tensors += 1
+    try:
+        mnt = mount()
+    except RuntimeError as e:
+        c.check(False, "%s: mount: %s" % (name, e))
+        return
+    tree = mfstest.walk_tree(mnt)
+    doc = json.loads(read(os.path.join(mnt, "model.json")))
+    c.equal(doc["format"], "onnx-tensor", name + ": format")
+    c.equal(doc["format_version"], 0, name + ": format_version")
+    c.equal(doc["metadata"], expect["metadata"], name + ": metadata")
+    c.equal(doc["tensor_count"], 1, name + ": one tensor")
+    t = doc["tensors"][0]
+    top = {"model.json", "model.toml", "SHA256SUMS", "tensors", t["path"]}
+    if "npy" in t:
+        top |= {"npy", t["npy"]}
+    if "f32" in t:
+        top |= {"f32", t["f32"]}
+    top |= {"stats.tsv", "model.safetensors"}
+    c.equal(set(tree), top, name + ": the tree (no graph.json)")
+    for k in ("name", "dtype", "shape", "graph_path", "source", "storage", "onnx_field",
+              "onnx_data_type", "location", "length", "element_bits"):
+        c.equal(t.get(k), want.get(k), "%s: %s" % (name, k))
+    if want["storage"] == "external":
+        c.equal(t["offset"], want["offset"], name + ": offset in " + want["location"])
+    got = read(os.path.join(mnt, t["path"]))
+    if want["dtype"] == "string":
+        c.equal(json.loads(got), want["values"], name + ": strings")
+    else:
+        c.equal(hashlib.sha256(got).hexdigest(), want["sha256"], name + ": bytes")
+    if onnx is not None and want["onnx_data_type"] <= 16:
+        compare(c, name, model, t, got)
+
+
+def check_generated(c, t):
+    c.check(t.onnx_tensors >= 60, "%d generated tensor files checked" % t.onnx_tensors)
     if onnx is None:
         c.skip("python3-onnx is not installed: the generated files are not read with it")
 
@@ -412,33 +414,18 @@ def check_test_data(c, build, root, tmp, env):
             compare(c, what, p, t, read(os.path.join(mnt, rel, t["path"])))
 
 
-def main(argv):
-    if len(argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    build, gen = argv[1], argv[2]
-    root = argv[3] if len(argv) > 3 else TESTDATA
-    c = mfstest.Checker("onnx-tensor tests")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
+def check_written_here(c, t):
+    """The files this test writes, and ONNX's test data."""
     if onnx is None:
         c.skip("python3-onnx is not installed: no cross-check with an independent reader")
     tmp = tempfile.mkdtemp(prefix="modelfs-onnx-tensor-")
     try:
-        check_generated(c, build, gen, env)
-        check_refused(c, build, tmp, env)
-        check_names_and_bids(c, build, gen, tmp, env)
-        check_big(c, build, tmp, env)
-        check_test_data(c, build, root, tmp, env)
+        check_refused(c, t.build, tmp, t.env)
+        check_names_and_bids(c, t.build, os.path.join(t.gen, "onnx_tensor"), tmp, t.env)
+        check_big(c, t.build, tmp, t.env)
+        check_test_data(c, t.build, TESTDATA, tmp, t.env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+EXTRAS = (check_generated, check_written_here)

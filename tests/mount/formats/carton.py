@@ -1,9 +1,9 @@
-#!/usr/bin/python3
-"""Carton through real mounts: every carton with an .expect.json in the given
-directories (the shared fixtures, and scripts/gen_carton.py's) is mounted and
-compared with its expectation (carton.toml metadata, MANIFEST, LINKS, every
-member under files/ with its size, sha256 and xattrs, every tensor with its
-dtype, shape, bytes or strings, nested folders); model.toml must equal
+"""Carton's own checks (its format has no generic ones: these are the
+whole of them): every carton with an .expect.json in DIRS (the shared
+fixtures, and scripts/gen_carton.py's) is mounted and compared with its
+expectation (carton.toml metadata, MANIFEST, LINKS, every member under
+files/ with its size, sha256 and xattrs, every tensor with its dtype,
+shape, bytes or strings, nested folders); model.toml must equal
 model.json; tampered members read as EIO and modelfs-ls --verify names them;
 hostile names appear nowhere. Then:
   - LINKS through -o links_dir (good and tampered copies);
@@ -12,8 +12,6 @@ hostile names appear nowhere. Then:
   - no copy in the daemon when the 4 MiB stored tensor of stored.carton is
     read (its anonymous memory does not grow; its file-backed memory does);
   - an unpacked folder with a file changed after it was packed.
-
-usage: test_carton.py BUILD_DIR DIR... (a DIR that does not exist is skipped, visibly)
 """
 import brotli
 import collections
@@ -26,7 +24,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import tomllib
@@ -34,11 +31,10 @@ import zlib
 
 import zstandard
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-import mfstest  # noqa: E402
-import gen_carton  # noqa: E402
+import mfstest
+import gen_carton
+
+DIRS = ("gen/carton", "shared/fixtures/carton")
 
 SHA_EMPTY = hashlib.sha256(b"").hexdigest()
 
@@ -239,7 +235,7 @@ def check_mounted(c, x, name, model, mnt, ls, expect):
     check_tensors(c, name, mnt, doc, expect)
 
 
-def check_model(c, x, model, expect):
+def check_one(c, x, model, expect):
     name = os.path.basename(model)
     if expect["expect"] in ("corrupt", "unknown"):
         check_refused(c, x, model, expect)
@@ -474,35 +470,30 @@ def check_tampered_folder(c, x, src, work):
             "tampered folder: --verify: %d %r" % (r.returncode, r.stderr))
 
 
-def main(argv):
-    if len(argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    c = mfstest.Checker("carton tests")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: cannot mount here")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    x = Ctx(argv[1], mfstest.sanitizer_env(logdir))
-    work = tempfile.mkdtemp(prefix="modelfs-carton-")
+def setup(c, t):
+    t.carton = Ctx(t.build, t.env)
+    t.carton_work = tempfile.mkdtemp(prefix="modelfs-carton-")
+
+
+def check_model(c, t, model, expect, mount):
+    """Mounts of its own: plain, with links_dir, tampered copies."""
+    if expect is None or expect.get("format") != "carton":
+        return
+    x = t.carton
+    check_one(c, x, model, expect)
+    if expect.get("linked_only_detail"):
+        check_links_dir(c, x, model, expect)
+    if os.path.basename(model) == "stored.carton":
+        check_zero_copy(c, x, model)
+    if os.path.basename(model) == "unpacked_model":
+        check_tampered_folder(c, x, model, t.carton_work)
+
+
+def check_links_http(c, t):
     try:
-        for model, expect in mfstest.expected_models(c, argv[2:], ("carton",)):
-            before = c.failed
-            check_model(c, x, model, expect)
-            if expect.get("linked_only_detail"):
-                check_links_dir(c, x, model, expect)
-            if os.path.basename(model) == "stored.carton":
-                check_zero_copy(c, x, model)
-            if os.path.basename(model) == "unpacked_model":
-                check_tampered_folder(c, x, model, work)
-            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
-        check_http(c, x, work)
+        check_http(c, t.carton, t.carton_work)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
+        shutil.rmtree(t.carton_work, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+EXTRAS = (check_links_http,)

@@ -1,6 +1,5 @@
-#!/usr/bin/python3
-"""GGUF through real mounts (issue 10): for every NAME.gguf with an
-.expect.json in the given directories, every table field (name, dtype,
+"""GGUF's own checks (issue 10), beyond the generic ones: for every
+NAME.gguf with a gguf .expect.json in DIRS, every table field (name, dtype,
 shape, ggml_shape, ggml_type, ggml_type_id, block_size, type_size, nbytes,
 data_offset, offset), every tensor's bytes (sha256 through the mount and
 its xattr), the metadata (values and types, in file order, exactly as
@@ -19,8 +18,6 @@ folder holding its `gguf` package (llama.cpp's gguf-py/), every model is
 also read with it and compared with the mount (key order, types and
 values, tensor names, types, ne, offsets, sizes and bytes); a file it
 cannot read (a type it does not know, duplicate names) is a visible skip.
-
-usage: test_gguf.py BUILD_DIR DIR...
 """
 import json
 import os
@@ -31,12 +28,11 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-import mfstest  # noqa: E402
-import gen_gguf as G  # noqa: E402
-import numpy as np  # noqa: E402
+import mfstest
+import gen_gguf as G
+import numpy as np
+
+DIRS = ("gen/gguf", "shared/fixtures/gguf")
 
 TABLE_KEYS = ("dtype", "shape", "nbytes", "ggml_type", "ggml_type_id", "ggml_shape", "data_offset",
               "block_size", "type_size")
@@ -70,59 +66,65 @@ def resolve(c, mnt, name, doc):
     return out
 
 
-def check_model(c, build, model, expect, env, gguf=None):
-    name = os.path.basename(model)
-    try:
-        ctx = mfstest.mounted(os.path.join(build, "modelfs"), model, env)
-        mnt = ctx.__enter__()
-    except RuntimeError as e:
-        c.check(False, "%s: mount: %s" % (name, e))
+def setup(c, t):
+    t.gguf = load_gguf_py(c)
+
+
+def check_model(c, t, model, expect, mount):
+    if expect is None or expect.get("format") != "gguf":
         return
     try:
-        with open(os.path.join(mnt, "model.json"), "rb") as f:
-            raw = f.read()
-        doc = json.loads(raw)
-        c.equal(doc["format"], "gguf", name + ": format")
-        c.equal(doc["format_version"], expect["gguf_version"], name + ": format_version")
-        c.equal(doc["alignment"], expect["alignment"], name + ": alignment")
-        c.equal(doc["kv_count"], expect["kv_count"], name + ": kv_count")
-        if "data_offset" in expect:
-            c.equal(doc["data_offset"], expect["data_offset"], name + ": data section offset")
-        c.check(doc["data_offset"] % expect["alignment"] == 0, name + ": data section aligned")
-        c.check(same(doc["metadata_types"], expect["metadata_types"]),
-                "%s: metadata_types %r, want %r" % (name, doc["metadata_types"], expect["metadata_types"]))
-        meta = resolve(c, mnt, name, doc)
-        bad = [k for k in expect["metadata"] if not same(meta.get(k), expect["metadata"][k])]
-        c.check(not bad and list(meta) == list(expect["metadata"]),
-                "%s: metadata differs at %s" % (name, [(k, meta.get(k), expect["metadata"][k])
-                                                       for k in bad[:3]] or "key order"))
-        # Large arrays: in their own files, so model.json stays small.
-        big = [k for k, v in expect["metadata"].items() if isinstance(v, list) and len(v) > 1024]
-        for k in big:
-            c.check(isinstance(doc["metadata"][k], dict), "%s: %s (%d elements) is in model.json"
-                    % (name, k, len(expect["metadata"][k])))
-        if big:
-            c.check(len(raw) < SMALL_DOC, "%s: model.json is %d bytes" % (name, len(raw)))
-            c.check(os.path.getsize(os.path.join(mnt, "model.toml")) < SMALL_DOC, name + ": model.toml size")
-        c.equal(len(doc["tensors"]), expect["tensor_count"], name + ": tensor count")
-        for t, want in zip(doc["tensors"], expect["tensors"]):
-            what = "%s: tensor %r" % (name, want["name"])
-            c.equal(t["name"], want["name"], what + " name (file order)")
-            for key in TABLE_KEYS:
-                if key in want:
-                    c.equal(t.get(key), want[key], "%s %s" % (what, key))
-            c.equal(t["offset"], doc["data_offset"] + want["data_offset"], what + " absolute offset")
-            p = os.path.join(mnt, t["path"])
-            c.equal(os.path.getsize(p), want["nbytes"], what + " file size")
-            c.equal(mfstest.sha256_file(p), want["sha256"], what + " sha256 through the mount")
-            c.equal(os.getxattr(p, "user.modelfs.sha256").decode(), want["sha256"], what + " sha256 xattr")
-            if want.get("block_size", 1) > 1:
-                c.check("npy" in t and t["stored_shape"][-1] == t["ggml_shape"][0] // want["block_size"]
-                        * want["type_size"], what + " blocks' .npy twin in bytes per row")
-        if gguf is not None:
-            check_with_gguf_py(c, gguf, model, mnt, doc)
-    finally:
-        ctx.__exit__(None, None, None)
+        mnt = mount()
+    except RuntimeError as e:
+        c.check(False, "%s: mount: %s" % (os.path.basename(model), e))
+        return
+    check_mounted(c, model, expect, mnt, t.gguf)
+
+
+def check_mounted(c, model, expect, mnt, gguf=None):
+    name = os.path.basename(model)
+    with open(os.path.join(mnt, "model.json"), "rb") as f:
+        raw = f.read()
+    doc = json.loads(raw)
+    c.equal(doc["format"], "gguf", name + ": format")
+    c.equal(doc["format_version"], expect["gguf_version"], name + ": format_version")
+    c.equal(doc["alignment"], expect["alignment"], name + ": alignment")
+    c.equal(doc["kv_count"], expect["kv_count"], name + ": kv_count")
+    if "data_offset" in expect:
+        c.equal(doc["data_offset"], expect["data_offset"], name + ": data section offset")
+    c.check(doc["data_offset"] % expect["alignment"] == 0, name + ": data section aligned")
+    c.check(same(doc["metadata_types"], expect["metadata_types"]),
+            "%s: metadata_types %r, want %r" % (name, doc["metadata_types"], expect["metadata_types"]))
+    meta = resolve(c, mnt, name, doc)
+    bad = [k for k in expect["metadata"] if not same(meta.get(k), expect["metadata"][k])]
+    c.check(not bad and list(meta) == list(expect["metadata"]),
+            "%s: metadata differs at %s" % (name, [(k, meta.get(k), expect["metadata"][k])
+                                                   for k in bad[:3]] or "key order"))
+    # Large arrays: in their own files, so model.json stays small.
+    big = [k for k, v in expect["metadata"].items() if isinstance(v, list) and len(v) > 1024]
+    for k in big:
+        c.check(isinstance(doc["metadata"][k], dict), "%s: %s (%d elements) is in model.json"
+                % (name, k, len(expect["metadata"][k])))
+    if big:
+        c.check(len(raw) < SMALL_DOC, "%s: model.json is %d bytes" % (name, len(raw)))
+        c.check(os.path.getsize(os.path.join(mnt, "model.toml")) < SMALL_DOC, name + ": model.toml size")
+    c.equal(len(doc["tensors"]), expect["tensor_count"], name + ": tensor count")
+    for t, want in zip(doc["tensors"], expect["tensors"]):
+        what = "%s: tensor %r" % (name, want["name"])
+        c.equal(t["name"], want["name"], what + " name (file order)")
+        for key in TABLE_KEYS:
+            if key in want:
+                c.equal(t.get(key), want[key], "%s %s" % (what, key))
+        c.equal(t["offset"], doc["data_offset"] + want["data_offset"], what + " absolute offset")
+        p = os.path.join(mnt, t["path"])
+        c.equal(os.path.getsize(p), want["nbytes"], what + " file size")
+        c.equal(mfstest.sha256_file(p), want["sha256"], what + " sha256 through the mount")
+        c.equal(os.getxattr(p, "user.modelfs.sha256").decode(), want["sha256"], what + " sha256 xattr")
+        if want.get("block_size", 1) > 1:
+            c.check("npy" in t and t["stored_shape"][-1] == t["ggml_shape"][0] // want["block_size"]
+                    * want["type_size"], what + " blocks' .npy twin in bytes per row")
+    if gguf is not None:
+        check_with_gguf_py(c, gguf, model, mnt, doc)
 
 
 # ---- random models ---------------------------------------------------------
@@ -423,32 +425,27 @@ def check_not_utf8(c, build, env):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main(argv):
-    build, dirs = argv[1], argv[2:]
-    c = mfstest.Checker("gguf tests")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse: cannot mount here")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
-    gguf = load_gguf_py(c)
-    for model, expect in mfstest.expected_models(c, dirs, ("gguf",)):
-        before = c.failed
-        check_model(c, build, model, expect, env, gguf)
-        print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
+def check_random(c, t):
+    """RANDOM_MODELS random models of gen_gguf's writer, as those of DIRS."""
     tmp = tempfile.mkdtemp(prefix="modelfs-gguf-random-")
     try:
         random_models(tmp, RANDOM_MODELS)
         for model, expect in mfstest.expected_models(c, [tmp], ("gguf",)):
-            check_model(c, build, model, expect, env, gguf)
+            try:
+                with mfstest.mounted(t.modelfs, model, t.env) as mnt:
+                    check_mounted(c, model, expect, mnt, t.gguf)
+            except RuntimeError as e:
+                c.check(False, "%s: mount: %s" % (os.path.basename(model), e))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    check_hostile(c, build, env)
-    check_not_utf8(c, build, env)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def check_hostile_files(c, t):
+    check_hostile(c, t.build, t.env)
+
+
+def check_not_utf8_names(c, t):
+    check_not_utf8(c, t.build, t.env)
+
+
+EXTRAS = (check_random, check_hostile_files, check_not_utf8_names)

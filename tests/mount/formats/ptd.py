@@ -1,0 +1,4 @@
+"""ExecuTorch .ptd: the generic checks and the .npy twins of
+scripts/gen_ptd.py's models and ../shared's (their layout against an
+independent reader: formats.ptd_tb; mutants: mount.malformed)."""
+DIRS = ("gen/ptd", "shared/fixtures/ptd")
