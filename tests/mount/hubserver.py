@@ -135,7 +135,7 @@ class Handler(testserver.Handler):
         if repo_id in hub.renamed:
             # A renamed repository: a relative redirect on the Hub itself.
             return self.send_plain(307, [("Location", "/%s/%s" % (hub.renamed[repo_id],
-                                                           "/".join(parts[2:])))])
+                                                                "/".join(parts[2:])))])
         rev = urllib.parse.unquote(parts[3])
         path = urllib.parse.unquote("/".join(parts[4:]))
         repo = self.repo(kind, repo_id, auth)
@@ -145,7 +145,8 @@ class Handler(testserver.Handler):
         if files is None:
             return self.send_plain(404, [("X-Error-Code", "RevisionNotFound")])
         if path not in files:
-            return self.send_plain(404, [("X-Error-Code", "EntryNotFound"), ("X-Repo-Commit", sha)])
+            return self.send_plain(404, [("X-Error-Code", "EntryNotFound"),
+                                         ("X-Repo-Commit", sha)])
         local = files[path]
         size = os.path.getsize(local)
         digest = sha256_of(local)
@@ -252,7 +253,8 @@ class Handler(testserver.Handler):
         expand = query.get("expand")
         if expand:
             info = {k: v for k, v in info.items() if k in ("_id", "id") or k in expand}
-        return self.send_plain(200, [("Content-Type", "application/json")], json.dumps(info).encode())
+        return self.send_plain(200, [("Content-Type", "application/json")],
+                               json.dumps(info).encode())
 
     def serve_blob(self, head):
         hub = self.server.hub
@@ -282,7 +284,8 @@ class Handler(testserver.Handler):
         if asked is not None:
             first, last = asked
             if not testserver.satisfiable(first, last, size):
-                return self.send_plain(416, [("Content-Range", "bytes */%d" % size), ("ETag", etag)])
+                return self.send_plain(416, [("Content-Range", "bytes */%d" % size),
+                                             ("ETag", etag)])
             partial = True
         self.send_response(206 if partial else 200)
         for k, v in extra:
