@@ -38,14 +38,15 @@ the first (.next_wraps).
 Servers stop when told; handlers are bounded (no waiting).
 """
 import hashlib
-import http.server
 import json
 import os
-import socketserver
-import ssl
+import sys
 import threading
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testserver  # noqa: E402
 
 
 class Repo:
@@ -111,35 +112,14 @@ def git_oid(path, local, memo={}):
     return memo[key]
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_HEAD(self):
-        self.serve(head=True)
-
-    def do_GET(self):
-        self.serve(head=False)
-
-    def plain(self, code, headers=(), body=b"", head=False):
-        self.send_response(code)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if not head and body:
-            self.wfile.write(body)
-
+class Handler(testserver.Handler):
     def serve(self, head):
         hub = self.server.hub
         auth = self.headers.get("Authorization")
         with hub.lock:
             hub.log.append((self.server.role, self.command, self.path, self.headers.get("Range"),
                             auth is not None and hub.token in auth))
-            hub.headers.append((self.server.role, self.path,
-                                {k.lower(): v for k, v in self.headers.items()}))
+            hub.headers.append((self.server.role, self.path, self.header_dict()))
         if self.server.role == "bytes":
             return self.serve_blob(head)
         url = urllib.parse.urlsplit(self.path)
@@ -150,23 +130,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if parts[:1] == ["datasets"]:
             kind, parts = "datasets", parts[1:]
         if len(parts) < 5 or parts[2] not in ("resolve", "raw"):
-            return self.plain(404, head=head)
+            return self.send_plain(404)
         repo_id = parts[0] + "/" + parts[1]
         if repo_id in hub.renamed:
             # A renamed repository: a relative redirect on the Hub itself.
-            return self.plain(307, [("Location", "/%s/%s" % (hub.renamed[repo_id],
-                                                           "/".join(parts[2:])))], head=head)
+            return self.send_plain(307, [("Location", "/%s/%s" % (hub.renamed[repo_id],
+                                                                "/".join(parts[2:])))])
         rev = urllib.parse.unquote(parts[3])
         path = urllib.parse.unquote("/".join(parts[4:]))
-        repo = self.repo(kind, repo_id, auth, head)
+        repo = self.repo(kind, repo_id, auth)
         if repo is None:
             return
         sha, files = repo.at(rev)
         if files is None:
-            return self.plain(404, [("X-Error-Code", "RevisionNotFound")], head=head)
+            return self.send_plain(404, [("X-Error-Code", "RevisionNotFound")])
         if path not in files:
-            return self.plain(404, [("X-Error-Code", "EntryNotFound"), ("X-Repo-Commit", sha)],
-                              head=head)
+            return self.send_plain(404, [("X-Error-Code", "EntryNotFound"),
+                                         ("X-Repo-Commit", sha)])
         local = files[path]
         size = os.path.getsize(local)
         digest = sha256_of(local)
@@ -179,46 +159,46 @@ class Handler(http.server.BaseHTTPRequestHandler):
             # The Hub serves the file itself at resolve, then redirects its
             # GETs to the byte host (where its token must not go).
             if self.command == "GET":
-                return self.plain(302, [("Location", "%s/blob/%s?expires=%d" % (
+                return self.send_plain(302, [("Location", "%s/blob/%s?expires=%d" % (
                     hub.bytes_url, digest, expires))])
             return self.serve_file(local, etag, head, [("X-Repo-Commit", sha)])
         if is_lfs(path):
-            return self.plain(302, [
+            return self.send_plain(302, [
                 ("Location", "%s/blob/%s?expires=%d" % (hub.bytes_base or hub.bytes_url, digest,
                                                         expires)),
                 ("X-Repo-Commit", sha), ("X-Linked-Size", str(size + hub.size_lie)),
-                ("X-Linked-Etag", '"%s"' % digest), ("ETag", etag)], head=head)
+                ("X-Linked-Etag", '"%s"' % digest), ("ETag", etag)])
         return self.serve_file(local, etag, head, [("X-Repo-Commit", sha)])
 
-    def repo(self, kind, repo_id, auth, head, files=True):
+    def repo(self, kind, repo_id, auth, files=True):
         """The repository, or None when the answer (401, 404) was sent;
         `files`: its files are asked for (a gated repository's are not
         public, its info and tree are)."""
         hub = self.server.hub
         repo = hub.repos.get((kind, repo_id))
         if repo is None:
-            self.plain(404, [("X-Error-Code", "RepoNotFound")], head=head)
+            self.send_plain(404, [("X-Error-Code", "RepoNotFound")])
             return None
         if files and repo.gated and auth != "Bearer " + hub.token:
-            self.plain(401, [("X-Error-Code", "GatedRepo")], head=head)
+            self.send_plain(401, [("X-Error-Code", "GatedRepo")])
             return None
         return repo
 
     def serve_api(self, parts, query, auth):
         hub = self.server.hub
         if len(parts) < 5 or parts[0] not in ("models", "datasets"):
-            return self.plain(404)
+            return self.send_plain(404)
         repo_id = parts[1] + "/" + parts[2]
-        repo = self.repo(parts[0], repo_id, auth, False, files=False)
+        repo = self.repo(parts[0], repo_id, auth, files=False)
         if repo is None:
             return
         sha, files = repo.at(urllib.parse.unquote(parts[4]))
         if files is None:
-            return self.plain(404, [("X-Error-Code", "RevisionNotFound")])
+            return self.send_plain(404, [("X-Error-Code", "RevisionNotFound")])
         if parts[3] == "revision":
             return self.serve_info(parts[0], repo_id, repo, sha, files, query)
         if parts[3] != "tree":
-            return self.plain(404)
+            return self.send_plain(404)
         below = urllib.parse.unquote("/".join(parts[5:])).strip("/")
         recursive = query.get("recursive", ["false"])[0].lower() in ("1", "true")
         entries, dirs = [], set()
@@ -242,7 +222,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                             "pointerSize": len(lfs_pointer(files[p]))}
             entries.append(e)
         if below and not entries:
-            return self.plain(404, [("X-Error-Code", "EntryNotFound")])
+            return self.send_plain(404, [("X-Error-Code", "EntryNotFound")])
         cursor = int(query.get("cursor", ["0"])[0])
         page = entries[cursor:cursor + hub.page]
         headers = [("Content-Type", "application/json")]
@@ -256,7 +236,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif hub.next_wraps and cursor > 0:
             headers.append(("Link", '<%s/api/%s?recursive=true>; rel="next"'
                             % (hub.url, "/".join(parts[:5]))))
-        return self.plain(200, headers, json.dumps(page).encode())
+        return self.send_plain(200, headers, json.dumps(page).encode())
 
     def serve_info(self, kind, repo_id, repo, sha, files, query):
         """/api/KIND/ORG/REPO/revision/REV: what the Hub says of a
@@ -273,7 +253,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         expand = query.get("expand")
         if expand:
             info = {k: v for k, v in info.items() if k in ("_id", "id") or k in expand}
-        return self.plain(200, [("Content-Type", "application/json")], json.dumps(info).encode())
+        return self.send_plain(200, [("Content-Type", "application/json")],
+                               json.dumps(info).encode())
 
     def serve_blob(self, head):
         hub = self.server.hub
@@ -283,10 +264,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if time.time() + hub.skew > expires:
             with hub.lock:
                 hub.expired += 1
-            return self.plain(403, head=head)
+            return self.send_plain(403)
         local = hub.blobs.get(digest)
         if local is None:
-            return self.plain(404, head=head)
+            return self.send_plain(404)
         return self.serve_file(local, '"%s"' % digest, head, [])
 
     def serve_file(self, local, etag, head, extra, data=None):
@@ -294,16 +275,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         size = os.path.getsize(local) if data is None else len(data)
         im = self.headers.get("If-Match")
         if im is not None and im != etag:
-            return self.plain(412, [("ETag", etag)], head=head)
-        rng = self.headers.get("Range")
+            return self.send_plain(412, [("ETag", etag)])
         first, last, partial = 0, size - 1, False
-        if rng and rng.startswith("bytes="):
-            a, _, b = rng[6:].partition("-")
-            first = int(a)
-            last = min(int(b), size - 1) if b else size - 1
-            if first >= size:
-                return self.plain(416, [("Content-Range", "bytes */%d" % size), ("ETag", etag)],
-                                  head=head)
+        try:
+            asked = testserver.byte_range(self.headers.get("Range"), size)
+        except testserver.BadRange:
+            asked = None   # ignored, as the Hub's servers do
+        if asked is not None:
+            first, last = asked
+            if not testserver.satisfiable(first, last, size):
+                return self.send_plain(416, [("Content-Range", "bytes */%d" % size),
+                                             ("ETag", etag)])
             partial = True
         self.send_response(206 if partial else 200)
         for k, v in extra:
@@ -322,15 +304,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 data = f.read(last - first + 1)
         else:
             data = data[first:last + 1]
-        try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+        self.write(data)
 
 
 class Hub:
@@ -353,21 +327,12 @@ class Hub:
         self.log = []
         self.servers = []
         for role, host in (("hub", "127.0.0.1"), ("bytes", "127.0.0.2")):
-            srv = Server((host, 0), Handler)
-            srv.role, srv.hub = role, self
-            scheme = "http"
-            if tls is not None and role == "hub":
-                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                ctx.load_cert_chain(*tls)
-                srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-                scheme = "https"
-            url = "%s://%s:%d" % (scheme, host, srv.server_address[1])
+            srv = testserver.start(Handler, host, tls if role == "hub" else None,
+                                   role=role, hub=self)
             if role == "hub":
-                self.url = url
+                self.url = srv.url
             else:
-                self.bytes_url = url
-            threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1},
-                             daemon=True).start()
+                self.bytes_url = srv.url
             self.servers.append(srv)
 
     def add_repo(self, repo_id, files, kind="models", gated=False, ref="main"):
@@ -383,5 +348,4 @@ class Hub:
 
     def stop(self):
         for srv in self.servers:
-            srv.shutdown()
-            srv.server_close()
+            srv.stop()

@@ -42,39 +42,21 @@ deploy does (a new file renamed over it).
 It records every request (method, path, Range, If-Match, Accept-Encoding,
 If-Unmodified-Since) for the tests to look at, and in .headers (path,
 {lower-case name: value}) every header each request carried (which
-credentials reached which host). Started in a thread by the test; stops
-when told.
+credentials reached which host). Started in a thread by the test
+(testserver.py); stops when told.
 """
-import email.utils
 import calendar
+import email.utils
 import hashlib
-import http.server
 import os
-import socketserver
-import ssl
-import threading
+import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testserver  # noqa: E402
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
 
-    def log_message(self, *args):
-        pass
-
-    def do_HEAD(self):
-        self.serve(head=True)
-
-    def do_GET(self):
-        self.serve(head=False)
-
-    def send_plain(self, code, extra=()):
-        self.send_response(code)
-        for k, v in extra:
-            self.send_header(k, v)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
+class Handler(testserver.Handler):
     def serve(self, head):
         srv = self.server
         path = self.path.split("?", 1)[0]
@@ -87,7 +69,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             srv.log.append((self.command, self.path, rng, self.headers.get("If-Match"),
                             self.headers.get("Accept-Encoding"),
                             self.headers.get("If-Unmodified-Since")))
-            srv.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            srv.headers.append((self.path, self.header_dict()))
             n_req = srv.counts.get(self.path, 0)
             srv.counts[self.path] = n_req + 1
         if kind == "status404" or (kind == "late404" and n_req >= 1):
@@ -125,26 +107,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_plain(412, tags)
         if lastmod is not None and unmodified_since_fails(self.headers, st):
             return self.send_plain(412, tags)
-        if kind in ("503once", "429once") and rng and (self.path, rng) not in srv.seen503:
-            with srv.lock:
-                srv.seen503.add((self.path, rng))
+        if kind in ("503once", "429once") and rng and self.first_time(rng):
             if kind == "429once":
                 return self.send_plain(429, [("Retry-After", "1")])
             return self.send_plain(503, [("Retry-After", "0")])
         first, last, partial = 0, size - 1, False
         if rng and kind != "norange":
-            spec = rng[len("bytes="):] if rng.startswith("bytes=") else ""
-            a, _, b = spec.partition("-")
             try:
-                if a == "":
-                    n = int(b)
-                    first, last = max(0, size - n), size - 1
-                else:
-                    first = int(a)
-                    last = min(int(b), size - 1) if b else size - 1
-            except ValueError:
+                asked = testserver.byte_range(rng, size)
+            except testserver.BadRange:
+                asked = None
+            if asked is None:   # (another unit than bytes, too)
                 return self.send_plain(400)
-            if first >= size or first > last:
+            first, last = asked
+            if not testserver.satisfiable(first, last, size):
                 return self.send_plain(416, [("Content-Range", "bytes */%d" % size)] + tags)
             partial = True
         self.send_response(206 if partial else 200)
@@ -166,13 +142,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             # on past it (up to 16 MiB, then the connection closes).
             self.end_headers()
             self.close_connection = True
-            try:
-                for _ in range(256):
-                    if srv.stopping:
-                        break
-                    self.wfile.write(b"\0" * 65536)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            for _ in range(256):
+                if srv.stopping or not self.write(b"\0" * 65536):
+                    break
             return
         self.send_header("Content-Length", str(last - first + 1))
         self.end_headers()
@@ -180,44 +152,60 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         f.seek(first)
         body = f.read(last - first + 1)
-        try:
-            if kind == "cutlong" and len(body) > (1 << 20) and (self.path, rng) not in srv.seen503:
-                # A long GET cut at 60% the first time it is asked.
-                with srv.lock:
-                    srv.seen503.add((self.path, rng))
-                self.wfile.write(body[:len(body) * 6 // 10])
-                self.wfile.flush()
-                self.close_connection = True
-            elif kind == "short":
-                self.wfile.write(body[:len(body) // 2])
-                self.wfile.flush()
-                self.close_connection = True
-            elif kind == "throttle":
-                for i in range(0, len(body), 65536):
-                    if srv.stopping:
-                        break
-                    self.wfile.write(body[i:i + 65536])
-                    self.wfile.flush()
-                    time.sleep(0.016)
-            elif kind == "stall" and n_req >= 1:
-                self.wfile.flush()
-                deadline = time.time() + 30
-                while time.time() < deadline and not srv.stopping:
-                    time.sleep(0.05)
-                self.close_connection = True
-            elif kind == "slow" and n_req >= 1:
-                deadline = time.time() + 30
-                for i in range(len(body)):
-                    if time.time() > deadline or srv.stopping:
-                        break
-                    self.wfile.write(body[i:i + 1])
-                    self.wfile.flush()
-                    time.sleep(0.2)
-                self.close_connection = True
-            else:
-                self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+        BODIES.get(kind, Handler.body_whole)(self, body, rng, n_req)
+
+    def first_time(self, rng):
+        """Whether this path and range are asked for the first time."""
+        srv = self.server
+        with srv.lock:
+            if (self.path, rng) in srv.seen503:
+                return False
+            srv.seen503.add((self.path, rng))
+            return True
+
+    # How a fault kind sends the body it answers with (after the headers).
+    def body_whole(self, body, rng, n_req):
+        self.write(body)
+
+    def body_cutlong(self, body, rng, n_req):
+        # A long GET cut at 60% the first time it is asked.
+        if len(body) <= (1 << 20) or not self.first_time(rng):
+            return self.write(body)
+        self.write(body[:len(body) * 6 // 10])
+        self.close_connection = True
+
+    def body_short(self, body, rng, n_req):
+        self.write(body[:len(body) // 2])
+        self.close_connection = True
+
+    def body_throttle(self, body, rng, n_req):
+        for i in range(0, len(body), 65536):
+            if not self.write(body[i:i + 65536]) or self.server.stopped.wait(0.016):
+                break
+
+    def body_stall(self, body, rng, n_req):
+        if n_req < 1:
+            return self.write(body)
+        self.wfile.flush()
+        self.server.stopped.wait(30)
+        self.close_connection = True
+
+    def body_slow(self, body, rng, n_req):
+        if n_req < 1:
+            return self.write(body)
+        deadline = time.time() + 30
+        for i in range(len(body)):
+            if time.time() > deadline or not self.write(body[i:i + 1]):
+                break
+            self.wfile.flush()
+            if self.server.stopped.wait(0.2):
+                break
+        self.close_connection = True
+
+
+BODIES = {"cutlong": Handler.body_cutlong, "short": Handler.body_short,
+          "throttle": Handler.body_throttle, "stall": Handler.body_stall,
+          "slow": Handler.body_slow}
 
 
 VALIDATORS = ("weak", "apache", "lastmod", "none")
@@ -254,35 +242,8 @@ def replace(path, data, mtime=None):
     os.rename(tmp, path)
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def start(root, host="127.0.0.1", tls=None):
     """Serves `root` on host:(a free port), over TLS with tls=(certfile,
-    keyfile); returns the server (.url, .log, .stop())."""
-    srv = Server((host, 0), Handler)
-    if tls is not None:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(*tls)
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    srv.root = os.path.realpath(root)
-    srv.lock = threading.Lock()
-    srv.log = []
-    srv.headers = []
-    srv.counts = {}
-    srv.seen503 = set()
-    srv.stopping = False
-    srv.redirect_base = ""
-    srv.weak_for = 1.0
-    srv.url = "%s://%s:%d" % ("https" if tls else "http", host, srv.server_address[1])
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    t.start()
-
-    def stop():
-        srv.stopping = True
-        srv.shutdown()
-        srv.server_close()
-    srv.stop = stop
-    return srv
+    keyfile); returns the server (.url, .log, .headers, .counts, .stop())."""
+    return testserver.start(Handler, host, tls, root=os.path.realpath(root), headers=[],
+                            counts={}, seen503=set(), redirect_base="", weak_for=1.0)

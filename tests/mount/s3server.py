@@ -27,16 +27,17 @@ With .redirect_to set (a base URL), an object's GET or HEAD without
 import base64
 import datetime
 import hashlib
-import http.server
 import os
-import socketserver
-import threading
+import sys
 import urllib.parse
 from xml.sax.saxutils import escape
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testserver  # noqa: E402
 
 
 class _Verifier(SigV4Auth):
@@ -77,20 +78,9 @@ def _error(code, message):
             '<Message>%s</Message></Error>' % (code, escape(message))).encode()
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(testserver.Handler):
     def send_body(self, status, body, headers=()):
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.send_plain(status, headers, body)
 
     def fail(self, status, code, message):
         self.record(status)
@@ -162,10 +152,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "match the signature you provided. Check your key and signing method.")
         return None
 
-    def do_HEAD(self):
-        self.do_GET()
-
-    def do_GET(self):
+    def serve(self, head):
         srv = self.server
         parts = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(parts.path)
@@ -224,13 +211,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         size = len(body_all) if body_all is not None else os.path.getsize(full)
         rng = self.headers.get("Range")
         first, last, status = 0, size - 1, 200
-        if rng is not None and rng.startswith("bytes="):
-            a, _, b = rng[6:].partition("-")
-            if a == "":
-                first, last = max(0, size - int(b)), size - 1
-            else:
-                first, last = int(a), min(int(b) if b else size - 1, size - 1)
-            if first >= size or first > last:
+        try:
+            asked = testserver.byte_range(rng, size)
+        except testserver.BadRange:
+            asked = None   # ignored, as S3 does
+        if asked is not None:
+            first, last = asked
+            if not testserver.satisfiable(first, last, size):
                 self.record(416)
                 return self.send_body(416, _error("InvalidRange", "The requested range is not "
                                                   "satisfiable"),
@@ -343,38 +330,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_body(200, "".join(out).encode(), [("Content-Type", "application/xml")])
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def start(buckets, users, public=(), expired=(), region="us-east-1", versioned=(), aliases=None):
     """Serves `buckets` ({name: folder}) on 127.0.0.1:(a free port) to
     `users` ({key id: (secret, session token or None)}); `public`: buckets
     unsigned requests may read; `expired`: session tokens refused as
     expired. Returns the server (.url, .log, .bad_signatures, .stop())."""
-    srv = Server(("127.0.0.1", 0), Handler)
-    srv.buckets = {k: os.path.realpath(v) for k, v in buckets.items()}
-    srv.users = dict(users)
-    srv.public = set(public)
-    srv.versioned = set(versioned)   # x-amz-version-id, ?versionId= (bytes kept per version)
-    srv.versions = {}
     # {(bucket, key): file}: keys no folder could hold, e.g. "m.gguf" beside
     # "m.gguf/inner.gguf" (S3 keys are names, not paths).
-    srv.aliases = dict(aliases or {})
-    srv.expired = set(expired)
-    srv.region = region
-    srv.redirect_to = None
-    srv.lock = threading.Lock()
-    srv.log = []
-    srv.bad_signatures = 0
-    srv.list_pages = 0
-    srv.url = "http://127.0.0.1:%d" % srv.server_address[1]
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    t.start()
-
-    def stop():
-        srv.shutdown()
-        srv.server_close()
-    srv.stop = stop
-    return srv
+    return testserver.start(
+        Handler, buckets={k: os.path.realpath(v) for k, v in buckets.items()},
+        users=dict(users), public=set(public),
+        versioned=set(versioned),   # x-amz-version-id, ?versionId= (bytes kept per version)
+        versions={}, aliases=dict(aliases or {}), expired=set(expired), region=region,
+        redirect_to=None, bad_signatures=0, list_pages=0)

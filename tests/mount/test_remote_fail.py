@@ -23,8 +23,9 @@ range server on 127.0.0.1 (rangeserver.py), and ONNX's probe:
 
 usage: test_remote_fail.py BUILD_DIR [--part=PART] [ONNX_DIR...]
 
-PART runs one of onnx, fail, stall (ctest runs them side by side: the
-stall part mostly waits on its stalled server); without it, every part.
+PART runs one of onnx, fail, stall, stalled_load (ctest runs them side by
+side: the stall parts mostly wait on their stalled servers); without it,
+every part.
 """
 import errno
 import json
@@ -377,7 +378,7 @@ def check_onnx(c, build, dirs, env):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-PARTS = ("onnx", "fail", "stall")
+PARTS = ("onnx", "fail", "stall", "stalled_load")
 
 
 def main(argv):
@@ -401,6 +402,7 @@ def main(argv):
                 check_fail(c, build, srv, root, env)
             if "stall" in parts:
                 check_stall(c, build, srv, root, env)
+            if "stalled_load" in parts:
                 check_stalled_load(c, build, srv, root, env)
         else:
             c.skip("no /dev/fuse: the mount checks")
