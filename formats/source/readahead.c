@@ -40,7 +40,7 @@ static mfs_ra_stream *continued(mfs_readahead *ra, uint64_t off, uint64_t stop, 
             continue;
         if (s->window == 0 && (off > s->next || stop <= s->next))
             continue;   /* one read so far: only a read that goes on from it makes a stream */
-        if (s->runs < 2 ? end != s->region : off < s->ran_on)
+        if (s->end != ra->size ? end != s->region : off < s->start)
             continue;
         if (best == NULL || (off == s->next && off != best->next) ||
             ((off == s->next) == (off == best->next) && s->window > best->window))
@@ -84,19 +84,14 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     ra->tick++;
     mfs_ra_stream *s = continued(ra, off, stop, end);
     if (s == NULL && (s = runs_on(ra, off)) != NULL) {
-        /* Past the region's end only from the second region it ran on
-         * into: running on once is what the kernel's read-around of a
-         * mapping does too, a few MiB into the next tensor. */
-        if (s->runs++ == 0)
-            s->ran_on = off;
         s->region = end;
-        s->end = s->runs >= 2 ? ra->size : end;
+        s->end = ra->size;
     }
     if (s == NULL) {
         /* One read is not a stream: nothing ahead. */
         s = fresh(ra);
-        *s = (mfs_ra_stream){ .next = stop, .ahead = stop, .end = end, .region = end,
-                              .ran_on = UINT64_MAX, .used = ra->tick, .live = true };
+        *s = (mfs_ra_stream){ .start = off, .next = stop, .ahead = stop, .end = end,
+                              .region = end, .used = ra->tick, .live = true };
         return false;
     }
     s->used = ra->tick;
@@ -119,8 +114,8 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     }
     s->waited = false;
     uint64_t w = s->window;
-    if (s->runs >= 2)
-        w = min64(w, s->next - s->ran_on);   /* earned since it ran on */
+    if (s->end == ra->size && s->region != ra->size)
+        w = min64(w, s->next - s->start);   /* past regions: what it has read */
     uint64_t lim = min64(s->end, s->next + w);
     if (lim <= have)
         return false;

@@ -13,11 +13,11 @@
  * was too small for the link), up to the owner's maximum, as
  * mountpoint-s3's prefetcher ramps. It never reaches past the region the
  * stream is in; a stream that read its region to the end and runs on into
- * the next one (tensor after tensor, in file order) stays inside that one
- * too; from the second region it runs on into, it may reach past region
- * ends, held to what it has read since it first ran on. (The kernel's
- * read-around of a mapping also runs a little into the next tensor: the
- * first run-on keeps that to the tensor.) */
+ * the next one (tensor after tensor, in file order) may go on past
+ * region ends, its window held to what it has read. (The kernel's
+ * read-around of a mapping also runs a little into the next tensor and
+ * stops there: that costs what the stream's window had grown to, a known
+ * shortfall, see tests/unit/test_readahead.c.) */
 #ifndef MFS_READAHEAD_H
 #define MFS_READAHEAD_H
 
@@ -28,13 +28,13 @@
 #define MFS_RA_STREAMS 8            /* streams followed per object */
 
 typedef struct mfs_ra_stream {
+    uint64_t start;             /* where its first read began */
     uint64_t next;              /* where its reads have come to */
     uint64_t ahead;             /* asked up to here */
     uint64_t window;            /* 0: one read so far, not a stream yet */
-    uint64_t end;               /* how far it may reach: its region's end, or the object's */
-    uint64_t region;            /* the end of the region of its last read */
-    uint64_t ran_on;            /* where it ran on past its first region, or UINT64_MAX */
-    unsigned runs;              /* regions it ran on into */
+    uint64_t end;               /* how far it may reach: its region's end, or the
+                                   object's once it ran on past one */
+    uint64_t region;            /* the end of the region it was in last */
     uint64_t used;              /* tick of its last read: the oldest is replaced */
     bool waited;                /* a read waited since the window last moved */
     bool live;

@@ -366,7 +366,7 @@ static void runs_on(void)
         rd(&s, i * MIB, MIB, ends[i], 0);
     report("16 tensors of 1 MiB in file order", &s);
     CHECK(s.fetched == s.read);
-    CHECK(s.gets <= 10);   /* 16 without running on; the mount's kernel merges some */
+    CHECK(s.gets <= 8);   /* 16 without running on */
     sim_free(&s);
     free(ends);
 }
