@@ -1,6 +1,7 @@
 /* The read-ahead policy of a remote object: given each read (where, how
  * long, the end of the region it is in — a tensor file's bytes — and
- * whether some of its bytes were not here yet), which bytes to fetch ahead, if any.
+ * whether some of its bytes were not here yet), which bytes to fetch
+ * ahead, if any.
  * Pure: no I/O, no threads, no clock; its owner (http.c) holds its lock
  * around every call and does the fetching.
  *
@@ -52,9 +53,9 @@ typedef struct mfs_readahead {
 void mfs_ra_init(mfs_readahead *ra, uint64_t size, uint64_t max);
 
 /* A read of [off, off + len) inside a region ending at `end`; `waited`:
- * some of its bytes were not here yet when it arrived. True
- * with *from, *to set when [*from, *to) is to be fetched ahead (bytes
- * already held or coming inside it are the owner's to skip). */
+ * some of its bytes were not here yet when it arrived. True with *from,
+ * *to set when [*from, *to) is to be fetched ahead (bytes already held or
+ * coming inside it are the owner's to skip). */
 bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bool waited,
                  uint64_t *from, uint64_t *to);
 
