@@ -9,6 +9,9 @@
 /* Alignment between tensors (GGUF: 32; some 4096): a read starting this
  * close after a region's end runs on from it. */
 #define RUN_ON_GAP 4096u
+/* A stream's first window, in reads of the length of the one that made it
+ * a stream (MFS_RA_MIN at least). */
+#define FIRST 8u
 
 void mfs_ra_init(mfs_readahead *ra, uint64_t size, uint64_t max)
 {
@@ -62,6 +65,15 @@ static mfs_ra_stream *runs_on(mfs_readahead *ra, uint64_t off)
     return NULL;
 }
 
+/* How far ahead of its reads a stream asks: its window, and past region
+ * ends no more than it has read. */
+static uint64_t reach(const mfs_readahead *ra, const mfs_ra_stream *s)
+{
+    if (s->end == ra->size && s->region != ra->size)
+        return min64(s->window, s->next - s->start);
+    return s->window;
+}
+
 static mfs_ra_stream *fresh(mfs_readahead *ra)
 {
     mfs_ra_stream *old = &ra->s[0];
@@ -105,17 +117,17 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     }
     uint64_t have = max64(s->ahead, s->next);
     if (s->window == 0) {
-        s->window = MFS_RA_MIN;
-    } else if (have - s->next >= s->window / 2) {
+        /* Past the kernel's own read-ahead of this reader at once (its
+         * reads come several at a time, each as long as this one). */
+        s->window = len > MFS_RA_MIN / FIRST ? min64(len * FIRST, ra->max) : MFS_RA_MIN;
+    } else if (have - s->next >= reach(ra, s) / 2) {
         return false;   /* enough asked ahead still */
     } else {
         unsigned shift = s->waited ? 2 : 1;
         s->window = s->window > ra->max >> shift ? ra->max : s->window << shift;
     }
     s->waited = false;
-    uint64_t w = s->window;
-    if (s->end == ra->size && s->region != ra->size)
-        w = min64(w, s->next - s->start);   /* past regions: what it has read */
+    uint64_t w = reach(ra, s);
     uint64_t lim = min64(s->end, s->next + w);
     if (lim <= have)
         return false;
