@@ -831,10 +831,20 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
     }
     /* From the read's end, not `from`: what the all-sources bound or a
      * full table kept from being queued last time is asked again
-     * (queue_ahead skips blocks held or coming). */
+     * (queue_ahead skips blocks held or coming). Inside the read's
+     * region, in eight GETs at once while the window is small (one GET of
+     * a stream's first 8 MiB would come at one connection's speed), of
+     * 1 MiB at least; past it (tensor after tensor) in whole chunks. */
     uint64_t from, to;
-    if (mfs_ra_read(&h->ra, off, len, end, waited, &from, &to))
-        queue_ahead(h, off + len < from ? off + len : from, to, to);
+    if (mfs_ra_read(&h->ra, off, len, end, waited, &from, &to)) {
+        uint64_t piece = (to - from) / 8 < AHEAD_CHUNK ? (to - from) / 8 : AHEAD_CHUNK;
+        if (to > end)
+            piece = AHEAD_CHUNK;
+        piece = piece < MFS_RA_MIN ? MFS_RA_MIN : piece;
+        piece = (piece + h->block - 1) / h->block * h->block;
+        for (uint64_t a = off + len < from ? off + len : from; a < to; a += piece)
+            queue_ahead(h, a, to - a > piece ? a + piece : to, to - a > piece ? a + piece : to);
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
