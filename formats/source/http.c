@@ -27,6 +27,7 @@
 #define MAX_HANDLES 8               /* idle connections kept */
 #define MAX_RETRY_AFTER 10.0        /* seconds: a longer Retry-After fails */
 #define AHEAD_CHUNK (8u << 20)      /* one GET of a read-ahead */
+#define AHEAD_PIECE (4u << 20)      /* one GET of a small window at least */
 #define AHEAD_MAX (128u << 20)      /* fetched ahead of one reader at most */
 #define AHEAD_ALL (256ull << 20)    /* fetched ahead by every source at once at most */
 #define AHEAD_UNREAD (1ull << 62)   /* added to an unread block's LRU tick */
@@ -834,13 +835,13 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
      * (queue_ahead skips blocks held or coming). Inside the read's
      * region, in eight GETs at once while the window is small (one GET of
      * a stream's first 8 MiB would come at one connection's speed), of
-     * 1 MiB at least; past it (tensor after tensor) in whole chunks. */
+     * AHEAD_PIECE at least; past it (tensor after tensor) in whole chunks. */
     uint64_t from, to;
     if (mfs_ra_read(&h->ra, off, len, end, waited, &from, &to)) {
         uint64_t piece = (to - from) / 8 < AHEAD_CHUNK ? (to - from) / 8 : AHEAD_CHUNK;
         if (to > end)
             piece = AHEAD_CHUNK;
-        piece = piece < MFS_RA_MIN ? MFS_RA_MIN : piece;
+        piece = piece < AHEAD_PIECE ? AHEAD_PIECE : piece;
         piece = (piece + h->block - 1) / h->block * h->block;
         for (uint64_t a = off + len < from ? off + len : from; a < to; a += piece)
             queue_ahead(h, a, to - a > piece ? a + piece : to, to - a > piece ? a + piece : to);

@@ -1,7 +1,7 @@
 /* The read-ahead policy (formats/source/readahead.c) over access traces,
  * each simulated against the http source's blocks (256 KiB) and a model of
  * the benchmark's link (bench/remote_bench.py: 40 ms round trip, 40 MiB/s
- * per connection, GETs ahead of an eighth of the range asked, 1 to 8 MiB
+ * per connection, GETs ahead of an eighth of the range asked, 4 to 8 MiB
  * (8 past the region), on at most 16 connections, a reader's own missing
  * blocks in one GET of its own). For every trace:
  * bytes fetched against bytes read, and against the blocks the reads
@@ -114,7 +114,7 @@ static void rd(sim *s, uint64_t off, uint64_t len, uint64_t end, double think)
         if (to - (off + len) > s->widest)
             s->widest = to - (off + len);
         uint64_t piece = (to - from) / 8 < AHEAD_GET ? (to - from) / 8 : AHEAD_GET;
-        piece = piece < MFS_RA_MIN ? MFS_RA_MIN : piece;   /* http_advise's pieces */
+        piece = piece < 4 * MIB ? 4 * MIB : piece;   /* http_advise's pieces */
         if (to > end)
             piece = AHEAD_GET;
         fetch(s, from / BLOCK, (to - 1) / BLOCK, (piece + BLOCK - 1) / BLOCK * BLOCK, s->now,
