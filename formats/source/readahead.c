@@ -11,7 +11,7 @@
 #define RUN_ON_GAP 4096u
 /* A stream's first window, in reads of the length of the one that made it
  * a stream (MFS_RA_MIN at least). */
-#define FIRST 8u
+#define FIRST 4u
 
 void mfs_ra_init(mfs_readahead *ra, uint64_t size, uint64_t max)
 {

@@ -9,7 +9,7 @@
  * or of one tensor at different places), each with its own window. A read
  * that continues no stream starts one and fetches nothing ahead: random
  * reads, strided reads and a first read cost their own blocks only. A
- * stream's window starts at MFS_RA_MIN (or eight reads as long as the one
+ * stream's window starts at MFS_RA_MIN (or four reads as long as the one
  * that made it a stream: the kernel's own read-ahead already sends a few
  * such reads at once) and doubles each time the reader
  * comes through half of it (and once more when it had to wait: the window
