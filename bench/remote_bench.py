@@ -30,6 +30,12 @@ Rows:
                second mount from the warm cache_dir (target: no range GET,
                >= 0.9x a local mount's first read, page cache dropped)
   fetched      bytes fetched for the first read / bytes read (<= 1.1)
+  traces       bytes fetched / bytes the reader read (<= 1.1), each on a
+               fresh mount: sequential `cat`, 64 KiB of every MiB (strided),
+               safe_open's way (a mapping of model.safetensors) touching 3
+               of 100 tensors, 4 KiB random preads, four `cat`s at once;
+               with --old BUILD the same (and the first read) for that
+               build too, in the same run
   random 4k    4 KiB preads at random offsets of the tensor, fresh mount:
                GETs per read (target 1)
   cache_max    the cache_dir after reading the tensor with
@@ -59,8 +65,8 @@ import numpy as np  # noqa: E402
 SKIP = 77
 MIB = 1 << 20
 INPUTS_VERSION = 2
-FULL = {"big_mib": 512, "tensors": 40, "tensor_mib": 4, "rand": 200}
-QUICK = {"big_mib": 64, "tensors": 8, "tensor_mib": 1, "rand": 40}
+FULL = {"big_mib": 512, "tensors": 40, "tensor_mib": 4, "rand": 200, "hundred_mib": 4}
+QUICK = {"big_mib": 64, "tensors": 8, "tensor_mib": 1, "rand": 40, "hundred_mib": 1}
 
 
 def log(msg):
@@ -80,6 +86,19 @@ def write_safetensors(path, tensors):
         f.write(len(h).to_bytes(8, "little") + h)
         for _, _, _, data in tensors:
             f.write(data)
+
+
+def make_hundred(d, size):
+    """hundred.safetensors: 100 tensors of hundred_mib MiB (the read-ahead
+    traces); made apart from the other inputs, once."""
+    path = os.path.join(d, "hundred.safetensors")
+    if os.path.exists(path):
+        return
+    rng = np.random.default_rng(35)
+    n = size["hundred_mib"] * MIB
+    write_safetensors(path + ".tmp", [("t%03d" % i, "U8", [n], rng.integers(
+        0, 256, n, dtype=np.uint8).tobytes()) for i in range(100)])
+    os.rename(path + ".tmp", path)
 
 
 def make_inputs(d, size):
@@ -313,7 +332,121 @@ def du(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def run(build, size, root, table):
+def st_header(path):
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        return 8 + n, json.loads(f.read(n))
+
+
+def read_traces(build, link, root, size, fresh_cache):
+    """The read-ahead traces on fresh mounts: {name: (bytes the reader
+    read, bytes of the 256 KiB blocks (the http source's) those reads
+    touch, bytes fetched, GETs, seconds)}."""
+    out = {}
+    big_url = link.base + "big.safetensors"
+    hundred = link.base + "hundred.safetensors"
+    big_at, length = tensor_range(os.path.join(root, "big.safetensors"))
+    each = size["hundred_mib"] * MIB
+    block = 256 << 10
+    touched = set()
+
+    def touch(at, n):   # the reader read [at, at + n) of the remote file
+        touched.update(range(at // block, (at + n - 1) // block + 1))
+
+    def trace(name, url, fn):
+        mnt, _ = mount(build, url, fresh_cache())
+        try:
+            touched.clear()
+            mark = link.mark()
+            t, nread = timed(lambda: fn(mnt))
+            gets, _, nbytes = link.since(mark)
+            out[name] = (nread, len(touched) * block, nbytes, gets, t)
+        finally:
+            mfstest.unmount_and_remove(mnt)
+
+    def cat_big(mnt):
+        cat(os.path.join(mnt, "tensors", "big"))
+        touch(big_at, length)
+        return length
+
+    def strided(mnt):
+        # 64 KiB of every MiB of the first half of the tensor (rows).
+        n = 0
+        with open(os.path.join(mnt, "tensors", "big"), "rb", buffering=0) as f:
+            for at in range(0, length // 2, MIB):
+                n += len(os.pread(f.fileno(), 64 << 10, at))
+                touch(big_at + at, 64 << 10)
+        return n
+
+    def mmap3(mnt):
+        # safe_open's way: map model.safetensors, touch 3 of its 100 tensors.
+        import mmap
+        base, h = st_header(os.path.join(root, "hundred.safetensors"))
+        n = 0
+        with open(os.path.join(mnt, "model.safetensors"), "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            for name in ("t007", "t042", "t093"):
+                a, b = h[name]["data_offsets"]
+                arr = np.frombuffer(m, dtype=np.uint8, count=b - a, offset=base + a)
+                int(arr.sum())
+                n += b - a
+                touch(base + a, b - a)
+                del arr
+            m.close()
+        return n
+
+    def random4k(mnt):
+        rng = random.Random(4)
+        fd = os.open(os.path.join(mnt, "tensors", "big"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            for _ in range(size["rand"]):
+                at = rng.randrange(0, length - 4096) & ~4095
+                os.pread(fd, 4096, at)
+                touch(big_at + at, 4096)
+        finally:
+            os.close(fd)
+        return size["rand"] * 4096
+
+    def several(mnt):
+        # Four readers at once, each `cat` of its own tensor.
+        base, h = st_header(os.path.join(root, "hundred.safetensors"))
+        names = ["t%03d" % (10 + 20 * i) for i in range(4)]
+        ps = [subprocess.Popen(["cat", os.path.join(mnt, "tensors", n)],
+                               stdout=subprocess.DEVNULL) for n in names]
+        if any(p.wait() != 0 for p in ps):
+            raise RuntimeError("cat failed")
+        for n in names:
+            touch(base + h[n]["data_offsets"][0], each)
+        return 4 * each
+
+    trace("sequential cat", big_url, cat_big)
+    trace("strided 64 KiB / MiB", big_url, strided)
+    trace("mmap 3 of 100 tensors", hundred, mmap3)
+    trace("random 4 KiB", big_url, random4k)
+    trace("4 readers, 4 tensors", hundred, several)
+    return out
+
+
+def trace_rows(build, old, link, root, size, fresh_cache, table):
+    """Bytes fetched / bytes read for every read-ahead trace, this build
+    beside `old` (another build, or None), in the same run."""
+    new = read_traces(build, link, root, size, fresh_cache)
+    was = read_traces(old, link, root, size, fresh_cache) if old else {}
+    for name, (nread, floor, nbytes, gets, t) in new.items():
+        base = ""
+        if name in was:
+            _, _, b0, g0, t0 = was[name]
+            base = "old: %.2f MB, %.3f / %.3f, %d GETs, %.2f s" % (
+                b0 / 1e6, b0 / nread, b0 / floor, g0, t0)
+        table.add("trace %s: fetched / read, / blocks touched" % name,
+                  "%.2f MB for %.2f MB read (blocks %.2f MB), %d GETs, %.2f s" % (
+                      nbytes / 1e6, nread / 1e6, floor / 1e6, gets, t),
+                  base, "%.3f / %.3f" % (nbytes / nread, nbytes / floor), "<= 1.1",
+                  nbytes / nread <= 1.1)
+
+
+def run(build, size, root, table, old=None, traces_only=False):
     tmp = tempfile.mkdtemp(prefix="modelfs-rb-")
     link = Link(build, root, tmp)
     caches = []
@@ -356,6 +489,13 @@ def run(build, size, root, table):
         # First read of the tensor vs curl.
         one = curls(big_url, off, length, 1)
         eight = curls(big_url, off, length, 8)
+        if old:
+            mnt, _ = mount(old, big_url, fresh_cache())
+            t_old = cat(os.path.join(mnt, "tensors", "big"))
+            mfstest.unmount_and_remove(mnt)
+            table.add("first read vs 8 curls, old build", "%.2f s" % t_old,
+                      "8 curls %.2f s" % eight, "%.2fx" % (eight / t_old), ">= 0.9x",
+                      eight / t_old >= 0.9)
         cache = fresh_cache()
         mnt, _ = mount(build, big_url, cache)
         pid = mfstest.daemon_pid(mnt)
@@ -376,6 +516,10 @@ def run(build, size, root, table):
         t_warm = cat(os.path.join(mnt, "tensors", "big"))
         table.add("re-read, same mount", "%.2f s (%.0f MiB/s)" % (t_warm, mib / t_warm))
         mfstest.unmount_and_remove(mnt)
+
+        trace_rows(build, old, link, root, size, fresh_cache, table)
+        if traces_only:
+            return
 
         # rclone's HTTP mount (its full VFS cache) with modelfs on top.
         if shutil.which("rclone"):
@@ -455,6 +599,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--old", help="another build (the commit before) measured beside this one "
+                    "for the first read and the read-ahead traces")
+    ap.add_argument("--traces", action="store_true",
+                    help="stop after the first read and the read-ahead traces")
     ap.add_argument("--cache", default=os.environ.get("MODELFS_BENCH_CACHE",
                                                       "/var/tmp/modelfs-bench-cache"))
     a = ap.parse_args()
@@ -465,11 +613,13 @@ def main():
     size = QUICK if a.quick else FULL
     root = os.path.join(a.cache, "remote-%d" % size["big_mib"])
     make_inputs(root, size)
+    make_hundred(root, size)
     table = Table()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     rc = 0
     try:
-        run(os.path.abspath(a.build), size, root, table)
+        run(os.path.abspath(a.build), size, root, table,
+            os.path.abspath(a.old) if a.old else None, a.traces)
     except Exception as e:  # noqa: BLE001 - the table still shows what was measured
         table.add("FAILED", str(e))
         rc = 1

@@ -16,6 +16,7 @@
 #include "http_parse.h"
 #include "http_why.h"
 #include "log.h"
+#include "readahead.h"
 #include "redirect_follow.h"
 #include "url_redact.h"
 #include "xalloc.h"
@@ -26,12 +27,10 @@
 #define MAX_HANDLES 8               /* idle connections kept */
 #define MAX_RETRY_AFTER 10.0        /* seconds: a longer Retry-After fails */
 #define AHEAD_CHUNK (8u << 20)      /* one GET of a read-ahead */
+#define AHEAD_PIECE (4u << 20)      /* one GET of a small window at least */
 #define AHEAD_MAX (128u << 20)      /* fetched ahead of one reader at most */
-#define AHEAD_TRIGGER (64u << 10)   /* a read this long is a stream's, not a random one */
 #define AHEAD_ALL (256ull << 20)    /* fetched ahead by every source at once at most */
 #define AHEAD_UNREAD (1ull << 62)   /* added to an unread block's LRU tick */
-#define RUN_ON_GAP 4096u            /* alignment between tensors (GGUF: 32; some 4096) */
-#define RECENT 16                   /* read ends remembered: streams followed */
 #define HEADER_MAX (256u << 10)     /* bytes of one answer's header lines at most */
 
 typedef struct http_src {
@@ -52,13 +51,10 @@ typedef struct http_src {
     size_t nidle;
     mfs_http_stats stats;
     mfs_http_hooks hk;          /* S3 signing, a Hub redirect (all NULL: plain) */
-    uint64_t recent[RECENT];    /* where recent reads ended: a read starting at
-                                   one continues a stream */
-    unsigned recent_at;
+    mfs_readahead ra;           /* what to fetch ahead of the readers (readahead.h) */
     unsigned jobs;              /* read-ahead jobs queued or running */
     uint64_t ahead_blocks;      /* blocks they are to fetch, not fetched yet */
     uint64_t q_lo, q_hi;        /* the blocks the last jobs queued, in a row */
-    uint64_t region_done;       /* where the last region a read finished ended */
 } http_src;
 
 /* Bytes claimed by read-ahead jobs of every source, not yet fetched. */
@@ -843,32 +839,35 @@ static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
     }
 }
 
-/* A read of [off, off + len) in a region ending at `end`: when it is a
- * stream's (long, or starting where an earlier read ended), the next
- * bytes of the region are fetched ahead, up to AHEAD_MAX past it; when
- * reading runs on from one region into the next (tensor after tensor, in
- * file order: this one starts within RUN_ON_GAP of where the last one a
- * read finished ended), past the region too. A 4 KiB read at random
- * fetches its own block and nothing more. */
+/* A read of [off, off + len) in a region ending at `end`: the policy
+ * (readahead.c) says what to fetch ahead of it, if anything; `waited`:
+ * some of its blocks are not here yet. */
 static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
 {
     http_src *h = (http_src *)s;
-    if (end > h->src.size)
-        end = h->src.size;
-    uint64_t ahead = h->tab.max * h->block / 2 < AHEAD_MAX ? h->tab.max * h->block / 2 : AHEAD_MAX;
     pthread_mutex_lock(&h->mu);
-    bool stream = len >= AHEAD_TRIGGER;
-    for (unsigned i = 0; i < RECENT && !stream; i++)
-        stream = h->recent[i] == off && off != 0;
-    h->recent[h->recent_at++ % RECENT] = off + len;
-    bool runs_on = h->region_done != 0 && off >= h->region_done &&
-                   off - h->region_done <= RUN_ON_GAP;
-    if (runs_on)
-        end = h->src.size;   /* the next tensors too */
-    else if (off + len >= end)
-        h->region_done = end;
-    if ((stream || runs_on) && off + len < end)
-        queue_ahead(h, off + len, end - (off + len) > ahead ? off + len + ahead : end, end);
+    bool waited = false;
+    for (uint64_t bi = off / h->block; !waited && len > 0 && bi <= (off + len - 1) / h->block;
+         bi++) {
+        mfs_block *b = mfs_block_find(&h->tab, bi);
+        waited = b == NULL || b->state != MFS_BLOCK_READY;
+    }
+    /* From the read's end, not `from`: what the all-sources bound or a
+     * full table kept from being queued last time is asked again
+     * (queue_ahead skips blocks held or coming). Inside the read's
+     * region, in eight GETs at once while the window is small (one GET of
+     * a stream's first 8 MiB would come at one connection's speed), of
+     * AHEAD_PIECE at least; past it (tensor after tensor) in whole chunks. */
+    uint64_t from, to;
+    if (mfs_ra_read(&h->ra, off, len, end, waited, &from, &to)) {
+        uint64_t piece = (to - from) / 8 < AHEAD_CHUNK ? (to - from) / 8 : AHEAD_CHUNK;
+        if (to > end)
+            piece = AHEAD_CHUNK;
+        piece = piece < AHEAD_PIECE ? AHEAD_PIECE : piece;
+        piece = (piece + h->block - 1) / h->block * h->block;
+        for (uint64_t a = off + len < from ? off + len : from; a < to; a += piece)
+            queue_ahead(h, a, to - a > piece ? a + piece : to, to - a > piece ? a + piece : to);
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -1041,6 +1040,8 @@ void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out)
  * Last-Modified, may stay the same for other bytes within a second). */
 static void finish_open(http_src *h, const mfs_http_answer *a)
 {
+    uint64_t half = h->tab.max * h->block / 2;
+    mfs_ra_init(&h->ra, h->src.size, half < AHEAD_MAX ? half : AHEAD_MAX);
     mfs_http_pin_of(a, h->src.size, &h->pin);
     static const char *const kinds[] = { "etag:", "weak:", "date:", "size:" };
     /* Size and validators (hashed: an ETag may be longer than the room). */

@@ -1,0 +1,138 @@
+#include "readahead.h"
+
+#include <string.h>
+
+/* A read this far behind where a stream has come to is still its: the
+ * kernel sends a reader's read-ahead as several requests at once, and
+ * they are handled in any order. */
+#define BACK (1u << 20)
+/* Alignment between tensors (GGUF: 32; some 4096): a read starting this
+ * close after a region's end runs on from it. */
+#define RUN_ON_GAP 4096u
+/* A stream's first window, in reads of the length of the one that made it
+ * a stream (MFS_RA_MIN at least). */
+#define FIRST 4u
+
+void mfs_ra_init(mfs_readahead *ra, uint64_t size, uint64_t max)
+{
+    memset(ra, 0, sizeof *ra);
+    ra->size = size;
+    ra->max = max < MFS_RA_MIN ? MFS_RA_MIN : max;
+}
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The stream a read at off of a region ending at `end` continues: one
+ * whose reads came to within BACK of it and that has not been passed by
+ * it (off at most where the stream has asked up to). Of several, the one
+ * it continues exactly, else the widest. */
+static mfs_ra_stream *continued(mfs_readahead *ra, uint64_t off, uint64_t stop, uint64_t end)
+{
+    mfs_ra_stream *best = NULL;
+    for (unsigned i = 0; i < MFS_RA_STREAMS; i++) {
+        mfs_ra_stream *s = &ra->s[i];
+        if (!s->live || off > max64(s->next, s->ahead) || off + BACK < s->next)
+            continue;
+        if (s->window == 0 && (off > s->next || stop <= s->next))
+            continue;   /* one read so far: only a read that goes on from it makes a stream */
+        if (s->end != ra->size ? end != s->region : off < s->start)
+            continue;
+        if (best == NULL || (off == s->next && off != best->next) ||
+            ((off == s->next) == (off == best->next) && s->window > best->window))
+            best = s;
+    }
+    return best;
+}
+
+/* A stream that read its region to the end, from which a read at off
+ * runs on into the next region (tensor after tensor in file order). */
+static mfs_ra_stream *runs_on(mfs_readahead *ra, uint64_t off)
+{
+    for (unsigned i = 0; i < MFS_RA_STREAMS; i++) {
+        mfs_ra_stream *s = &ra->s[i];
+        if (s->live && s->next >= s->region && off >= s->region &&
+            off - s->region <= RUN_ON_GAP)
+            return s;
+    }
+    return NULL;
+}
+
+/* How far ahead of its reads a stream asks: its window, and past region
+ * ends no more than it has read. */
+static uint64_t reach(const mfs_readahead *ra, const mfs_ra_stream *s)
+{
+    if (s->end == ra->size && s->region != ra->size)
+        return min64(s->window, s->next - s->start);
+    return s->window;
+}
+
+static mfs_ra_stream *fresh(mfs_readahead *ra)
+{
+    mfs_ra_stream *old = &ra->s[0];
+    for (unsigned i = 0; i < MFS_RA_STREAMS; i++) {
+        if (!ra->s[i].live)
+            return &ra->s[i];
+        if (ra->s[i].used < old->used)
+            old = &ra->s[i];
+    }
+    return old;
+}
+
+bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bool waited,
+                 uint64_t *from, uint64_t *to)
+{
+    end = min64(end, ra->size);
+    if (len == 0 || off >= end)
+        return false;
+    uint64_t stop = len > end - off ? end : off + len;
+    ra->tick++;
+    mfs_ra_stream *s = continued(ra, off, stop, end);
+    if (s == NULL && (s = runs_on(ra, off)) != NULL) {
+        s->region = end;
+        s->end = ra->size;
+    }
+    if (s == NULL) {
+        /* One read is not a stream: nothing ahead. */
+        s = fresh(ra);
+        *s = (mfs_ra_stream){ .start = off, .next = stop, .ahead = stop, .end = end,
+                              .region = end, .used = ra->tick, .live = true };
+        return false;
+    }
+    s->used = ra->tick;
+    s->next = max64(s->next, stop);
+    s->waited |= waited;
+    /* Streams this read has overtaken are this one seen out of order. */
+    for (unsigned i = 0; i < MFS_RA_STREAMS; i++) {
+        mfs_ra_stream *t = &ra->s[i];
+        if (t != s && t->live && t->next >= off && t->next <= s->next)
+            t->live = false;
+    }
+    uint64_t have = max64(s->ahead, s->next);
+    if (s->window == 0) {
+        /* Past the kernel's own read-ahead of this reader at once (its
+         * reads come several at a time, each as long as this one). */
+        s->window = len > MFS_RA_MIN / FIRST ? min64(len * FIRST, ra->max) : MFS_RA_MIN;
+    } else if (have - s->next >= reach(ra, s) / 2) {
+        return false;   /* enough asked ahead still */
+    } else {
+        unsigned shift = s->waited ? 2 : 1;
+        s->window = s->window > ra->max >> shift ? ra->max : s->window << shift;
+    }
+    s->waited = false;
+    uint64_t w = reach(ra, s);
+    uint64_t lim = min64(s->end, s->next + w);
+    if (lim <= have)
+        return false;
+    s->ahead = lim;
+    *from = have;
+    *to = lim;
+    return true;
+}
