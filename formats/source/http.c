@@ -996,6 +996,11 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
                 mfs_fetch_pool_wider();   /* caught up with the read-ahead */
             return false;
         }
+        if (stop_now()) {   /* unmount: no new fetch; answered now */
+            w->failed = true;
+            mfs_fail(&w->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
+            break;
+        }
         /* Claim the run of missing blocks from here on, to the range's
          * end, at most MAX_RUN_BYTES: one GET. No room (every slot
          * loading): the next block event tries again. */
