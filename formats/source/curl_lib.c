@@ -35,6 +35,7 @@ static void open_curl(void)
         sym("curl_slist_append", &api.slist_append, sizeof api.slist_append) != 0 ||
         sym("curl_slist_free_all", &api.slist_free_all, sizeof api.slist_free_all) != 0 ||
         sym("curl_multi_init", &api.multi_init, sizeof api.multi_init) != 0 ||
+        sym("curl_multi_setopt", &api.multi_setopt, sizeof api.multi_setopt) != 0 ||
         sym("curl_multi_add_handle", &api.multi_add_handle, sizeof api.multi_add_handle) != 0 ||
         sym("curl_multi_remove_handle", &api.multi_remove_handle,
             sizeof api.multi_remove_handle) != 0 ||

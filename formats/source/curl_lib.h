@@ -18,6 +18,7 @@ typedef struct mfs_curl_api {
     void (*slist_free_all)(struct curl_slist *);
     /* The multi interface: http_loop.c's one loop drives every transfer. */
     CURLM *(*multi_init)(void);
+    CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
     CURLMcode (*multi_add_handle)(CURLM *, CURL *);
     CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
     CURLMcode (*multi_perform)(CURLM *, int *);

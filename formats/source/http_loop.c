@@ -239,10 +239,16 @@ static void after_fork_parent(void)
     pthread_mutex_unlock(&mu);
 }
 
+/* The parent's multi handle and what hangs on it (its connections):
+ * kept reachable, not used (its sockets are the parent's too). */
+static CURLM *parents_multi;
+
 static void after_fork_child(void)
 {
     started = false;
     idle = false;
+    if (multi != NULL)
+        parents_multi = multi;
     multi = NULL;
     adds.head = adds.tail = NULL;
     timers.head = timers.tail = NULL;
@@ -271,8 +277,14 @@ static bool running_locked(void)
     const mfs_curl_api *c = mfs_curl();
     if (c == NULL)
         return false;
-    if (multi == NULL)
+    if (multi == NULL) {
         multi = c->multi_init();
+        /* A connection per transfer, as each blocking transfer had: a CDN
+         * caps each connection's rate, and HTTP/2 would put every range
+         * on one. */
+        if (multi != NULL)
+            c->multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+    }
     if (multi == NULL)
         return false;
     pthread_attr_t at;
