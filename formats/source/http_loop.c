@@ -31,6 +31,8 @@ static CURLM *multi;
 static bool started;            /* the loop's thread runs (in this process) */
 static bool stopped;
 static bool idle;               /* the loop's thread sleeps with nothing to do */
+static bool quit;               /* it is to end at its next turn (a fork) */
+static pthread_t loop_thread;
 static pthread_cond_t idle_cv;  /* broadcast as it goes to sleep so */
 static bool (*stop_check)(void);
 static _Thread_local bool on_loop;
@@ -134,6 +136,11 @@ static void *loop_main(void *unused)
     on_loop = true;
     const mfs_curl_api *c = mfs_curl();
     for (;;) {
+        pthread_mutex_lock(&mu);
+        bool leave = quit;
+        pthread_mutex_unlock(&mu);
+        if (leave)
+            return NULL;
         bool stop = stopping_now();
         pthread_mutex_lock(&mu);
         list a = adds;
@@ -215,12 +222,14 @@ static void *loop_main(void *unused)
     return NULL;
 }
 
-/* In a forked child (the daemon), the parent's loop thread is not there:
- * the next use starts one, with a multi handle of its own (the parent's,
- * and what it held, are left as they are). The fork waits (2 s at most)
- * for the loop to be idle: a source's state half way through a callback
- * (a get just answered, its run not yet ended) would stay so in the
- * child for ever. */
+/* A fork (the daemon forks after loading) waits (2 s at most) for the
+ * loop to be idle, since a source's state half way through a callback (a
+ * get just answered, its run not yet ended) would stay so in the child
+ * for ever; then the loop's thread ends (joined: a sanitizer's list of
+ * threads has no thread the child lacks) and the next use starts it
+ * again, in the parent with what it had, in the child with a multi
+ * handle of its own (the parent's, and what it held, are left as they
+ * are). */
 #define FORK_WAIT_MS 2000
 
 static void before_fork(void)
@@ -229,9 +238,18 @@ static void before_fork(void)
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += FORK_WAIT_MS / 1000;
-    while (started && !idle &&
-           pthread_cond_timedwait(&idle_cv, &mu, &until) == 0)
+    while (started && !idle && pthread_cond_timedwait(&idle_cv, &mu, &until) == 0)
         ;
+    if (started) {
+        quit = true;
+        CURLM *m = multi;
+        pthread_mutex_unlock(&mu);
+        mfs_curl()->multi_wakeup(m);
+        pthread_join(loop_thread, NULL);
+        pthread_mutex_lock(&mu);
+        started = false;
+        quit = false;
+    }
 }
 
 static void after_fork_parent(void)
@@ -241,7 +259,7 @@ static void after_fork_parent(void)
 
 /* The parent's multi handle and what hangs on it (its connections):
  * kept reachable, not used (its sockets are the parent's too). */
-static CURLM *parents_multi;
+static CURLM *volatile parents_multi;   /* volatile: never read, still kept */
 
 static void after_fork_child(void)
 {
@@ -288,12 +306,11 @@ static bool running_locked(void)
     if (multi == NULL)
         return false;
     pthread_attr_t at;
-    pthread_t t;
     pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    /* It calls back into the sources (copies, replies): 1 MiB of stack. */
+    /* It calls back into the sources (copies, replies): 1 MiB of stack.
+     * Joinable: a fork ends it (before_fork). */
     pthread_attr_setstacksize(&at, 1u << 20);
-    started = pthread_create(&t, &at, loop_main, NULL) == 0;
+    started = pthread_create(&loop_thread, &at, loop_main, NULL) == 0;
     pthread_attr_destroy(&at);
     return started;
 }
