@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bg_worker.h"
 #include "block_table.h"
 #include "curl_lib.h"
 #include "disk_cache.h"
@@ -65,6 +66,7 @@ typedef struct http_src {
                                    their fetches run) */
     bool pumping, pump_again;   /* a thread moves the waiters on (pump) */
     unsigned runs;              /* runs of blocks being filled */
+    unsigned writes;            /* blocks queued for the disk cache */
 } http_src;
 
 /* Bytes claimed by read-ahead jobs of every source, not yet fetched. */
@@ -742,6 +744,51 @@ typedef struct run {
     struct ahead_job *j;
 } run;
 
+/* A fetched block to the disk cache, on the worker (bg_worker.h): a file
+ * written and checksummed per block would hold the loop, which receives
+ * every other transfer meanwhile. A copy goes (the table may drop the
+ * block before it is written); when the worker is behind, written here. */
+typedef struct disk_job {
+    http_src *h;
+    uint64_t index;
+    uint32_t len;
+    uint8_t data[];
+} disk_job;
+
+static void disk_job_run(void *arg)
+{
+    disk_job *j = arg;
+    http_src *h = j->h;
+    mfs_disk_cache_write(h->disk, h->key, j->index, j->data, j->len);
+    free(j);
+    pthread_mutex_lock(&h->mu);
+    h->writes--;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void keep_on_disk(http_src *h, uint64_t index, const uint8_t *data)
+{
+    uint32_t len = (uint32_t)block_len(h, index);
+    disk_job *j = malloc(sizeof *j + len);
+    if (j != NULL) {
+        j->h = h;
+        j->index = index;
+        j->len = len;
+        memcpy(j->data, data, len);
+        pthread_mutex_lock(&h->mu);
+        h->writes++;
+        pthread_mutex_unlock(&h->mu);
+        if (mfs_bg_run(disk_job_run, j, len))
+            return;
+        pthread_mutex_lock(&h->mu);
+        h->writes--;
+        pthread_mutex_unlock(&h->mu);
+        free(j);
+    }
+    mfs_disk_cache_write(h->disk, h->key, index, data, len);
+}
+
 /* Block first + k is whole in bufs[k]: kept on disk (when it was fetched)
  * and put in the table; the readers waiting for it go on. */
 static void block_whole(void *arg, uint64_t k)
@@ -752,7 +799,7 @@ static void block_whole(void *arg, uint64_t k)
     if (i > ru->last || ru->ready[k])
         return;
     if (h->disk != NULL && !ru->from_disk)
-        mfs_disk_cache_write(h->disk, h->key, i, ru->bufs[k], (uint32_t)block_len(h, i));
+        keep_on_disk(h, i, ru->bufs[k]);
     pthread_mutex_lock(&h->mu);
     mfs_block *b = mfs_block_find(&h->tab, i);
     if (b != NULL && b->state == MFS_BLOCK_LOADING) {
@@ -1349,7 +1396,7 @@ static void http_close(mfs_src *s)
     /* Read-ahead jobs, runs and a pump on another thread use h: wait them
      * out (at unmount the loop ends them at once, mfs_http_set_stop). */
     pthread_mutex_lock(&h->mu);
-    while (h->jobs > 0 || h->runs > 0 || h->pumping || h->waiters != NULL)
+    while (h->jobs > 0 || h->runs > 0 || h->pumping || h->waiters != NULL || h->writes > 0)
         pthread_cond_wait(&h->cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
     const mfs_curl_api *c = mfs_curl();

@@ -70,9 +70,12 @@ bool mfs_http_request_apply(const mfs_curl_api *c, CURL *k, const mfs_http_reque
         c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, s->on_progress);
     }
     *hdr = NULL;
-    for (size_t i = 0; i < rq->nlines; i++)
-        if ((*hdr = c->slist_append(*hdr, rq->lines[i])) == NULL)
-            return false;
+    for (size_t i = 0; i < rq->nlines; i++) {
+        struct curl_slist *more = c->slist_append(*hdr, rq->lines[i]);
+        if (more == NULL)
+            return false;   /* *hdr, as far as it got, is the caller's to free */
+        *hdr = more;
+    }
     if (s->errbuf != NULL)
         c->easy_setopt(k, CURLOPT_ERRORBUFFER, s->errbuf);
     if (*hdr != NULL && with_hook && t->prepare != NULL)
