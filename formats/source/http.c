@@ -1311,7 +1311,14 @@ static void http_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done 
     if (h->waiters != NULL)
         h->waiters->prev = w;
     h->waiters = w;
+    /* Its first fetch started here, on the caller's thread: blocks from
+     * the disk cache are read by each reader's thread side by side, not
+     * one after the other by whichever thread pumps. */
+    start st;
+    bool own = waiter_step(h, w, &st);
     pthread_mutex_unlock(&h->mu);
+    if (own)
+        run_start(h, st.first, st.last, w, NULL);
     pump(h);   /* bytes at hand: answered here, now */
 }
 
