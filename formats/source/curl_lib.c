@@ -33,7 +33,16 @@ static void open_curl(void)
         sym("curl_easy_getinfo", &api.easy_getinfo, sizeof api.easy_getinfo) != 0 ||
         sym("curl_easy_reset", &api.easy_reset, sizeof api.easy_reset) != 0 ||
         sym("curl_slist_append", &api.slist_append, sizeof api.slist_append) != 0 ||
-        sym("curl_slist_free_all", &api.slist_free_all, sizeof api.slist_free_all) != 0)
+        sym("curl_slist_free_all", &api.slist_free_all, sizeof api.slist_free_all) != 0 ||
+        sym("curl_multi_init", &api.multi_init, sizeof api.multi_init) != 0 ||
+        sym("curl_multi_setopt", &api.multi_setopt, sizeof api.multi_setopt) != 0 ||
+        sym("curl_multi_add_handle", &api.multi_add_handle, sizeof api.multi_add_handle) != 0 ||
+        sym("curl_multi_remove_handle", &api.multi_remove_handle,
+            sizeof api.multi_remove_handle) != 0 ||
+        sym("curl_multi_perform", &api.multi_perform, sizeof api.multi_perform) != 0 ||
+        sym("curl_multi_poll", &api.multi_poll, sizeof api.multi_poll) != 0 ||
+        sym("curl_multi_wakeup", &api.multi_wakeup, sizeof api.multi_wakeup) != 0 ||
+        sym("curl_multi_info_read", &api.multi_info_read, sizeof api.multi_info_read) != 0)
         return;  /* kept open: a half-found library is not worth unloading */
     CURLcode rc = global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {

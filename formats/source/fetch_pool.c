@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "http_loop.h"
+
 typedef struct job {
     void (*fn)(void *arg);
     void *arg;
@@ -10,32 +12,48 @@ typedef struct job {
 } job;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static job *head, *tail;
-static unsigned threads;          /* started (they never end: the pool is the process's) */
-static unsigned running;          /* running a job now */
+static unsigned running;          /* started, not ended */
 static unsigned width = MFS_FETCH_MIN;
 
-static void *worker(void *unused)
+static void job_turn(void *arg, bool stopping)
 {
-    (void)unused;
-    pthread_mutex_lock(&mu);
+    (void)stopping;   /* the job sees the stop itself and claims nothing */
+    job *j = arg;
+    void (*fn)(void *) = j->fn;
+    void *a = j->arg;
+    free(j);
+    fn(a);
+}
+
+/* Starts what the width allows: each handed to the loop. */
+static void kick(void)
+{
     for (;;) {
-        while (head == NULL || running >= width)
-            pthread_cond_wait(&cv, &mu);
-        job *j = head;
-        head = j->next;
-        if (head == NULL)
-            tail = NULL;
-        running++;
-        pthread_mutex_unlock(&mu);
-        j->fn(j->arg);
-        free(j);
         pthread_mutex_lock(&mu);
-        running--;
-        pthread_cond_broadcast(&cv);
+        job *j = running < width ? head : NULL;
+        if (j != NULL) {
+            head = j->next;
+            if (head == NULL)
+                tail = NULL;
+            running++;
+        }
+        pthread_mutex_unlock(&mu);
+        if (j == NULL)
+            return;
+        if (!mfs_loop_after(0, job_turn, j)) {
+            /* No loop now (out of memory): back to the queue's head, for
+             * the next job's end or the next one queued. */
+            pthread_mutex_lock(&mu);
+            running--;
+            j->next = head;
+            head = j;
+            if (tail == NULL)
+                tail = j;
+            pthread_mutex_unlock(&mu);
+            return;
+        }
     }
-    return NULL;
 }
 
 bool mfs_fetch_pool_run(void (*fn)(void *arg), void *arg)
@@ -45,41 +63,33 @@ bool mfs_fetch_pool_run(void (*fn)(void *arg), void *arg)
         return false;
     *j = (job){ fn, arg, NULL };
     pthread_mutex_lock(&mu);
-    if (threads < MFS_FETCH_MAX) {
-        pthread_t t;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        /* Fetch threads wait on sockets and copy bytes: 1 MiB of stack is
-         * room enough (TLS included), and not 8 MiB each. */
-        pthread_attr_setstacksize(&at, 1u << 20);
-        if (pthread_create(&t, &at, worker, NULL) == 0)
-            threads++;
-        pthread_attr_destroy(&at);
-        if (threads == 0) {
-            pthread_mutex_unlock(&mu);
-            free(j);
-            return false;
-        }
-    }
     if (tail != NULL)
         tail->next = j;
     else
         head = j;
     tail = j;
-    pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
+    kick();
     return true;
+}
+
+void mfs_fetch_pool_done(void)
+{
+    pthread_mutex_lock(&mu);
+    running--;
+    pthread_mutex_unlock(&mu);
+    kick();
 }
 
 void mfs_fetch_pool_wider(void)
 {
     pthread_mutex_lock(&mu);
-    if (width < MFS_FETCH_MAX) {
+    bool more = width < MFS_FETCH_MAX;
+    if (more)
         width = width * 2 < MFS_FETCH_MAX ? width * 2 : MFS_FETCH_MAX;
-        pthread_cond_broadcast(&cv);
-    }
     pthread_mutex_unlock(&mu);
+    if (more)
+        kick();
 }
 
 unsigned mfs_fetch_pool_width(void)

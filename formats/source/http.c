@@ -3,17 +3,21 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bg_worker.h"
 #include "block_table.h"
 #include "curl_lib.h"
 #include "disk_cache.h"
 #include "fetch_pool.h"
 #include "http_answer.h"
+#include "http_loop.h"
 #include "http_parse.h"
+#include "http_request.h"
 #include "http_why.h"
 #include "log.h"
 #include "readahead.h"
@@ -42,7 +46,7 @@ typedef struct http_src {
     uint64_t block;
     mfs_http_opts o;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;          /* close waits on it for the loop's work on h to end */
     mfs_block_table tab;        /* the blocks in memory */
     bool changed;               /* seen once: every later get fails */
     mfs_disk_cache *disk;       /* blocks kept between mounts, or NULL */
@@ -55,6 +59,11 @@ typedef struct http_src {
     unsigned jobs;              /* read-ahead jobs queued or running */
     uint64_t ahead_blocks;      /* blocks they are to fetch, not fetched yet */
     uint64_t q_lo, q_hi;        /* the blocks the last jobs queued, in a row */
+    struct waiter *waiters;     /* gets waiting for blocks (answered ones kept while
+                                   their fetches run) */
+    bool pumping, pump_again;   /* a thread moves the waiters on (pump) */
+    unsigned runs;              /* runs of blocks being filled */
+    unsigned writes;            /* blocks queued for the disk cache */
 } http_src;
 
 /* Bytes claimed by read-ahead jobs of every source, not yet fetched. */
@@ -70,18 +79,20 @@ uint64_t mfs_http_fetched(void)
 }
 
 /* Whether the program is stopping (set by the daemon: its FUSE session
- * ended); a fetch then gives up within a second. */
-static bool (*stopping)(void);
-
+ * ended): the loop then ends every transfer (http_loop.h). */
 void mfs_http_set_stop(bool (*fn)(void))
 {
-    stopping = fn;
+    mfs_loop_set_stop_check(fn);
+}
+
+void mfs_http_stop(void)
+{
+    mfs_loop_stop();
 }
 
 static bool stop_now(void)
 {
-    bool (*fn)(void) = stopping;
-    return fn != NULL && fn();
+    return mfs_loop_stopped();
 }
 
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -140,7 +151,7 @@ typedef struct reply {
     bool headers_done;          /* the blank line after them came */
 } reply;
 
-/* Where whole parts of a run go (load_run: into the block table). */
+/* Where whole parts of a GET go (a run's: into the block table). */
 typedef struct part_sink {
     void (*fn)(void *arg, uint64_t k);   /* part k of the fetch's parts is whole */
     void *arg;
@@ -279,85 +290,10 @@ static void give_handle(http_src *h, const mfs_curl_api *c, CURL *k)
         c->easy_cleanup(k);
 }
 
-/* Waits `s` seconds, in slices of 0.1 s, less when the program stops. */
-static void sleep_seconds(double s)
-{
-    for (double left = s; left > 0 && !stop_now(); left -= 0.1) {
-        double d = left < 0.1 ? left : 0.1;
-        struct timespec ts = { 0, (long)(d * 1e9) };
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-}
-
 static bool transient(CURLcode rc)
 {
     return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
            rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
-}
-
-/* What one request is: a range (NULL: a HEAD), an If-Match and an
- * If-Unmodified-Since line (or NULL), where curl's error detail goes (or
- * NULL), a bound on its time in ms (0: none). */
-typedef struct request {
-    const char *range;
-    const char *if_match;
-    const char *if_unmodified;
-    char *errbuf;             /* CURL_ERROR_SIZE bytes */
-    long timeout_ms;
-} request;
-
-/* What every request of `h` sets: the URL (NULL: the source's, as the
- * hook makes it; else a redirect's), the headers, TLS, timeouts, the stop
- * check, and `r` for what comes back. The hook signs or adds credentials
- * when `with_hook` (the request's first hop, or a redirect on that hop's
- * origin); a redirect to another origin is set up bare, from nothing the
- * hook set. The header list into *hdr (freed by the caller). */
-static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, const char *url,
-                  bool with_hook, const request *rq, struct curl_slist **hdr, reply *r)
-{
-    c->easy_reset(k);
-    if (rq->range != NULL)
-        c->easy_setopt(k, CURLOPT_RANGE, rq->range);   /* before the hook: it is signed */
-    else
-        c->easy_setopt(k, CURLOPT_NOBODY, 1L);
-    c->easy_setopt(k, CURLOPT_URL, url ? url : h->url);
-    c->easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
-    /* Redirects are followed by perform(), each judged (redirect.h):
-     * libcurl's own following would carry the hook's headers (a session
-     * token) to any host. */
-    c->easy_setopt(k, CURLOPT_FOLLOWLOCATION, 0L);
-    c->easy_setopt(k, CURLOPT_USERAGENT, "modelfs/" MODELFS_VERSION);
-    if (h->ca_file != NULL)
-        c->easy_setopt(k, CURLOPT_CAINFO, h->ca_file);
-    c->easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
-    c->easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.connect_timeout * 1000));
-    /* A stall is less than 1 KiB/s for stall_timeout: a peer that drips
-     * a byte at a time is one too, not a fetch for ever. */
-    c->easy_setopt(k, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    c->easy_setopt(k, CURLOPT_LOW_SPEED_TIME, (long)(h->o.stall_timeout + 0.999));
-    if (rq->timeout_ms > 0)
-        c->easy_setopt(k, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
-    c->easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
-    c->easy_setopt(k, CURLOPT_WRITEDATA, r);
-    c->easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
-    c->easy_setopt(k, CURLOPT_HEADERDATA, r);
-    c->easy_setopt(k, CURLOPT_FILETIME, 1L);
-    c->easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
-    c->easy_setopt(k, CURLOPT_XFERINFOFUNCTION, on_progress);
-    *hdr = c->slist_append(NULL, "Accept-Encoding: identity");
-    if (*hdr != NULL && rq->if_match != NULL)
-        *hdr = c->slist_append(*hdr, rq->if_match);
-    if (*hdr != NULL && rq->if_unmodified != NULL)
-        *hdr = c->slist_append(*hdr, rq->if_unmodified);
-    if (rq->errbuf != NULL)
-        c->easy_setopt(k, CURLOPT_ERRORBUFFER, rq->errbuf);
-    if (*hdr != NULL && with_hook && h->hk.prepare != NULL)
-        *hdr = h->hk.prepare(h->hk.arg, k, *hdr);
-    if (url != NULL)
-        c->easy_setopt(k, CURLOPT_URL, url);   /* where the redirect said, whatever the hook set */
-    c->easy_setopt(k, CURLOPT_HTTPHEADER, *hdr);
-    return *hdr != NULL;
 }
 
 /* One hop of a request (redirect_follow.h): its header list is freed at
@@ -365,17 +301,22 @@ static bool setup(const mfs_curl_api *c, CURL *k, const http_src *h, const char 
 typedef struct hop_ctx {
     const mfs_curl_api *c;
     const http_src *h;
-    const request *rq;
+    const mfs_http_request *rq;
     reply *r;
     struct curl_slist *hdr;
+    char *errbuf;             /* CURL_ERROR_SIZE bytes, or NULL */
 } hop_ctx;
 
 static bool hop_setup(void *arg, CURL *k, const char *url, bool with_hook)
 {
     hop_ctx *x = arg;
+    const http_src *h = x->h;
     x->c->slist_free_all(x->hdr);
     x->hdr = NULL;
-    return setup(x->c, k, x->h, url, with_hook, x->rq, &x->hdr, x->r);
+    mfs_http_target t = { h->url, h->ca_file, h->o.connect_timeout, h->o.stall_timeout,
+                          h->hk.prepare, h->hk.arg };
+    mfs_http_sinks s = { on_body, on_header, x->r, on_progress, x->errbuf };
+    return mfs_http_request_apply(x->c, k, x->rq, &t, url, with_hook, &s, &x->hdr);
 }
 
 static bool hop_credentialed(void *arg)
@@ -384,24 +325,10 @@ static bool hop_credentialed(void *arg)
     return x->h->hk.credentialed != NULL && x->h->hk.credentialed(x->h->hk.arg);
 }
 
-/* Makes the request `rq` on k, following redirects as redirect.h judges
- * them (redirect_follow.h): the last answer's code (its status via r). A
- * redirect not followed: *why says why ("" otherwise), and the code is
- * that of the answer that asked it. */
-static CURLcode perform(const mfs_curl_api *c, CURL *k, const http_src *h, const request *rq,
-                        reply *r, char *why, size_t why_size)
-{
-    hop_ctx x = { c, h, rq, r, NULL };
-    mfs_hops hops = { hop_setup, hop_credentialed, &x, h->url };
-    CURLcode rc = mfs_redirect_follow(c, k, &hops, why, why_size);
-    c->slist_free_all(x.hdr);
-    return rc;
-}
-
 /* One HEAD: is the URL still the object `o` (its validators and size,
  * judged as every GET's answer is)? Its answer's time into h->src.mtime.
  * False on any doubt (then a GET decides), and for an object no strong
- * ETag names (none is kept). */
+ * ETag names (none is kept). A blocking request (at open). */
 static bool still_same(http_src *h, const mfs_disk_object *o)
 {
     mfs_http_answer was;
@@ -415,9 +342,13 @@ static bool still_same(http_src *h, const mfs_disk_object *o)
         return false;
     reply r = { .parts = NULL, .part = 1, .cap = 0, .retry_after = -1, .api = c, .k = k };
     mfs_http_answer_clear(&r.a);
-    request rq = { 0 };
+    mfs_http_request rq;
+    mfs_http_request_head(&rq);
     char refused[600];
-    CURLcode rc = perform(c, k, h, &rq, &r, refused, sizeof refused);
+    hop_ctx x = { c, h, &rq, &r, NULL, NULL };
+    mfs_hops hops = { hop_setup, hop_credentialed, &x, h->url };
+    CURLcode rc = mfs_redirect_follow(c, k, &hops, refused, sizeof refused);
+    c->slist_free_all(x.hdr);
     curl_off_t clen = -1, ft = -1;
     c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.a.status);
     c->easy_getinfo(k, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
@@ -450,148 +381,335 @@ static void explain_failure(const mfs_curl_api *c, CURL *k, CURLcode rc, const h
     mfs_http_why_text(c, rc, &w, out, size);
 }
 
-/* GETs bytes [off, off + len) into parts (blocks of h->block bytes, len
- * in all), each whole one handed to `sink` (may be NULL) as it arrives;
- * first == true at open, when the size is not known yet (the answer may
- * be shorter). 0, or -1 with e. */
-static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first,
-                 const part_sink *sink, reply *out, mfs_err *e)
+/* ---- one GET, driven by the loop (http_loop.h) --------------------------- */
+
+/* A GET of bytes [off, off + len) into parts (blocks of h->block bytes),
+ * each whole one handed to `sink` (may be NULL) as it arrives; first:
+ * the open's, when the size is not known yet (the answer may be
+ * shorter). Its tries, their waits (timers of the loop) and its
+ * redirects run on the loop's thread; done(x, rc, e) ends it there (or
+ * on the caller's thread when it cannot even start), then x is freed. */
+typedef struct xfer xfer;
+typedef void (*xfer_done)(xfer *x, int rc, const mfs_err *e);
+
+struct xfer {
+    http_src *h;
+    const mfs_curl_api *c;
+    uint64_t off, len;          /* what is still asked (a retry asks less) */
+    uint8_t **parts;
+    bool first;
+    const part_sink *sink;
+    uint64_t skipped;           /* parts handed on by tries that then failed */
+    struct shift shift;
+    part_sink shifted_sink;
+    double backoff;
+    bool refreshed, refresh_ok;
+    unsigned attempt;
+    mfs_http_request rq;
+    char errbuf[CURL_ERROR_SIZE];
+    hop_ctx hx;
+    mfs_hops hops;
+    mfs_redirects rd;
+    CURL *k;
+    reply r;                    /* the last try's answer */
+    CURLcode rc;
+    char refused[600];
+    char neterr[1200];
+    xfer_done done;
+    void *arg;
+};
+
+static void xfer_try(xfer *x);
+
+static void xfer_end(xfer *x, int rc, const mfs_err *e)
+{
+    x->done(x, rc, e);
+    free(x);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void xfer_fail(xfer *x, mfs_code code, const char *fmt, ...)
+{
+    mfs_err e = { 0 };
+    char msg[sizeof e.msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mfs_fail(&e, code, MFS_NO_OFFSET, "%s", msg);
+    xfer_end(x, -1, &e);
+}
+
+static void retry_due(void *arg, bool stopping)
+{
+    xfer *x = arg;
+    if (stopping)
+        xfer_fail(x, MFS_E_CANCELLED, "the fetch was stopped (unmount)");
+    else
+        xfer_try(x);
+}
+
+/* After the answer's status and the hook's refresh: what the try gives. */
+static void xfer_judge(xfer *x)
+{
+    http_src *h = x->h;
+    const mfs_curl_api *c = x->c;
+    reply *r = &x->r;
+    CURLcode rc = x->rc;
+    uint64_t off = x->off, len = x->len;
+    /* A longer body than asked ends the transfer: a 200 (or a 206
+     * lying about its length); an error page's is only cut short. */
+    if (r->overflow && r->a.status != 200 && r->a.status != 206)
+        rc = CURLE_OK;
+    uint64_t want_last = off + len - 1;
+    if (x->first && r->a.has_range && !r->a.total_unknown && r->a.r_total > 0 &&
+        r->a.r_total - 1 < want_last)
+        want_last = r->a.r_total - 1;   /* the file is shorter than a block */
+    /* Judged once its headers are whole (a transfer cut in its body
+     * still says which version it was of). */
+    char judged[600] = "";
+    mfs_http_verdict v = MFS_HTTP_STATUS;
+    if (rc == CURLE_OK || r->headers_done)
+        v = mfs_http_judge_get(x->first ? NULL : &h->pin, &r->a, off, want_last, judged,
+                               sizeof judged);
+    if (v == MFS_HTTP_CHANGED)
+        return xfer_fail(x, MFS_E_CHANGED, "%s", judged);
+    if (v == MFS_HTTP_WHOLE && (rc == CURLE_OK || r->overflow))
+        return xfer_fail(x, MFS_E_IO, "%s", judged);
+    if (r->overflow && r->a.status == 206)
+        return xfer_fail(x, MFS_E_IO, "the server sent more than the %" PRIu64 " bytes asked",
+                         len);
+    bool retry = x->attempt < h->o.retries && !stop_now() &&
+                 ((rc == CURLE_OK && (r->a.status >= 500 || r->a.status == 429)) ||
+                  (transient(rc) && !r->header_too_big));
+    if (retry) {
+        double wait = r->retry_after >= 0 ? r->retry_after : x->backoff;
+        if (wait <= MAX_RETRY_AFTER) {
+            if (r->parts_done > 0) {
+                /* What came whole is kept; the rest is asked again. */
+                uint64_t adv = r->parts_done * h->block;
+                x->off += adv;
+                x->len -= adv;
+                x->parts += r->parts_done;
+                x->skipped += r->parts_done;
+            }
+            x->backoff *= 2;
+            x->attempt++;
+            /* A timer of the loop, not a sleep: no thread waits. */
+            if (!mfs_loop_after((long)(wait * 1000), retry_due, x))
+                return xfer_fail(x, MFS_E_NOMEM, "cannot fetch: out of memory");
+            return;
+        }
+    }
+    if (rc == CURLE_ABORTED_BY_CALLBACK)
+        return xfer_fail(x, MFS_E_CANCELLED, "the fetch was stopped (unmount)");
+    if (rc == CURLE_OPERATION_TIMEDOUT)
+        return xfer_fail(x, MFS_E_IO, "%s (under 1 KiB/s for %.0f s, no connection within "
+                         "%.0f s, or longer than 60 s + 16 KiB/s)", c->easy_strerror(rc),
+                         h->o.stall_timeout, h->o.connect_timeout);
+    if (rc != CURLE_OK)
+        return xfer_fail(x, MFS_E_IO, "%s", x->neterr);
+    if (x->first && r->a.status == 416 && r->a.has_range && r->a.r_total == 0 &&
+        !r->a.total_unknown)
+        return xfer_end(x, 0, NULL);  /* an empty file: no byte to give */
+    if (r->a.status != 206) {
+        char why[256] = "";
+        if (h->hk.explain != NULL)
+            /* What fits in the first part: an error page is short. */
+            h->hk.explain(h->hk.arg, r->a.status, r->parts ? r->parts[0] : NULL,
+                          (size_t)(r->got < r->part ? r->got : r->part), why, sizeof why);
+        const char *hint = h->hk.explain ? (why[0] ? why : NULL)
+                           : h->hk.hint ? h->hk.hint(h->hk.arg, r->a.status) : NULL;
+        return xfer_fail(x, MFS_E_IO, "HTTP %ld%s%s%s", r->a.status,
+                         r->a.status == 404 ? " Not Found" : r->a.status == 403 ? " Forbidden"
+                         : r->a.status == 401 ? " Unauthorized" : "", hint ? ": " : "",
+                         hint ? hint : "");
+    }
+    if (v == MFS_HTTP_BAD_RANGE)
+        return xfer_fail(x, MFS_E_IO, "%s", judged);
+    if (r->got != want_last - off + 1)
+        return xfer_fail(x, MFS_E_IO, "%" PRIu64 " bytes for a range of %" PRIu64, r->got,
+                         want_last - off + 1);
+    xfer_end(x, 0, NULL);
+}
+
+static void refreshed_back(void *arg, bool stopping)
+{
+    xfer *x = arg;
+    if (x->refresh_ok && !stopping)
+        xfer_try(x);   /* the same try again: not counted */
+    else
+        xfer_judge(x);
+}
+
+/* The hook's refresh makes requests of its own (a Hub file resolved
+ * again), blocking: on a thread of its own, never the loop's. Rare (a
+ * signed URL that expired). */
+static void *refresh_thread(void *arg)
+{
+    xfer *x = arg;
+    x->refresh_ok = x->h->hk.refresh(x->h->hk.arg);
+    if (!mfs_loop_after(0, refreshed_back, x))
+        xfer_fail(x, MFS_E_NOMEM, "cannot fetch: out of memory");
+    return NULL;
+}
+
+/* The try's last hop ended with rc (its redirects followed). */
+static void xfer_answered(xfer *x, CURLcode rc)
+{
+    http_src *h = x->h;
+    const mfs_curl_api *c = x->c;
+    CURL *k = x->k;
+    reply *r = &x->r;
+    c->slist_free_all(x->hx.hdr);
+    x->hx.hdr = NULL;
+    c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r->a.status);
+    x->neterr[0] = '\0';
+    if (rc != CURLE_OK)
+        explain_failure(c, k, rc, h, r, x->errbuf, x->neterr, sizeof x->neterr);
+    c->easy_setopt(k, CURLOPT_ERRORBUFFER, NULL);   /* ours goes with x */
+    if (x->first && rc == CURLE_OK) {
+        curl_off_t ft = -1;
+        if (c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft) == CURLE_OK && ft > 0)
+            h->src.mtime.tv_sec = (time_t)ft;
+    }
+    give_handle(h, c, k);
+    x->k = NULL;
+    pthread_mutex_lock(&h->mu);
+    h->stats.requests++;
+    h->stats.bytes += r->got;
+    pthread_mutex_unlock(&h->mu);
+    x->rc = rc;
+    if (x->refused[0] != '\0')
+        return xfer_fail(x, MFS_E_IO, "%s", x->refused);
+    /* A refused request the hook can mend (an expired redirect): once. */
+    if (rc == CURLE_OK && (r->a.status == 401 || r->a.status == 403) && !x->refreshed &&
+        h->hk.refresh != NULL && !stop_now()) {
+        x->refreshed = true;
+        pthread_attr_t at;
+        pthread_t t;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&at, 1u << 20);
+        bool ok = pthread_create(&t, &at, refresh_thread, x) == 0;
+        pthread_attr_destroy(&at);
+        if (ok)
+            return;
+    }
+    xfer_judge(x);
+}
+
+/* A hop ended (on the loop's thread): the next one, or the answer. */
+static void hop_ended(void *arg, CURL *k, CURLcode rc)
+{
+    xfer *x = arg;
+    if (mfs_redirects_next(&x->rd, x->c, k, rc, x->refused, sizeof x->refused)) {
+        if (mfs_loop_add(k, hop_ended, x))
+            return;
+        rc = CURLE_OUT_OF_MEMORY;
+        mfs_redirects_next(&x->rd, x->c, k, rc, x->refused, sizeof x->refused);
+    }
+    xfer_answered(x, rc);
+}
+
+static void xfer_try(xfer *x)
+{
+    http_src *h = x->h;
+    const mfs_curl_api *c = x->c;
+    CURL *k = take_handle(h, c);
+    if (k == NULL)
+        return xfer_fail(x, MFS_E_NOMEM, "cannot fetch: out of memory");
+    x->k = k;
+    x->r = (reply){ .parts = x->parts, .part = h->block, .cap = x->len, .retry_after = -1,
+                    .sink = x->first ? NULL : x->sink, .want_first = x->off,
+                    .want_last = x->off + x->len - 1, .want_pin = x->first ? NULL : &h->pin,
+                    .api = c, .k = k, .pin_name = x->first ? h->hk.pin_header : NULL };
+    mfs_http_answer_clear(&x->r.a);
+    if (x->skipped > 0 && x->sink != NULL) {
+        x->shift = (struct shift){ x->sink, x->skipped };
+        x->shifted_sink = (part_sink){ shifted, &x->shift };
+        x->r.sink = &x->shifted_sink;
+    }
+    /* The pinned version's precondition (http_request.h); none at open. */
+    mfs_http_request_get(&x->rq, x->first ? NULL : &h->pin, x->off, x->len);
+    x->errbuf[0] = '\0';
+    x->refused[0] = '\0';
+    x->hx = (hop_ctx){ c, h, &x->rq, &x->r, NULL, x->errbuf };
+    x->hops = (mfs_hops){ hop_setup, hop_credentialed, &x->hx, h->url };
+    if (!mfs_redirects_begin(&x->rd, c, k, &x->hops)) {
+        mfs_redirects_next(&x->rd, c, k, CURLE_OUT_OF_MEMORY, x->refused, sizeof x->refused);
+        return xfer_answered(x, CURLE_OUT_OF_MEMORY);
+    }
+    if (!mfs_loop_add(k, hop_ended, x)) {
+        mfs_redirects_next(&x->rd, c, k, CURLE_FAILED_INIT, x->refused, sizeof x->refused);
+        xfer_answered(x, CURLE_FAILED_INIT);
+    }
+}
+
+static void xfer_start(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first,
+                       const part_sink *sink, xfer_done done, void *arg)
 {
     const mfs_curl_api *c = mfs_curl();
-    if (c == NULL)
-        return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "cannot fetch: %s", mfs_curl_error());
-    char range[80], ifmatch[300], ifdate[300];
-    mfs_http_pin_headers(&h->pin, ifmatch, ifdate, sizeof ifmatch);
-    double backoff = 0.5;
-    bool refreshed = false;
-    /* Parts handed on by a try that then failed are not asked again. */
-    uint64_t skipped = 0;
-    part_sink shifted_sink;
-    struct shift shift = { sink, 0 };
-    for (unsigned attempt = 0;; attempt++) {
-        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
-        CURL *k = take_handle(h, c);
-        if (k == NULL)
-            return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot fetch: out of memory");
-        reply r = { .parts = parts, .part = h->block, .cap = len, .retry_after = -1,
-                    .sink = first ? NULL : sink, .want_first = off, .want_last = off + len - 1,
-                    .want_pin = first ? NULL : &h->pin,
-                    .api = c, .k = k, .pin_name = first ? h->hk.pin_header : NULL };
-        mfs_http_answer_clear(&r.a);
-        if (skipped > 0 && sink != NULL) {
-            shift.by = skipped;
-            shifted_sink = (part_sink){ shifted, &shift };
-            r.sink = &shifted_sink;
-        }
-        /* The pinned version's precondition: If-Match for a strong ETag,
-         * else If-Unmodified-Since when there is a Last-Modified. A bound
-         * on the whole GET: 60 s plus 16 KiB/s of its length. */
-        char errbuf[CURL_ERROR_SIZE] = "";
-        request rq = { .range = range, .if_match = !first && ifmatch[0] ? ifmatch : NULL,
-                       .if_unmodified = !first && ifdate[0] ? ifdate : NULL,
-                       .errbuf = errbuf, .timeout_ms = (long)(60000 + len / 16) };
-        char refused[600];
-        CURLcode rc = perform(c, k, h, &rq, &r, refused, sizeof refused);
-        c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r.a.status);
-        char neterr[1200] = "";
-        if (rc != CURLE_OK)
-            explain_failure(c, k, rc, h, &r, errbuf, neterr, sizeof neterr);
-        c->easy_setopt(k, CURLOPT_ERRORBUFFER, NULL);   /* ours is on this stack */
-        if (first && rc == CURLE_OK) {
-            curl_off_t ft = -1;
-            if (c->easy_getinfo(k, CURLINFO_FILETIME_T, &ft) == CURLE_OK && ft > 0)
-                h->src.mtime.tv_sec = (time_t)ft;
-        }
-        give_handle(h, c, k);
-        pthread_mutex_lock(&h->mu);
-        h->stats.requests++;
-        h->stats.bytes += r.got;
-        pthread_mutex_unlock(&h->mu);
-        *out = r;
-        if (refused[0] != '\0')
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", refused);
-        /* A refused request the hook can mend (an expired redirect): once. */
-        if (rc == CURLE_OK && (r.a.status == 401 || r.a.status == 403) && !refreshed &&
-            h->hk.refresh != NULL && !stop_now()) {
-            refreshed = true;
-            if (h->hk.refresh(h->hk.arg)) {
-                attempt--;
-                continue;
-            }
-        }
-        /* A longer body than asked ends the transfer: a 200 (or a 206
-         * lying about its length); an error page's is only cut short. */
-        if (r.overflow && r.a.status != 200 && r.a.status != 206)
-            rc = CURLE_OK;
-        uint64_t want_last = off + len - 1;
-        if (first && r.a.has_range && !r.a.total_unknown && r.a.r_total > 0 &&
-            r.a.r_total - 1 < want_last)
-            want_last = r.a.r_total - 1;   /* the file is shorter than a block */
-        /* Judged once its headers are whole (a transfer cut in its body
-         * still says which version it was of). */
-        char judged[600] = "";
-        mfs_http_verdict v = MFS_HTTP_STATUS;
-        if (rc == CURLE_OK || r.headers_done)
-            v = mfs_http_judge_get(first ? NULL : &h->pin, &r.a, off, want_last, judged,
-                                   sizeof judged);
-        if (v == MFS_HTTP_CHANGED)
-            return mfs_fail(e, MFS_E_CHANGED, MFS_NO_OFFSET, "%s", judged);
-        if (v == MFS_HTTP_WHOLE && (rc == CURLE_OK || r.overflow))
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", judged);
-        if (r.overflow && r.a.status == 206)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                            "the server sent more than the %" PRIu64 " bytes asked", len);
-        bool retry = attempt < h->o.retries && !stop_now() &&
-                     ((rc == CURLE_OK && (r.a.status >= 500 || r.a.status == 429)) ||
-                      (transient(rc) && !r.header_too_big));
-        if (retry && r.parts_done > 0) {
-            /* What came whole is kept; the rest is asked again. */
-            uint64_t adv = r.parts_done * h->block;
-            off += adv;
-            len -= adv;
-            parts += r.parts_done;
-            skipped += r.parts_done;
-        }
-        if (retry) {
-            double wait = r.retry_after >= 0 ? r.retry_after : backoff;
-            if (wait <= MAX_RETRY_AFTER) {
-                sleep_seconds(wait);
-                backoff *= 2;
-                continue;
-            }
-        }
-        if (rc == CURLE_ABORTED_BY_CALLBACK)
-            return mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
-        if (rc == CURLE_OPERATION_TIMEDOUT)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s (under 1 KiB/s for %.0f s, no "
-                            "connection within %.0f s, or longer than 60 s + 16 KiB/s)",
-                            c->easy_strerror(rc), h->o.stall_timeout, h->o.connect_timeout);
-        if (rc != CURLE_OK)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", neterr);
-        if (first && r.a.status == 416 && r.a.has_range && r.a.r_total == 0 &&
-            !r.a.total_unknown)
-            return 0;  /* an empty file: no byte to give */
-        if (r.a.status != 206) {
-            char why[256] = "";
-            if (h->hk.explain != NULL)
-                /* What fits in the first part: an error page is short. */
-                h->hk.explain(h->hk.arg, r.a.status, r.parts ? r.parts[0] : NULL,
-                              (size_t)(r.got < r.part ? r.got : r.part), why, sizeof why);
-            const char *hint = h->hk.explain ? (why[0] ? why : NULL)
-                               : h->hk.hint ? h->hk.hint(h->hk.arg, r.a.status) : NULL;
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "HTTP %ld%s%s%s", r.a.status,
-                            r.a.status == 404 ? " Not Found" : r.a.status == 403 ? " Forbidden"
-                            : r.a.status == 401 ? " Unauthorized" : "", hint ? ": " : "",
-                            hint ? hint : "");
-        }
-        if (v == MFS_HTTP_BAD_RANGE)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "%s", judged);
-        if (r.got != want_last - off + 1)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                            "%" PRIu64 " bytes for a range of %" PRIu64, r.got,
-                            want_last - off + 1);
-        return 0;
+    mfs_err e = { 0 };
+    if (c == NULL) {
+        mfs_fail(&e, MFS_E_IO, MFS_NO_OFFSET, "cannot fetch: %s", mfs_curl_error());
+        xfer tmp = { .h = h, .arg = arg };
+        done(&tmp, -1, &e);
+        return;
     }
+    xfer *x = calloc(1, sizeof *x);
+    if (x == NULL) {
+        mfs_fail(&e, MFS_E_NOMEM, MFS_NO_OFFSET, "cannot fetch: out of memory");
+        xfer tmp = { .h = h, .arg = arg };
+        done(&tmp, -1, &e);
+        return;
+    }
+    *x = (xfer){ .h = h, .c = c, .off = off, .len = len, .parts = parts, .first = first,
+                 .sink = sink, .backoff = 0.5, .done = done, .arg = arg };
+    xfer_try(x);
+}
+
+/* A blocking GET (the open's first block): the loop drives it, this
+ * thread waits. */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv = PTHREAD_COND_INITIALIZER;
+
+typedef struct sync_fetch {
+    bool done;
+    int rc;
+    mfs_err e;
+    reply r;
+} sync_fetch;
+
+static void sync_fetch_done(xfer *x, int rc, const mfs_err *e)
+{
+    sync_fetch *s = x->arg;
+    pthread_mutex_lock(&sync_mu);
+    s->rc = rc;
+    if (e != NULL)
+        s->e = *e;
+    s->r = x->r;
+    s->done = true;
+    pthread_cond_broadcast(&sync_cv);
+    pthread_mutex_unlock(&sync_mu);
+}
+
+static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first,
+                 reply *out, mfs_err *e)
+{
+    if (mfs_loop_here())
+        return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "a blocking fetch on the loop's thread");
+    sync_fetch s = { 0 };
+    mfs_http_answer_clear(&s.r.a);
+    xfer_start(h, off, len, parts, first, NULL, sync_fetch_done, &s);
+    pthread_mutex_lock(&sync_mu);
+    while (!s.done)
+        pthread_cond_wait(&sync_cv, &sync_mu);
+    pthread_mutex_unlock(&sync_mu);
+    *out = s.r;
+    if (s.rc != 0)
+        *e = s.e;
+    return s.rc;
 }
 
 /* ---- blocks ------------------------------------------------------------- */
@@ -602,21 +720,75 @@ static uint64_t block_len(const http_src *h, uint64_t index)
     return h->src.size - start < h->block ? h->src.size - start : h->block;
 }
 
+static void pump(http_src *h);
+
 /* A run of blocks being filled: each becomes READY as soon as it is
  * whole (from the disk cache, or as its GET's body passes its end), so a
- * reader waiting on the first block of an 8 MiB GET goes on after 256 KiB. */
+ * reader waiting on the first block of an 8 MiB GET goes on after 256 KiB.
+ * A reader's (w: it gets the run's error) or a read-ahead job's (j). */
 typedef struct run {
     http_src *h;
     uint64_t first, last;
     uint8_t **bufs;             /* a block's buffer until it is handed to the table */
     bool *ready;                /* handed over */
-    bool ahead;                 /* fetched ahead: see load_run */
+    bool ahead;                 /* fetched ahead: see run_start */
     bool from_disk;             /* the block being handed over came from the disk cache */
-    bool mapped;                /* ... and is its file's mapping (fill_run) */
+    bool mapped;                /* ... and is its file's mapping (run_from_disk) */
+    uint64_t at, gap_last;      /* the GET in flight: blocks at..gap_last */
+    part_sink sink;
+    struct shift shift;
+    part_sink here;
+    struct waiter *w;
+    struct ahead_job *j;
 } run;
 
+/* A fetched block to the disk cache, on the worker (bg_worker.h): a file
+ * written and checksummed per block would hold the loop, which receives
+ * every other transfer meanwhile. A copy goes (the table may drop the
+ * block before it is written); when the worker is behind, written here. */
+typedef struct disk_job {
+    http_src *h;
+    uint64_t index;
+    uint32_t len;
+    uint8_t data[];
+} disk_job;
+
+static void disk_job_run(void *arg)
+{
+    disk_job *j = arg;
+    http_src *h = j->h;
+    mfs_disk_cache_write(h->disk, h->key, j->index, j->data, j->len);
+    free(j);
+    pthread_mutex_lock(&h->mu);
+    h->writes--;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void keep_on_disk(http_src *h, uint64_t index, const uint8_t *data)
+{
+    uint32_t len = (uint32_t)block_len(h, index);
+    disk_job *j = malloc(sizeof *j + len);
+    if (j != NULL) {
+        j->h = h;
+        j->index = index;
+        j->len = len;
+        memcpy(j->data, data, len);
+        pthread_mutex_lock(&h->mu);
+        h->writes++;
+        pthread_mutex_unlock(&h->mu);
+        if (mfs_bg_run(disk_job_run, j, len))
+            return;
+        pthread_mutex_lock(&h->mu);
+        h->writes--;
+        pthread_mutex_unlock(&h->mu);
+        free(j);
+    }
+    mfs_disk_cache_write(h->disk, h->key, index, data, len);
+}
+
 /* Block first + k is whole in bufs[k]: kept on disk (when it was fetched)
- * and put in the table. */
+ * and put in the table; the readers waiting for it go on. */
 static void block_whole(void *arg, uint64_t k)
 {
     run *ru = arg;
@@ -627,7 +799,7 @@ static void block_whole(void *arg, uint64_t k)
     uint32_t len = (uint32_t)block_len(h, i);
     uint32_t cap = ru->mapped ? (uint32_t)mfs_disk_cache_map_size(len) | MFS_BLOCK_MAPPED : len;
     if (h->disk != NULL && !ru->from_disk)
-        mfs_disk_cache_write(h->disk, h->key, i, ru->bufs[k], len);
+        keep_on_disk(h, i, ru->bufs[k]);
     pthread_mutex_lock(&h->mu);
     mfs_block *b = mfs_block_find(&h->tab, i);
     if (b != NULL && b->state == MFS_BLOCK_LOADING) {
@@ -639,150 +811,369 @@ static void block_whole(void *arg, uint64_t k)
         b->used = ++h->tab.tick + (ru->ahead ? AHEAD_UNREAD : 0);
     }
     ru->ready[k] = true;
-    pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
-    if (ru->mapped) {   /* not taken: load_run frees buffers, not mappings */
+    if (ru->mapped) {   /* not taken: the run frees buffers, not mappings */
         mfs_block_data_free(ru->bufs[k], cap);
         ru->bufs[k] = NULL;
     }
+    pump(h);
 }
 
-/* The run's blocks: those the disk cache holds from it, each run of the
- * others in one GET. Offline, a block the disk does not hold is an
- * error. */
-static int fill_run(run *ru, mfs_err *e)
+/* The run's blocks the disk cache holds (blocks kept between mounts):
+ * taken from there before any GET. */
+static void run_from_disk(run *ru)
 {
     http_src *h = ru->h;
-    uint64_t first = ru->first, last = ru->last;
     ru->from_disk = true;
     /* A block on disk is its file mapped, not copied into memory: what a
      * reader gets is copied out of it, checked (mfs_disk_cache_copy). */
-    for (uint64_t i = first; h->disk != NULL && i <= last; i++) {
+    for (uint64_t i = ru->first; h->disk != NULL && i <= ru->last; i++) {
         uint32_t len = (uint32_t)block_len(h, i);
         bool mappable = mfs_disk_cache_map_size(len) < MFS_BLOCK_MAPPED;
         const uint8_t *m = mappable ? mfs_disk_cache_map(h->disk, h->key, i, len) : NULL;
         if (m != NULL) {
-            mfs_block_data_free(ru->bufs[i - first], len);
-            ru->bufs[i - first] = (uint8_t *)m;
+            mfs_block_data_free(ru->bufs[i - ru->first], len);
+            ru->bufs[i - ru->first] = (uint8_t *)m;
             ru->mapped = true;
-            block_whole(ru, i - first);
+            block_whole(ru, i - ru->first);
             ru->mapped = false;
         } else if ((!mappable || errno == ENOMEM) &&
-                   mfs_disk_cache_read(h->disk, h->key, i, ru->bufs[i - first], len)) {
+                   mfs_disk_cache_read(h->disk, h->key, i, ru->bufs[i - ru->first], len)) {
             /* Too long for a cap, or no mapping left (vm.max_map_count): copied. */
-            block_whole(ru, i - first);
+            block_whole(ru, i - ru->first);
         }
     }
     ru->from_disk = false;
-    part_sink sink = { block_whole, ru };
-    for (uint64_t i = first; i <= last;) {
-        if (ru->ready[i - first]) {
-            i++;
-            continue;
-        }
-        uint64_t j = i;
-        while (j < last && !ru->ready[j + 1 - first])
-            j++;
-        if (h->o.offline)
-            return mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET,
-                            "offline, and bytes %" PRIu64 "-%" PRIu64 " are not in the cache",
-                            i * h->block, i * h->block + block_len(h, i) - 1);
-        uint64_t off = i * h->block, end = j * h->block + block_len(h, j);
-        reply r;
-        /* The sink's part k is block i + k: shift it by the run's start. */
-        struct shift at = { &sink, i - first };
-        part_sink here = { shifted, &at };
-        if (fetch(h, off, end - off, ru->bufs + (i - first), false, &here, &r, e) != 0)
-            return -1;
-        for (uint64_t k = i; k <= j; k++)   /* every part was handed on; in case */
-            block_whole(ru, k - first);
-        i = j + 1;
-    }
-    return 0;
 }
 
-/* Fills blocks first..last (claimed LOADING by this thread) and makes
- * them READY, each as soon as it is whole; on failure those not whole
- * are removed. `ahead`: fetched before any reader asked, so kept over
- * blocks already read until one reads them (least recently used would
- * drop them first: they were ready before the reader went through the
- * blocks before them). Called unlocked. */
-static int load_run(http_src *h, uint64_t first, uint64_t last, bool ahead, mfs_err *e)
+static void run_finish(run *ru, int rc, const mfs_err *e);
+static void run_over(http_src *h, uint64_t first, uint64_t last, const bool *ready,
+                     struct waiter *w, struct ahead_job *j, int rc, const mfs_err *e);
+static void ahead_ran(struct ahead_job *j, int rc);
+static void waiter_ran(http_src *h, struct waiter *w, int rc, const mfs_err *e);
+
+/* The next run of blocks not yet whole, in one GET; the run ends after
+ * the last. Offline, a block the disk does not hold is an error. */
+static void run_next(run *ru);
+
+static void run_got(xfer *x, int rc, const mfs_err *e)
 {
+    run *ru = x->arg;
+    if (rc != 0)
+        return run_finish(ru, rc, e);
+    for (uint64_t k = ru->at; k <= ru->gap_last; k++)   /* every part was handed on; in case */
+        block_whole(ru, k - ru->first);
+    ru->at = ru->gap_last + 1;
+    run_next(ru);
+}
+
+static void run_next(run *ru)
+{
+    http_src *h = ru->h;
+    uint64_t i = ru->at;
+    while (i <= ru->last && ru->ready[i - ru->first])
+        i++;
+    if (i > ru->last)
+        return run_finish(ru, 0, NULL);
+    uint64_t j = i;
+    while (j < ru->last && !ru->ready[j + 1 - ru->first])
+        j++;
+    if (h->o.offline) {
+        mfs_err e = { 0 };
+        mfs_fail(&e, MFS_E_IO, MFS_NO_OFFSET,
+                 "offline, and bytes %" PRIu64 "-%" PRIu64 " are not in the cache",
+                 i * h->block, i * h->block + block_len(h, i) - 1);
+        return run_finish(ru, -1, &e);
+    }
+    ru->at = i;
+    ru->gap_last = j;
+    uint64_t off = i * h->block, end = j * h->block + block_len(h, j);
+    /* The sink's part k is block i + k: shifted by the run's start. */
+    ru->sink = (part_sink){ block_whole, ru };
+    ru->shift = (struct shift){ &ru->sink, i - ru->first };
+    ru->here = (part_sink){ shifted, &ru->shift };
+    xfer_start(h, off, end - off, ru->bufs + (i - ru->first), false, &ru->here, run_got, ru);
+}
+
+/* Fills blocks first..last (claimed LOADING by the caller) and makes
+ * them READY, each as soon as it is whole; at its end those not whole
+ * are removed and its owner told (w: a reader; j: a read-ahead job).
+ * `ahead`: fetched before any reader asked, so kept over blocks already
+ * read until one reads them (least recently used would drop them first:
+ * they were ready before the reader went through the blocks before
+ * them). Called unlocked, on any thread; what it waits for, the loop
+ * drives. */
+static void run_start(http_src *h, uint64_t first, uint64_t last, struct waiter *w,
+                      struct ahead_job *j)
+{
+    pthread_mutex_lock(&h->mu);
+    h->runs++;
+    pthread_mutex_unlock(&h->mu);
     uint64_t n = last - first + 1;
-    run ru = { .h = h, .first = first, .last = last, .ahead = ahead };
-    ru.bufs = calloc(n, sizeof *ru.bufs);
-    ru.ready = calloc(n, sizeof *ru.ready);
-    bool ok = ru.bufs != NULL && ru.ready != NULL;
+    run *ru = calloc(1, sizeof *ru);
+    bool ok = ru != NULL;
+    if (ok) {
+        *ru = (run){ .h = h, .first = first, .last = last, .ahead = j != NULL, .w = w, .j = j,
+                     .at = first };
+        ru->bufs = calloc(n, sizeof *ru->bufs);
+        ru->ready = calloc(n, sizeof *ru->ready);
+        ok = ru->bufs != NULL && ru->ready != NULL;
+    }
     for (uint64_t i = 0; ok && i < n; i++)
-        ok = (ru.bufs[i] = mfs_block_data_new((uint32_t)block_len(h, first + i))) != NULL;
-    int rc = ok ? fill_run(&ru, e) : mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        ok = (ru->bufs[i] = mfs_block_data_new((uint32_t)block_len(h, first + i))) != NULL;
+    if (!ok) {
+        mfs_err e = { 0 };
+        mfs_fail(&e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+        if (ru == NULL)
+            return run_over(h, first, last, NULL, w, j, -1, &e);
+        return run_finish(ru, -1, &e);
+    }
+    run_from_disk(ru);
+    run_next(ru);
+}
+
+/* The end of a run (or of one that could not be made): its blocks not
+ * handed over (ready[k] false, or ready NULL) go, its owner is told, and
+ * readers waiting go on (a block gone is fetched by the next that needs
+ * it). The last the run does with h: counted in h->runs until here. */
+static void run_over(http_src *h, uint64_t first, uint64_t last, const bool *ready,
+                     struct waiter *w, struct ahead_job *j, int rc, const mfs_err *e)
+{
     pthread_mutex_lock(&h->mu);
     if (rc != 0 && e->code == MFS_E_CHANGED && !h->changed) {
         h->changed = true;
         mfs_warn("%s: %s: its reads fail from now on", h->src.name, e->msg);
     }
-    for (uint64_t i = first; ru.ready != NULL && i <= last; i++) {
-        mfs_block *b = ru.ready[i - first] ? NULL : mfs_block_find(&h->tab, i);
+    for (uint64_t i = first; i <= last; i++) {
+        mfs_block *b = ready != NULL && ready[i - first] ? NULL : mfs_block_find(&h->tab, i);
         if (b != NULL && b->state == MFS_BLOCK_LOADING)
             mfs_block_remove(&h->tab, b);
     }
-    /* Claimed blocks not handed over (out of memory) go too. */
-    for (uint64_t i = first; ru.ready == NULL && i <= last; i++) {
-        mfs_block *b = mfs_block_find(&h->tab, i);
-        if (b != NULL && b->state == MFS_BLOCK_LOADING)
-            mfs_block_remove(&h->tab, b);
-    }
+    pthread_mutex_unlock(&h->mu);
+    if (w != NULL)
+        waiter_ran(h, w, rc, e);
+    if (j != NULL)
+        ahead_ran(j, rc);
+    pump(h);
+    pthread_mutex_lock(&h->mu);
+    h->runs--;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
-    for (uint64_t i = 0; ru.bufs != NULL && i < n; i++)
-        mfs_block_data_free(ru.bufs[i], (uint32_t)block_len(h, first + i));
-    free(ru.bufs);
-    free(ru.ready);
-    return rc;
 }
 
-static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e);
+static void run_finish(run *ru, int rc, const mfs_err *e)
+{
+    http_src *h = ru->h;
+    for (uint64_t i = 0; ru->bufs != NULL && i <= ru->last - ru->first; i++)
+        mfs_block_data_free(ru->bufs[i], (uint32_t)block_len(h, ru->first + i));
+    free(ru->bufs);
+    run_over(h, ru->first, ru->last, ru->ready, ru->w, ru->j, rc, e);
+    free(ru->ready);
+    free(ru);
+}
+
+/* ---- readers waiting ---------------------------------------------------- */
+
+/* A get that waits for blocks (get_async): registered on the source and
+ * answered when its blocks are here (pump), on whichever thread made
+ * them so (the loop's, mostly); it holds no thread meanwhile. Its bytes
+ * are copied into dst block by block as they come (a range longer than
+ * the table goes through it). */
+typedef struct waiter {
+    uint64_t off, len, pos;     /* pos: copied up to there */
+    uint8_t *dst;
+    mfs_src_done done;
+    void *arg;
+    unsigned runs;              /* its own fetches in flight */
+    bool failed;                /* one of them failed: e says why */
+    bool answered;              /* kept until runs is 0 */
+    mfs_err e;
+    struct waiter *prev, *next;
+} waiter;
+
+static void waiter_unlink(http_src *h, waiter *w)
+{
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        h->waiters = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+}
+
+/* A fetch a reader started ended: its error is the reader's (a block
+ * another reader or a read-ahead fetched and lost is fetched again). */
+static void waiter_ran(http_src *h, waiter *w, int rc, const mfs_err *e)
+{
+    pthread_mutex_lock(&h->mu);
+    w->runs--;
+    if (rc != 0 && !w->failed && !w->answered) {
+        w->failed = true;
+        w->e = *e;
+    }
+    if (w->answered && w->runs == 0) {
+        waiter_unlink(h, w);
+        free(w);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* What a pass of pump does once unlocked. */
+#define PASS_MAX 64
+
+typedef struct answer {
+    mfs_src_done done;
+    void *arg;
+    int rc;
+    mfs_span got;
+    mfs_err e;
+} answer;
+
+typedef struct start {
+    uint64_t first, last;
+    waiter *w;
+} start;
+
+/* Copies what is here of w's range, and claims the first run of blocks
+ * that no one holds or fetches (one GET of at most MAX_RUN_BYTES, to the
+ * range's end) for w to fetch: into *st (true). Done: w->pos at its end,
+ * or failed. Called locked. */
+static bool waiter_step(http_src *h, waiter *w, start *st)
+{
+    uint64_t end = w->off + w->len;
+    while (w->pos < end && !w->failed) {
+        if (h->changed) {
+            w->failed = true;
+            mfs_fail(&w->e, MFS_E_CHANGED, MFS_NO_OFFSET, "changed on the server since the mount");
+            break;
+        }
+        uint64_t bi = w->pos / h->block;
+        mfs_block *b = mfs_block_find(&h->tab, bi);
+        if (b != NULL && b->state == MFS_BLOCK_READY) {
+            uint64_t in = w->pos - bi * h->block;
+            uint64_t n = b->len - in < end - w->pos ? b->len - in : end - w->pos;
+            if (!(b->cap & MFS_BLOCK_MAPPED)) {
+                memcpy(w->dst + (w->pos - w->off), b->data + in, n);
+            } else if (!mfs_disk_cache_copy(b->data, bi, b->len, (uint32_t)in, (uint32_t)n,
+                                            w->dst + (w->pos - w->off))) {
+                /* Its file was truncated, rewritten or damaged since it was
+                 * mapped: dropped, fetched again. */
+                mfs_warn("%s: block %" PRIu64 " of the cache changed under its mapping; "
+                         "fetched again", h->src.name, bi);
+                mfs_disk_cache_drop(h->disk, h->key, bi);
+                mfs_block_remove(&h->tab, b);
+                continue;
+            }
+            b->used = ++h->tab.tick;
+            w->pos += n;
+            continue;
+        }
+        if (b != NULL) {   /* another reader, or a job, is fetching it: share that */
+            if (h->jobs > 0)
+                mfs_fetch_pool_wider();   /* caught up with the read-ahead */
+            return false;
+        }
+        if (stop_now()) {   /* unmount: no new fetch; answered now */
+            w->failed = true;
+            mfs_fail(&w->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
+            break;
+        }
+        /* Claim the run of missing blocks from here on, to the range's
+         * end, at most MAX_RUN_BYTES: one GET. No room (every slot
+         * loading): the next block event tries again. */
+        uint64_t last_needed = (end - 1) / h->block;
+        uint64_t max_last = bi + (MAX_RUN_BYTES / h->block) - 1;
+        uint64_t last = bi;
+        if (mfs_block_claim(&h->tab, bi) == NULL)
+            return false;
+        while (last < last_needed && last < max_last && h->tab.used < h->tab.max &&
+               mfs_block_claim(&h->tab, last + 1) != NULL)
+            last++;
+        if (h->jobs > 0)
+            mfs_fetch_pool_wider();   /* ahead of the jobs queued: more at once */
+        w->runs++;
+        *st = (start){ bi, last, w };
+        return true;
+    }
+    return false;
+}
+
+/* Moves every waiting reader of h on: copies what came, starts the
+ * fetches they need, answers those whose bytes are all here (or cannot
+ * be had). One thread at a time per source (others leave it a note:
+ * pump_again); the answers are given unlocked. */
+static void pump(http_src *h)
+{
+    pthread_mutex_lock(&h->mu);
+    if (h->pumping) {
+        h->pump_again = true;
+        pthread_mutex_unlock(&h->mu);
+        return;
+    }
+    h->pumping = true;
+    do {
+        h->pump_again = false;
+        answer ans[PASS_MAX];
+        start st[PASS_MAX];
+        size_t na = 0, ns = 0;
+        for (waiter *w = h->waiters, *next; w != NULL; w = next) {
+            next = w->next;
+            if (w->answered)
+                continue;
+            if (na == PASS_MAX || ns == PASS_MAX) {
+                h->pump_again = true;
+                break;
+            }
+            if (waiter_step(h, w, &st[ns])) {
+                ns++;
+                continue;
+            }
+            if (!w->failed && w->pos < w->off + w->len)
+                continue;   /* waits for blocks being fetched */
+            answer *a = &ans[na++];
+            a->done = w->done;
+            a->arg = w->arg;
+            if (w->failed) {
+                a->rc = -1;
+                a->got = (mfs_span){ NULL, 0, w->off };
+                a->e = w->e;
+                a->e.offset = (int64_t)w->off;
+                free(w->dst);
+            } else {
+                a->rc = 0;
+                a->got = (mfs_span){ w->dst, w->len, w->off };
+            }
+            w->dst = NULL;
+            w->answered = true;
+            if (w->runs == 0) {
+                waiter_unlink(h, w);
+                free(w);
+            }
+        }
+        pthread_mutex_unlock(&h->mu);
+        for (size_t i = 0; i < ns; i++)
+            run_start(h, st[i].first, st[i].last, st[i].w, NULL);
+        for (size_t i = 0; i < na; i++)
+            ans[i].done(ans[i].arg, ans[i].rc, ans[i].got, ans[i].rc ? &ans[i].e : NULL);
+        pthread_mutex_lock(&h->mu);
+    } while (h->pump_again);
+    h->pumping = false;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
 
 /* ---- read-ahead ------------------------------------------------------- */
 
 typedef struct ahead_job {
     http_src *h;
-    uint64_t first, last;       /* the blocks to fetch, claimed when it starts */
+    uint64_t first, last;       /* the blocks to fetch, claimed as it goes */
+    uint64_t at;                /* the next one to look at */
     uint64_t bytes;
 } ahead_job;
 
-/* Claims and fetches the job's blocks that no one holds or fetches. They
- * are claimed when the job starts, not when it is queued: a reader never
- * waits on a job that has not started (the pool is the process's, and
- * another file's stalled server may hold every thread of it); it fetches
- * such a block itself, and the job skips it. */
-static void run_ahead(void *arg)
+static void ahead_end(ahead_job *j)
 {
-    ahead_job *j = arg;
     http_src *h = j->h;
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    for (uint64_t k = j->first; k <= j->last;) {
-        pthread_mutex_lock(&h->mu);
-        while (k <= j->last && mfs_block_find(&h->tab, k) != NULL)
-            k++;
-        uint64_t a = k;
-        /* Up to the next block someone holds or fetches (the table
-         * refuses a second claim): jobs queued before they start may
-         * overlap, as reads handled out of order each queue from their
-         * own end, and each block is fetched once. */
-        while (k <= j->last && !h->changed && !stop_now() && mfs_block_claim(&h->tab, k) != NULL)
-            k++;
-        pthread_mutex_unlock(&h->mu);
-        if (k == a)
-            break;   /* the end, a change, a stop, or no room: readers fetch the rest */
-        /* A failure removes the blocks: a reader then fetches them itself
-         * and gets the error for its own read. */
-        mfs_err e = { 0 };
-        if (load_run(h, a, k - 1, true, &e) != 0)
-            break;
-    }
     __atomic_sub_fetch(&ahead_bytes, j->bytes, __ATOMIC_RELAXED);
     pthread_mutex_lock(&h->mu);
     h->jobs--;
@@ -790,6 +1181,49 @@ static void run_ahead(void *arg)
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     free(j);
+    mfs_fetch_pool_done();
+}
+
+/* Claims and fetches the job's next blocks that no one holds or fetches.
+ * They are claimed when the job runs, not when it is queued: a reader
+ * never waits on a job that has not started (the jobs in flight are
+ * bounded for the process, and another file's stalled server may hold
+ * every one); it fetches such a block itself, and the job skips it. */
+static void ahead_next(ahead_job *j)
+{
+    http_src *h = j->h;
+    pthread_mutex_lock(&h->mu);
+    uint64_t k = j->at;
+    while (k <= j->last && mfs_block_find(&h->tab, k) != NULL)
+        k++;
+    uint64_t a = k;
+    /* Up to the next block someone holds or fetches (the table refuses a
+     * second claim): jobs queued before they start may overlap, as reads
+     * handled out of order each queue from their own end, and each block
+     * is fetched once. */
+    while (k <= j->last && !h->changed && !stop_now() && mfs_block_claim(&h->tab, k) != NULL)
+        k++;
+    pthread_mutex_unlock(&h->mu);
+    if (k == a)
+        return ahead_end(j);   /* the end, a change, a stop, or no room: readers fetch the rest */
+    j->at = k;
+    run_start(h, a, k - 1, NULL, j);
+}
+
+/* A run of the job ended. A failure removed its blocks: a reader then
+ * fetches them itself and gets the error for its own read. */
+static void ahead_ran(ahead_job *j, int rc)
+{
+    if (rc != 0)
+        ahead_end(j);
+    else
+        ahead_next(j);
+}
+
+/* The job's turn (fetch_pool.h), on the loop's thread. */
+static void run_ahead(void *arg)
+{
+    ahead_next(arg);
 }
 
 /* Queues the blocks from `from` on that are neither held nor coming, in
@@ -824,7 +1258,7 @@ static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
         }
         ahead_job *j = malloc(sizeof *j);
         if (j != NULL)
-            *j = (ahead_job){ h, bi, bi + n - 1, bytes };
+            *j = (ahead_job){ h, bi, bi + n - 1, bi, bytes };
         if (j == NULL || !mfs_fetch_pool_run(run_ahead, j)) {
             free(j);
             __atomic_sub_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED);
@@ -871,88 +1305,86 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
     pthread_mutex_unlock(&h->mu);
 }
 
-/* A thread cancelled in a fetch or a wait would leave its blocks loading
- * forever and the lock held (libfuse cancels its workers at unmount):
- * not here; the fetch stops on its own (mfs_http_set_stop). */
-static int http_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+/* ---- gets --------------------------------------------------------------- */
+
+static void http_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done done, void *arg)
 {
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    int r = get_blocks((http_src *)s, off, len, out, e);
-    pthread_setcancelstate(old, NULL);
-    return r;
+    http_src *h = (http_src *)s;
+    waiter *w = calloc(1, sizeof *w);
+    uint8_t *dst = malloc(len ? len : 1);
+    if (w == NULL || dst == NULL) {
+        free(w);
+        free(dst);
+        mfs_err e = { 0 };
+        mfs_fail(&e, MFS_E_NOMEM, (int64_t)off, "out of memory");
+        done(arg, -1, (mfs_span){ NULL, 0, off }, &e);
+        return;
+    }
+    *w = (waiter){ .off = off, .len = len, .pos = off, .dst = dst, .done = done, .arg = arg };
+    pthread_mutex_lock(&h->mu);
+    /* A long range (a file decoded on open) is fetched in parallel: jobs
+     * take what lies past the first chunk, the reader's own GETs the
+     * rest. */
+    if (len > 2 * (uint64_t)AHEAD_CHUNK)
+        queue_ahead(h, off + AHEAD_CHUNK, off + len, off + len);
+    w->next = h->waiters;
+    if (h->waiters != NULL)
+        h->waiters->prev = w;
+    h->waiters = w;
+    /* Its first fetch started here, on the caller's thread: blocks from
+     * the disk cache are read by each reader's thread side by side, not
+     * one after the other by whichever thread pumps. */
+    start st;
+    bool own = waiter_step(h, w, &st);
+    pthread_mutex_unlock(&h->mu);
+    if (own)
+        run_start(h, st.first, st.last, w, NULL);
+    pump(h);   /* bytes at hand: answered here, now */
 }
 
-static int get_blocks(http_src *h, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+/* The blocking get (drivers at load, modelfs-ls, decode workers): the
+ * asynchronous one and a wait on a condition variable. */
+typedef struct sync_get {
+    bool done;
+    int rc;
+    mfs_span got;
+    mfs_err e;
+} sync_get;
+
+static void sync_got(void *arg, int rc, mfs_span got, const mfs_err *e)
 {
-    uint8_t *dst = malloc(len ? len : 1);
-    if (dst == NULL)
-        return mfs_fail(e, MFS_E_NOMEM, off, "out of memory");
-    uint64_t pos = off, end = off + len;
-    pthread_mutex_lock(&h->mu);
-    /* A long range (a file decoded on open) is fetched in parallel: the
-     * pool takes what lies past the first chunk, this thread the rest. */
-    if (len > 2 * (uint64_t)AHEAD_CHUNK)
-        queue_ahead(h, off + AHEAD_CHUNK, end, end);
-    while (pos < end) {
-        if (h->changed) {
-            pthread_mutex_unlock(&h->mu);
-            free(dst);
-            return mfs_fail(e, MFS_E_CHANGED, off, "changed on the server since the mount");
-        }
-        uint64_t bi = pos / h->block;
-        mfs_block *b = mfs_block_find(&h->tab, bi);
-        if (b != NULL && b->state == MFS_BLOCK_READY) {
-            uint64_t in = pos - bi * h->block;
-            uint64_t n = b->len - in < end - pos ? b->len - in : end - pos;
-            if (!(b->cap & MFS_BLOCK_MAPPED)) {
-                memcpy(dst + (pos - off), b->data + in, n);
-            } else if (!mfs_disk_cache_copy(b->data, bi, b->len, (uint32_t)in, (uint32_t)n,
-                                            dst + (pos - off))) {
-                /* Its file was truncated, rewritten or damaged since it was
-                 * mapped: dropped, fetched again. */
-                mfs_log("modelfs: %s: block %" PRIu64 " of the cache changed under its mapping; "
-                        "fetched again", h->src.name, bi);
-                mfs_disk_cache_drop(h->disk, h->key, bi);
-                mfs_block_remove(&h->tab, b);
-                continue;
-            }
-            b->used = ++h->tab.tick;
-            pos += n;
-            continue;
-        }
-        if (b != NULL) {   /* another reader is fetching it: share that */
-            if (h->jobs > 0)
-                mfs_fetch_pool_wider();   /* caught up with the read-ahead */
-            pthread_cond_wait(&h->cv, &h->mu);
-            continue;
-        }
-        /* Claim the run of missing blocks from here on, to the range's
-         * end, at most MAX_RUN_BYTES: one GET. */
-        uint64_t last_needed = (end - 1) / h->block;
-        uint64_t max_last = bi + (MAX_RUN_BYTES / h->block) - 1;
-        uint64_t last = bi;
-        if (mfs_block_claim(&h->tab, bi) == NULL) {
-            pthread_cond_wait(&h->cv, &h->mu);
-            continue;
-        }
-        while (last < last_needed && last < max_last && h->tab.used < h->tab.max &&
-               mfs_block_claim(&h->tab, last + 1) != NULL)
-            last++;
-        if (h->jobs > 0)
-            mfs_fetch_pool_wider();   /* ahead of the jobs queued: more at once */
-        pthread_mutex_unlock(&h->mu);
-        int rc = load_run(h, bi, last, false, e);
-        pthread_mutex_lock(&h->mu);
-        if (rc != 0) {
-            pthread_mutex_unlock(&h->mu);
-            free(dst);
-            e->offset = (int64_t)off;
-            return -1;
-        }
+    sync_get *g = arg;
+    pthread_mutex_lock(&sync_mu);
+    g->rc = rc;
+    g->got = got;
+    if (e != NULL)
+        g->e = *e;
+    g->done = true;
+    pthread_cond_broadcast(&sync_cv);
+    pthread_mutex_unlock(&sync_mu);
+}
+
+/* A thread cancelled in a wait would leave its reader registered for
+ * ever (libfuse cancels its workers at unmount): not here; the fetch
+ * stops on its own (mfs_http_set_stop). */
+static int http_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_err *e)
+{
+    if (mfs_loop_here() && !mfs_src_ready(s, off, len))
+        return mfs_fail(e, MFS_E_INTERNAL, (int64_t)off, "a blocking get on the loop's thread");
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    sync_get g = { 0 };
+    http_get_async(s, off, len, sync_got, &g);
+    pthread_mutex_lock(&sync_mu);
+    while (!g.done)
+        pthread_cond_wait(&sync_cv, &sync_mu);
+    pthread_mutex_unlock(&sync_mu);
+    pthread_setcancelstate(old, NULL);
+    if (g.rc != 0) {
+        *e = g.e;
+        return -1;
     }
-    pthread_mutex_unlock(&h->mu);
-    *out = (mfs_span){ dst, len, off };
+    *out = g.got;
     return 0;
 }
 
@@ -988,10 +1420,10 @@ static bool http_unchanged(const mfs_src *s)
 static void http_close(mfs_src *s)
 {
     http_src *h = (http_src *)s;
-    /* Read-ahead jobs use h: wait them out (at unmount they end within a
-     * second, mfs_http_set_stop). */
+    /* Read-ahead jobs, runs and a pump on another thread use h: wait them
+     * out (at unmount the loop ends them at once, mfs_http_set_stop). */
     pthread_mutex_lock(&h->mu);
-    while (h->jobs > 0)
+    while (h->jobs > 0 || h->runs > 0 || h->pumping || h->waiters != NULL || h->writes > 0)
         pthread_cond_wait(&h->cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
     const mfs_curl_api *c = mfs_curl();
@@ -1013,7 +1445,7 @@ static void http_close(mfs_src *s)
 
 static const mfs_src_ops http_ops = {
     .get = http_get, .release = http_release, .unchanged = http_unchanged, .close = http_close,
-    .advise = http_advise, .ready = http_ready,
+    .advise = http_advise, .ready = http_ready, .get_async = http_get_async,
 };
 
 void mfs_http_opts_from_env(mfs_http_opts *o)
@@ -1101,7 +1533,7 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
     if (h->o.retries == 0)
         h->o.retries = 3;
     if (h->o.block < 4096)
-        h->o.block = 4096;   /* fill_run's table holds a run's blocks of at least that */
+        h->o.block = 4096;   /* a run's table holds its blocks of at least that */
     if (h->o.cache_max == 0)
         h->o.cache_max = 10ull << 30;
     h->block = h->o.block;
@@ -1164,7 +1596,7 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         return NULL;
     }
     reply r;
-    if (fetch(h, 0, h->block, &buf, true, NULL, &r, e) != 0) {
+    if (fetch(h, 0, h->block, &buf, true, &r, e) != 0) {
         mfs_block_data_free(buf, cap);
         http_close(&h->src);
         return NULL;

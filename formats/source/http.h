@@ -109,8 +109,12 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
 mfs_src *mfs_src_http_open(const char *url, const mfs_http_opts *opts, mfs_err *e);
 
 /* `fn` says when the program stops (the daemon: its FUSE session ended):
- * every fetch then ends within a second, with MFS_E_CANCELLED. */
+ * every fetch then ends within 200 ms, with MFS_E_CANCELLED (the loop
+ * looks at it each turn, http_loop.h). */
 void mfs_http_set_stop(bool (*fn)(void));
+/* The program stops now (the daemon's session ended): every fetch and
+ * every read waiting on one ends at once, with MFS_E_CANCELLED. */
+void mfs_http_stop(void);
 
 /* Test knobs from the environment: MODELFS_HTTP_BUDGET (bytes of blocks
  * kept) and MODELFS_HTTP_STALL (seconds without a byte), into `o`. */

@@ -1,6 +1,5 @@
 #include "hub_request.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include <time.h>
 
 #include "curl_lib.h"
+#include "http_loop.h"
 #include "xalloc.h"
 
 #define TRIES 3
@@ -84,13 +84,6 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-static void pause_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 int mfs_hub_request(const char *url, const char *token, bool head, size_t max_body,
                     const mfs_http_opts *o, mfs_hub_reply *r, mfs_err *e)
 {
@@ -146,7 +139,7 @@ int mfs_hub_request(const char *url, const char *token, bool head, size_t max_bo
         c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
         if (head)
             c->easy_setopt(k, CURLOPT_NOBODY, 1L);
-        rc = c->easy_perform(k);
+        rc = mfs_loop_perform(k);   /* the process's one loop drives it */
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, &r->status);
         curl_off_t clen = -1;
         if (c->easy_getinfo(k, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK)
@@ -157,9 +150,9 @@ int mfs_hub_request(const char *url, const char *token, bool head, size_t max_bo
         bool again = (rc == CURLE_OK && (r->status >= 500 || r->status == 429)) ||
                      rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR ||
                      rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING;
-        if (!again || attempt + 1 == TRIES)
+        /* The wait ends early when the program stops (http_loop.h). */
+        if (!again || attempt + 1 == TRIES || !mfs_loop_pause(250L << attempt))
             break;
-        pause_ms(250L << attempt);
     }
     explicit_bzero(auth, sizeof auth);
     c->easy_cleanup(k);

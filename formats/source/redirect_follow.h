@@ -29,7 +29,24 @@ typedef struct mfs_hops {
     const char *url;   /* the first hop's: its origin is the credentials' */
 } mfs_hops;
 
-/* Performs the request on k, following at most MFS_MAX_REDIRECTS
+/* The same one hop at a time, for a transfer the loop drives
+ * (http_loop.h): begin sets k up for the first hop (false: it could not
+ * be, then the request's code is CURLE_OUT_OF_MEMORY: give it to next);
+ * after each hop, next(rc) either sets k up for the one the answer
+ * redirects to (true: perform k again) or ends the request (false: rc
+ * and k's answer are its last; why as below). */
+typedef struct mfs_redirects {
+    const mfs_hops *h;
+    char *hop_url, *home;
+    bool with_creds;
+    unsigned hop;
+} mfs_redirects;
+
+bool mfs_redirects_begin(mfs_redirects *r, const mfs_curl_api *c, CURL *k, const mfs_hops *h);
+bool mfs_redirects_next(mfs_redirects *r, const mfs_curl_api *c, CURL *k, CURLcode rc, char *why,
+                        size_t size);
+
+/* Performs the request on k (through the loop: mfs_loop_perform), following at most MFS_MAX_REDIRECTS
  * redirects as redirect.h judges them: the last transfer's code (the
  * last answer's status is k's CURLINFO_RESPONSE_CODE). A redirect not
  * followed (refused, or one too many): why (size bytes) says so, URLs

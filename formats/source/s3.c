@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "curl_lib.h"
+#include "http_loop.h"
 #include "s3_config.h"
 #include "s3_xml.h"
 #include "strbuf.h"
@@ -313,7 +314,7 @@ static int get_page(const char *url, signer *sg, const mfs_http_opts *o, body *b
         if (hdr != NULL)
             hdr = s3_prepare(sg, k, hdr);
         c->easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
-        CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : c->easy_perform(k);
+        CURLcode rc = hdr == NULL ? CURLE_OUT_OF_MEMORY : mfs_loop_perform(k);
         c->easy_getinfo(k, CURLINFO_RESPONSE_CODE, status);
         c->slist_free_all(hdr);
         c->easy_cleanup(k);
@@ -323,9 +324,8 @@ static int get_page(const char *url, signer *sg, const mfs_http_opts *o, body *b
         bool again = rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING ||
                      rc == CURLE_PARTIAL_FILE ||
                      (rc == CURLE_OK && (*status >= 500 || *status == 429));
-        if (again && attempt < LIST_RETRIES) {
-            struct timespec ts = { (time_t)backoff, (long)((backoff - (double)(time_t)backoff) * 1e9) };
-            nanosleep(&ts, NULL);
+        /* The wait ends early when the program stops (http_loop.h). */
+        if (again && attempt < LIST_RETRIES && mfs_loop_pause((long)(backoff * 1000))) {
             backoff *= 2;
             continue;
         }

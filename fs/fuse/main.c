@@ -290,6 +290,7 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
     if (o->singlethread) {
         int r = fuse_session_loop(se);
         atomic_store(&loop_done, true);
+        mfs_http_stop();   /* reads waiting on remote bytes are answered now */
         return r;
     }
     struct fuse_loop_config *cfg = fuse_loop_cfg_create();
@@ -302,6 +303,7 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *o)
         fuse_loop_cfg_set_idle_threads(cfg, o->max_idle_threads);
     int r = fuse_session_loop_mt(se, cfg);
     atomic_store(&loop_done, true);
+    mfs_http_stop();   /* reads waiting on remote bytes are answered now */
     fuse_loop_cfg_destroy(cfg);
     return r;
 }
