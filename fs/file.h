@@ -93,7 +93,10 @@ void mfs_file_read(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off
 
 /* Blocking forms for programs without an event loop of their own
  * (modelfs-ls, tests): done(arg, ...) is called once before they return,
- * maybe on another thread while this one waits; the result is its rc. */
+ * maybe on another thread while this one waits; the result is its rc.
+ * They return once the request has let go of everything (they wait for
+ * all work of inflight.h to end: not for a program with other reads in
+ * flight), so the caller may free the model right after. */
 int mfs_file_open_sync(const mfs_volume *v, uint32_t node, mfs_file **f, mfs_err *e);
 int mfs_file_read_sync(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off,
                        size_t len, mfs_file_done done, void *arg);

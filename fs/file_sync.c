@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "file_impl.h"
+#include "inflight.h"
 
 void mfs_file_fail(mfs_file_done done, void *arg, mfs_code code, const char *msg)
 {
@@ -49,5 +50,9 @@ int mfs_sync_wait(mfs_sync *s)
     pthread_mutex_unlock(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    /* The answer came, but the thread that gave it may still be letting
+     * go of what it pinned (a span, held bytes, a concatenation's pieces):
+     * a program that frees the model next must wait for that too. */
+    mfs_inflight_drain(60000);
     return rc;
 }
