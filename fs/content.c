@@ -11,7 +11,7 @@
 #include "digest.h"
 #include "hash.h"
 #include "log.h"
-#include "utf8.h"
+#include "sums.h"
 #include "xalloc.h"
 
 /* Job threads at once: each runs one production (a download may take
@@ -80,11 +80,7 @@ struct mfs_content {
     unsigned handed;        /* wake-ups given to lingering threads, not taken */
     bool stopping;
     held_link *live;
-    /* SHA256SUMS digests, by node: the 32 bytes (shown as hex), and
-     * whether they are there. */
-    pthread_mutex_t sum_lock;
-    uint8_t (*sums)[32];
-    bool *summed;
+    mfs_sum_cache *sums;    /* SHA256SUMS's digests (sums.c) */
 };
 
 uint64_t mfs_content_default_cap(void)
@@ -206,10 +202,7 @@ mfs_content *mfs_content_new_in(const mfs_tree *t, mfs_src *src, mfs_content_poo
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->work, &ca);
     pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&c->sum_lock, NULL);
-    /* calloc's pages cost nothing until a digest is written to them. */
-    c->sums = mfs_xcalloc(t->count, sizeof *c->sums);
-    c->summed = mfs_xcalloc(t->count, sizeof *c->summed);
+    c->sums = mfs_sum_cache_new(t->count);
     pthread_mutex_lock(&pool->lock);
     c->pool_next = pool->members;
     if (pool->members)
@@ -871,9 +864,7 @@ void mfs_content_free(mfs_content *c)
     pthread_cond_destroy(&c->work);
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
-    free(c->sums);
-    free(c->summed);
-    pthread_mutex_destroy(&c->sum_lock);
+    mfs_sum_cache_free(c->sums);
     mfs_table_free(&c->index);
     mfs_content_pool *p = c->pool;
     pthread_mutex_lock(&p->lock);
@@ -889,127 +880,15 @@ void mfs_content_free(mfs_content *c)
     free(c);
 }
 
-/* ---- SHA256SUMS digests ------------------------------------------------ */
-
-bool mfs_content_sum_cached(mfs_content *c, uint32_t node, char hex[65])
+mfs_sum_cache *mfs_content_sum_cache(mfs_content *c)
 {
-    if (node >= c->tree->count)
-        return false;
-    static const char digits[] = "0123456789abcdef";
-    uint8_t d[32];
-    pthread_mutex_lock(&c->sum_lock);
-    bool have = c->summed[node];
-    if (have)
-        memcpy(d, c->sums[node], sizeof d);
-    pthread_mutex_unlock(&c->sum_lock);
-    for (int i = 0; have && i < 32; i++) {
-        hex[2 * i] = digits[d[i] >> 4];
-        hex[2 * i + 1] = digits[d[i] & 15];
-    }
-    if (have)
-        hex[64] = '\0';
-    return have;
+    return c->sums;
 }
 
-void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65])
+bool mfs_content_stopping(mfs_content *c)
 {
-    if (node >= c->tree->count)
-        return;
-    uint8_t d[32];
-    for (int i = 0; i < 32; i++) {
-        int hi = mfs_hexval(hex[2 * i]), lo = mfs_hexval(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return;  /* not a digest: nothing kept */
-        d[i] = (uint8_t)(hi << 4 | lo);
-    }
-    pthread_mutex_lock(&c->sum_lock);
-    memcpy(c->sums[node], d, sizeof d);
-    c->summed[node] = true;
-    pthread_mutex_unlock(&c->sum_lock);
-}
-
-/* Pieces a fetching source hands out at once while a stored file is
- * hashed: a tensor of gigabytes never needs its size in memory. */
-#define SUM_PIECE (8u << 20)
-
-/* A stored file's bytes for its digest, or -1 with the reason logged
- * (a fetch that failed: the server went away, or the model changed). */
-static int sum_get(mfs_content *c, uint32_t node, const mfs_node *n, uint64_t off, uint64_t len,
-                   mfs_span *sp)
-{
-    mfs_err e = { 0 };
-    if (mfs_node_get(n, c->src, off, len, sp, &e) == 0)
-        return 0;
-    log_node(c, node, &e);
-    return -1;
-}
-
-/* The sha256 of a file with no producer: in one go from a mapping or
- * the tree's own bytes, else a piece at a time from the source. */
-static int sum_stored(mfs_content *c, uint32_t node, const mfs_node *n, char hex[65])
-{
-    mfs_span sp;
-    if (!n->from_src || c->src == NULL || c->src->map != NULL) {
-        if (sum_get(c, node, n, 0, n->size, &sp) != 0)
-            return -1;
-        int r = mfs_sha256_hex_mapped(sp.p, n->size, NULL, hex);
-        mfs_node_release(n, c->src, sp);
-        return r;
-    }
-    mfs_sha256_stream *s = mfs_sha256_begin();
-    if (s == NULL)
-        return -1;
-    for (uint64_t at = 0; at < n->size; at += sp.len) {
-        uint64_t len = n->size - at < SUM_PIECE ? n->size - at : SUM_PIECE;
-        /* The mount is ending: a digest of gigabytes does not hold it up. */
-        pthread_mutex_lock(&c->lock);
-        bool stop = c->stopping;
-        pthread_mutex_unlock(&c->lock);
-        if (stop || sum_get(c, node, n, at, len, &sp) != 0) {
-            mfs_sha256_abandon(s);
-            return -1;
-        }
-        int r = mfs_sha256_add(s, sp.p, sp.len, NULL);
-        mfs_node_release(n, c->src, sp);
-        if (r != 0) {
-            mfs_sha256_abandon(s);
-            return -1;
-        }
-    }
-    return mfs_sha256_end(s, hex);
-}
-
-int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65])
-{
-    const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL || n->kind != MFS_NODE_FILE || sum_stored(c, node, n, hex) != 0)
-        return -1;
-    mfs_content_sum_store(c, node, hex);
-    return 0;
-}
-
-int mfs_content_sum_held(mfs_content *c, uint32_t node, const mfs_held *h, char hex[65])
-{
-    /* Held bytes may be a mapping of a carton folder's file: guarded too. */
-    if (!mfs_held_valid(h) || mfs_sha256_hex_mapped(h->data, h->len, NULL, hex) != 0)
-        return -1;
-    mfs_content_sum_store(c, node, hex);
-    return 0;
-}
-
-int mfs_content_sum(mfs_content *c, uint32_t node, char hex[65])
-{
-    const mfs_node *n = mfs_tree_node(c->tree, node);
-    if (n == NULL)
-        return -1;
-    if (mfs_content_sum_cached(c, node, hex))
-        return 0;
-    if (mfs_tree_ops(c->tree, n) == NULL)
-        return mfs_content_sum_plain(c, node, hex);
-    mfs_held *h = mfs_content_get(c, node, NULL);
-    if (h == NULL)
-        return -1;
-    int r = mfs_content_sum_held(c, node, h, hex);
-    mfs_held_unref(h);
-    return r;
+    pthread_mutex_lock(&c->lock);
+    bool stop = c->stopping;
+    pthread_mutex_unlock(&c->lock);
+    return stop;
 }

@@ -112,25 +112,13 @@ bool mfs_held_valid(const mfs_held *h);
  * has been produced; false before. */
 bool mfs_content_known_size(mfs_content *c, uint32_t node, uint64_t *size);
 
-/* ---- sha256 of files listed in SHA256SUMS (mfs_tree_sums) ----
- * Each is made once and kept (33 bytes per node, touched only when made).
- * Failures are not kept: the content layer keeps its own (sticky) ones. */
+/* SHA256SUMS's digests made for this tree (sums.h): kept with the
+ * content, made and read by sums.c only. */
+struct mfs_sum_cache *mfs_content_sum_cache(mfs_content *c);
 
-/* True, with the lowercase hex digest in `hex`, once it was made. */
-bool mfs_content_sum_cached(mfs_content *c, uint32_t node, char hex[65]);
-void mfs_content_sum_store(mfs_content *c, uint32_t node, const char hex[65]);
-/* The digest of a plain file (a slice of the mapping, or of a fetching
- * source: then it may wait on the network), hashed under the guard on the
- * caller's thread: 0, or -1 when the mapping faulted or a fetch failed
- * (its reason logged). The caller checks first that the model file is
- * unchanged. */
-int mfs_content_sum_plain(mfs_content *c, uint32_t node, char hex[65]);
-/* The digest of the bytes `h` holds for `node` (made and checked by the
- * content layer): 0, or -1 when they can no longer be read. */
-int mfs_content_sum_held(mfs_content *c, uint32_t node, const mfs_held *h, char hex[65]);
-/* Blocking form (modelfs-ls): any listed file. 0, or -1 (the reason was
- * logged for a produced file). */
-int mfs_content_sum(mfs_content *c, uint32_t node, char hex[65]);
+/* True once the content is shutting down (the mount is ending): long
+ * work stops between pieces. */
+bool mfs_content_stopping(mfs_content *c);
 
 /* Bytes of produced content held in memory now, by every member of the
  * pool (for tests and statistics). */

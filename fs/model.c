@@ -8,6 +8,7 @@
 #include "hash.h"
 #include "table.h"
 #include "strbuf.h"
+#include "sums.h"
 #include "xalloc.h"
 #include "json_write.h"
 #include "dtype.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "sums.h"
 #include "xalloc.h"
 
 /* Names come from the model file: keyed (formats/base/hash.h), so that no file
@@ -908,125 +909,6 @@ static void sort_xattrs(mfs_tree *t)
     }
 }
 
-void mfs_tree_mark_summed(mfs_tree *t, uint32_t node)
-{
-    if (node < t->count && t->nodes[node].kind == MFS_NODE_FILE && !t->nodes[node].sums &&
-        !t->nodes[node].concat)
-        t->nodes[node].summed = true;
-}
-
-uint32_t mfs_tree_add_sums(mfs_tree *t, uint32_t parent, const char *name)
-{
-    if (t->sums.node != MFS_NONE)
-        return MFS_NONE;
-    uint32_t n = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, 0);
-    if (n == MFS_NONE)
-        return MFS_NONE;
-    t->nodes[n].sums = true;
-    t->sums.node = n;
-    return n;
-}
-
-/* How many bytes `s` takes with GNU sha256sum's escapes ("\\" and "\n");
- * *esc tells whether any was needed. */
-static size_t escaped_len(const char *s, bool *esc)
-{
-    size_t len = 0;
-    for (; *s; s++) {
-        bool e = *s == '\\' || *s == '\n';
-        *esc |= e;
-        len += e ? 2 : 1;
-    }
-    return len;
-}
-
-/* Every marked file below `dir`, depth first in name order (the order
- * `find` in the mount lists them). */
-static void sums_collect(mfs_tree *t, uint32_t dir, uint32_t *cap)
-{
-    const mfs_node *d = &t->nodes[dir];
-    for (uint32_t i = 0; i < d->child_count; i++) {
-        uint32_t c = t->children[d->child_first + i];
-        if (c >= t->count)
-            continue;  /* a twin: never summed */
-        if (t->nodes[c].kind == MFS_NODE_DIR) {
-            sums_collect(t, c, cap);
-            continue;
-        }
-        if (!t->nodes[c].summed)
-            continue;
-        if (t->sums.count == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            t->sums.files = mfs_xreallocarray(t->sums.files, *cap, sizeof *t->sums.files);
-        }
-        t->sums.files[t->sums.count++] = c;
-    }
-}
-
-static void sums_finish(mfs_tree *t)
-{
-    mfs_sums *s = &t->sums;
-    if (s->node == MFS_NONE)
-        return;
-    uint32_t cap = 0;
-    sums_collect(t, MFS_ROOT, &cap);
-    if (s->files)
-        mfs_tree_own(t, s->files);
-    s->off = mfs_tree_own(t, mfs_xcalloc((size_t)s->count + 1, sizeof *s->off));
-    for (uint32_t i = 0; i < s->count; i++) {
-        char *path = mfs_tree_path(t, s->files[i]);
-        bool esc = false;
-        size_t plen = escaped_len(path, &esc);
-        free(path);
-        size_t len = (esc ? 1 : 0) + 64 + 2 + plen + 1;
-        if (len > s->max_line)
-            s->max_line = len;
-        s->off[i + 1] = s->off[i] + len;
-    }
-    t->nodes[s->node].size = s->off[s->count];
-}
-
-uint32_t mfs_tree_sums_line_at(const mfs_tree *t, uint64_t off)
-{
-    /* The last line starting at or before `off`. */
-    uint32_t lo = 0, hi = t->sums.count;
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->sums.off[mid] <= off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-bool mfs_tree_sums_line(const mfs_tree *t, uint32_t i, const char *hex, char *out)
-{
-    char *path = mfs_tree_path_try(t, t->sums.files[i]);
-    if (path == NULL)
-        return false;
-    bool esc = false;
-    escaped_len(path, &esc);
-    char *o = out;
-    if (esc)
-        *o++ = '\\';
-    memcpy(o, hex, 64);
-    o += 64;
-    *o++ = ' ';
-    *o++ = ' ';
-    for (const char *p = path; *p; p++) {
-        if (*p == '\\' || *p == '\n') {
-            *o++ = '\\';
-            *o++ = *p == '\n' ? 'n' : '\\';
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\n';
-    free(path);
-    return true;
-}
-
 /* Every node but the root into t->children, grouped by parent in parent
  * order (one counting pass: nodes come in the order they were added, the
  * parents interleaved; twins after them), then each directory's children
@@ -1097,7 +979,7 @@ void mfs_tree_finish(mfs_tree *t)
         if (p->xattr_count++ == 0)
             p->xattr_first = i;
     }
-    sums_finish(t);
+    mfs_sums_finish(t);
     run_finishers(t);
     t->finished = true;
     /* Lookups search the sorted children from now on; the slack of the

@@ -114,7 +114,7 @@ typedef struct mfs_xattr_view {
     char num[24];
 } mfs_xattr_view;
 
-/* SHA256SUMS: one line per tensor file (mfs_tree_mark_summed), in tree
+/* SHA256SUMS (sums.h): one line per tensor file (mfs_tree_mark_summed), in tree
  * order. Every line
  * has a length known without hashing ("HASH  PATH\n", GNU-escaped), so the
  * file's size is exact at mount; the hashes are made when read. */
@@ -314,21 +314,7 @@ void *mfs_tree_own(mfs_tree *t, void *p);
  * directory fd that files of a folder model are opened under). */
 void mfs_tree_on_destroy(mfs_tree *t, void (*fn)(void *arg), void *arg);
 
-/* Adds the SHA256SUMS file `name` under `parent`, covering every file
- * marked with mfs_tree_mark_summed; its lines and size are set by
- * mfs_tree_finish. One per tree. MFS_NONE as mfs_tree_add, or when the
- * tree has one already. */
-uint32_t mfs_tree_add_sums(mfs_tree *t, uint32_t parent, const char *name);
-
-/* Gives file `node` a line in SHA256SUMS (a tensor). */
-void mfs_tree_mark_summed(mfs_tree *t, uint32_t node);
-
-/* The line of SHA256SUMS that holds byte `off` (off < its size). */
-uint32_t mfs_tree_sums_line_at(const mfs_tree *t, uint64_t off);
-
-/* Writes line i for the lowercase hex digest `hex` (64 characters) into
- * `out` (room for max_line bytes); false when memory ran out. */
-bool mfs_tree_sums_line(const mfs_tree *t, uint32_t i, const char *hex, char *out);
+/* SHA256SUMS (mfs_tree_add_sums, its lines): sums.h. */
 
 /* Sorts directories and xattrs; call once, after the last add. */
 void mfs_tree_finish(mfs_tree *t);

@@ -11,14 +11,25 @@ extended attributes (`-x`) of its first N files (--xattrs, default 60). Prints e
 closing "N passed, N failed" line; exits 1 when any model differs.
 
 With MODELFS_SOURCE=read in the environment of NEW only (--new-env), the
-same compares the mapped source against the read one."""
+same compares the mapped source against the read one.
+
+With --remote, each PATH folder is served over HTTP on 127.0.0.1
+(tests/mount/rangeserver.py) and each model file in it is compared as
+its URL (folders are left out: a URL names a file); each build gets a
+cache folder of its own (XDG_CACHE_HOME), so neither reads the other's
+blocks."""
 
 import os
 import subprocess
 import sys
 
 
+ENVS = {}  # build -> its environment (--remote: a cache of its own)
+
+
 def run(ls, args, env=None):
+    if env is None:
+        env = ENVS.get(ls)
     p = subprocess.run([ls] + args, capture_output=True, env=env, timeout=600)
     return p.returncode, p.stdout
 
@@ -45,6 +56,25 @@ def models(paths):
                         yield os.path.join(dirpath, f)
                 for d in dirs:
                     yield os.path.join(dirpath, d)
+
+
+def remote_models(paths):
+    """Each model file of each folder as a URL of a server of its own."""
+    import tempfile
+    import urllib.parse
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "tests", "mount"))
+    import rangeserver
+    servers, out = [], []
+    for p in paths:
+        root = os.path.abspath(p)
+        srv = rangeserver.start(root)
+        servers.append(srv)
+        for m in models([root]):
+            if os.path.isfile(m):
+                rel = os.path.relpath(m, root)
+                out.append(srv.url.rstrip("/") + "/" + urllib.parse.quote(rel))
+    return servers, out, tempfile.TemporaryDirectory()
 
 
 def compare(old, new, model, new_env, nx):
@@ -77,10 +107,14 @@ def compare(old, new, model, new_env, nx):
 def main():
     args = sys.argv[1:]
     new_env = None
+    remote = False
     nx, jobs = 60, os.cpu_count() or 1
     while args and args[0].startswith("--"):
         if args[0] == "--new-env":
             new_env = dict(os.environ, MODELFS_SOURCE="read")
+            args = args[1:]
+        elif args[0] == "--remote":
+            remote = True
             args = args[1:]
         elif args[0] in ("--xattrs", "--jobs") and len(args) > 1:
             if args[0] == "--xattrs":
@@ -95,7 +129,18 @@ def main():
         return 2
     old, new, paths = args[0], args[1], args[2:]
     from concurrent.futures import ThreadPoolExecutor
-    ms = list(models(paths))
+    servers = []
+    if remote:
+        servers, ms, caches = remote_models(paths)
+        for i, ls in enumerate((old, new)):
+            cache = os.path.join(caches.name, str(i))
+            os.makedirs(cache)
+            ENVS[ls] = dict(new_env or os.environ, XDG_CACHE_HOME=cache) if i else \
+                dict(os.environ, XDG_CACHE_HOME=cache)
+        if new_env is not None:
+            new_env = ENVS[new]
+    else:
+        ms = list(models(paths))
     with ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(lambda m: compare(old, new, m, new_env, nx), ms))
     passed = failed = 0
@@ -105,6 +150,8 @@ def main():
             print("DIFF %s: %s" % (m, "; ".join(problems)))
         else:
             passed += 1
+    for srv in servers:
+        srv.stop()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

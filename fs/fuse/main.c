@@ -23,7 +23,9 @@
 #include "registry.h"
 #include "http.h"
 #include "remote.h"
-#include "remote_read.h"
+#include "file.h"
+#include "inflight.h"
+#include "multi.h"
 #include "ll.h"
 #include "open_files.h"
 #include "log.h"
@@ -444,16 +446,16 @@ int main(int argc, char **argv)
      * session: stop them before it goes. One that will not stop (a
      * library call that does not return) leaves everything as it is for
      * the exit to clean up. */
-    /* And reads waiting on a remote model's fetches (remote_read.h):
+    /* And reads waiting on a remote model's fetches (inflight.h):
      * those end within a second of the session's end. */
-    if (!mfs_forest_shutdown(&forest, 10000) || !mfs_rr_drain(10000)) {
+    if (!mfs_forest_shutdown(&forest, 10000) || !mfs_inflight_drain(10000)) {
         char shown[1024];
         mfs_url_redact(cli.model, shown, sizeof shown);
         mfs_warn("%s: work still running at unmount; exiting anyway", shown);
         fuse_session_unmount(se);
         _exit(rc);
     }
-    mfs_concat_files_free();
+    mfs_file_close_all();
 
 out_unmount:
     fuse_session_unmount(se);

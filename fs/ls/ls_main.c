@@ -23,8 +23,9 @@
 #include "content.h"
 #include "diff.h"
 #include "digest.h"
+#include "file.h"
 #include "opts.h"
-#include "st_out.h"
+#include "sums.h"
 #include "tree.h"
 #include "url_redact.h"
 
@@ -183,155 +184,74 @@ static uint32_t resolve(mfs_forest *f, const mfs_volume **v, const char *path)
     return cur;
 }
 
-/* A file's bytes as the mount serves them: `head` (an .npy twin's header,
- * from the tree), then its slice of the model file or what the content
- * layer made (held by `h` until mfs_held_unref). */
-typedef struct file_bytes {
-    const uint8_t *head;
-    size_t head_len;
-    const uint8_t *data;
-    uint64_t len;
-    mfs_held *h;
-    char *own;              /* SHA256SUMS's text, made here (freed after) */
-    const mfs_node *stored; /* whose source bytes `got` are (released after) */
-    mfs_src *src;
-    mfs_span got;
-} file_bytes;
+/* A file's bytes as the mount serves them (fs/file.h), to fn(arg, p, len)
+ * piece by piece, in order. 0; or an exit code: MFS_E_VERIFY when they
+ * cannot be made or read (the reason was logged), MFS_E_CHANGED when the
+ * model file changed meanwhile, or fn's own. */
+typedef int (*bytes_fn)(void *arg, const uint8_t *p, size_t len);
 
-/* SHA256SUMS as the mount serves it: every line, every file hashed. */
-static bool sums_text(const mfs_tree *t, mfs_content *content, file_bytes *b)
+/* Reads of this much: one source's span or one concatenation's pieces
+ * held at a time, however large the file. */
+#define LS_STEP (64u << 20)
+
+typedef struct each_bytes {
+    bytes_fn fn;
+    void *arg;
+    uint64_t got;
+    int rc;                 /* fn's, or the read's */
+} each_bytes;
+
+static void each_piece(void *arg, int rc, const struct iovec *iov, int count, const mfs_err *e)
 {
-    const mfs_sums *s = &t->sums;
-    char *text = malloc(s->off[s->count] + 1);
-    char hex[MFS_SHA256_HEX];
-    if (text == NULL)
-        return false;
-    for (uint32_t i = 0; i < s->count; i++) {
-        if (mfs_content_sum(content, s->files[i], hex) != 0) {
-            char *path = mfs_tree_path(t, s->files[i]);
-            fprintf(stderr, "%s: SHA256SUMS: %s cannot be read or checked\n", prog, path);
-            free(path);
-            free(text);
-            return false;
-        }
-        mfs_tree_sums_line(t, i, hex, text + s->off[i]);
+    each_bytes *b = arg;
+    b->got = 0;
+    if (rc != 0) {
+        b->rc = e != NULL && e->code == MFS_E_CHANGED ? MFS_E_CHANGED : MFS_E_VERIFY;
+        return;
     }
-    b->own = text;
-    b->data = (const uint8_t *)text;
-    b->len = s->off[s->count];
-    return true;
+    for (int i = 0; i < count && b->rc == 0; i++) {
+        b->rc = b->fn(b->arg, iov[i].iov_base, iov[i].iov_len);
+        b->got += iov[i].iov_len;
+    }
 }
 
-/* Each byte of concatenation `node` (model.safetensors) in turn, to
- * fn(arg, p, len): its head, then each piece from where its file's bytes
- * are (st_out.h). False when a piece cannot be read (said on stderr) or
- * fn says stop. */
-static bool concat_each(const mfs_volume *v, uint32_t node,
-                        bool (*fn)(void *arg, const uint8_t *p, size_t len), void *arg)
+static int each_byte(const mfs_volume *v, uint32_t node, bytes_fn fn, void *arg)
 {
-    const mfs_tree *t = v->tree;
-    const mfs_concat *c = mfs_tree_concat(t, node);
-    const mfs_node *n = mfs_tree_node(t, node);
-    if (c == NULL || n == NULL)
-        return false;
-    if (c->head_len && !fn(arg, n->data, (size_t)c->head_len))
-        return false;
-    mfs_piece_cache *pc = mfs_piece_cache_new();
-    bool ok = pc != NULL;
-    for (uint32_t k = 0; ok && k < c->count; k++) {
-        const mfs_concat_piece *p = &c->pieces[k];
-        /* In steps, so that a fetching source holds one step at a time. */
-        for (uint64_t at = 0; ok && at < p->len;) {
-            uint64_t step = p->len - at < (64u << 20) ? p->len - at : (64u << 20);
-            mfs_piece_ref ref;
-            mfs_err e = { 0 };
-            if (mfs_piece_get(t, v->src, v->content, pc, p, at, step, &ref, &e) != 0) {
-                fprintf(stderr, "%s: model.safetensors: %s\n", prog, e.msg);
-                ok = false;
-                break;
-            }
-            ok = fn(arg, ref.p, (size_t)step);
-            mfs_piece_put(&ref);
-            at += step;
-        }
+    mfs_file *f;
+    mfs_err e = { 0 };
+    if (mfs_file_open_sync(v, node, &f, &e) != 0)
+        return e.code == MFS_E_CHANGED ? MFS_E_CHANGED : MFS_E_VERIFY;
+    each_bytes b = { fn, arg, 0, 0 };
+    /* Until a read gives nothing: SHA256SUMS reads may be short. */
+    for (uint64_t off = 0;; off += b.got) {
+        mfs_file_read_sync(v, node, f, off, LS_STEP, each_piece, &b);
+        if (b.rc != 0 || b.got == 0)
+            break;
     }
-    mfs_piece_cache_free(pc);
-    return ok;
-}
-
-static bool append_bytes(void *arg, const uint8_t *p, size_t len)
-{
-    file_bytes *b = arg;
-    memcpy(b->own + b->len, p, len);
-    b->len += len;
-    return true;
+    mfs_file_close(v, node, f);
+    return b.rc;
 }
 
 /* arg: a bool set when stdout fails. */
-static bool write_bytes(void *arg, const uint8_t *p, size_t len)
+static int write_bytes(void *arg, const uint8_t *p, size_t len)
 {
     if (fwrite(p, 1, len, stdout) == len)
-        return true;
+        return 0;
     *(bool *)arg = true;
-    return false;
+    return MFS_E_INTERNAL;
 }
 
-/* False when the file cannot be made or checked (the reason was logged).
- * put_bytes lets them go. */
-static bool get_bytes(const mfs_volume *v, uint32_t node, file_bytes *b)
-{
-    const mfs_tree *t = v->tree;
-    mfs_node_buf buf;
-    const mfs_node *n = mfs_tree_get(t, node, &buf);
-    *b = (file_bytes){ .data = n->data, .len = n->size };
-    if (n->sums)
-        return sums_text(t, v->content, b);
-    if (n->concat) {
-        /* Made whole here (--sha256); dump streams it (concat_each). */
-        b->own = malloc(n->size ? n->size : 1);
-        b->len = 0;
-        b->data = (const uint8_t *)b->own;
-        if (b->own == NULL || !concat_each(v, node, append_bytes, b)) {
-            free(b->own);
-            b->own = NULL;
-            return false;
-        }
-        return true;
-    }
-    if (n->body != MFS_NONE) {
-        /* A twin: the mount opens its tensor (mfs_tree_add_twin_with). */
-        b->head = n->data;
-        b->head_len = (size_t)mfs_tree_head_len(t, n);
-        node = n->body;
-        n = mfs_tree_node(t, node);
-        b->data = n->data;
-        b->len = n->size;
-    }
-    if (mfs_tree_ops(t, n) == NULL) {
-        mfs_err e = { 0 };
-        if (mfs_node_get(n, v->src, 0, n->size, &b->got, &e) != 0) {
-            fprintf(stderr, "%s: %s\n", prog, e.msg);
-            return false;
-        }
-        b->data = b->got.p;
-        b->stored = n;
-        b->src = v->src;
-        return true;
-    }
-    b->h = mfs_content_get(v->content, node, NULL);
-    if (b->h == NULL)
-        return false;
-    b->data = b->h->data;
-    b->len = b->h->len;
-    return true;
-}
+typedef struct hash_bytes {
+    mfs_sha256_stream *s;
+    uint64_t len;
+} hash_bytes;
 
-static void put_bytes(file_bytes *b)
+static int hash_piece(void *arg, const uint8_t *p, size_t len)
 {
-    if (b->stored != NULL)
-        mfs_node_release(b->stored, b->src, b->got);
-    mfs_held_unref(b->h);
-    free(b->own);
+    hash_bytes *h = arg;
+    h->len += len;
+    /* Guarded: the model file may be cut short meanwhile. */
+    return mfs_sha256_add(h->s, p, len, NULL) == 0 ? 0 : MFS_E_CHANGED;
 }
 
 /* MODEL as messages name it: no presigned URL's query (url_redact.h). */
@@ -355,13 +275,11 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs, const char *mo
                 const char *path)
 {
     const mfs_tree *t = vol->tree;
-    mfs_content *content = vol->content;
     mfs_node_buf buf;
     const mfs_node *n = mfs_tree_get(t, node, &buf);
     if (xattrs) {
         /* As the mount answers it: made on request, unless the tree has
          * one (a carton file's MANIFEST sha256). */
-        bool listed = n->summed;
         mfs_xattr_iter it;
         mfs_xattr_view v;
         mfs_xattr_iter_init(t, node, &it);
@@ -369,37 +287,22 @@ static int dump(const mfs_volume *vol, uint32_t node, int xattrs, const char *mo
             printf("%s=", v.name);
             fwrite(v.value, 1, v.len, stdout);
             putchar('\n');
-            listed = listed && strcmp(v.name, "user.modelfs.sha256") != 0;
         }
-        if (listed) {
+        if (mfs_sums_has_xattr(t, node)) {
             char hex[MFS_SHA256_HEX];
-            if (mfs_content_sum(content, node, hex) != 0)
+            if (mfs_sums_digest_sync(vol, node, hex) != 0)
                 return mfs_exit_code(MFS_E_VERIFY);
-            printf("user.modelfs.sha256=%s\n", hex);
+            printf("%s=%s\n", MFS_XATTR_SHA256, hex);
         }
         return mfs_exit_code(MFS_OK);
     }
     if (n->kind != MFS_NODE_FILE)
         return not_a_file(model, path);
-    if (n->concat) {
-        bool write_failed = false;
-        if (concat_each(vol, node, write_bytes, &write_failed))
-            return mfs_exit_code(MFS_OK);
-        if (write_failed)
-            perror(prog);
-        return mfs_exit_code(write_failed ? MFS_E_INTERNAL : MFS_E_VERIFY);
-    }
-    file_bytes b;
-    if (!get_bytes(vol, node, &b))
-        return mfs_exit_code(MFS_E_VERIFY);
-    int rc = mfs_exit_code(MFS_OK);
-    if ((b.head_len && fwrite(b.head, 1, b.head_len, stdout) != b.head_len) ||
-        (b.len && fwrite(b.data, 1, b.len, stdout) != b.len)) {
+    bool write_failed = false;
+    int rc = each_byte(vol, node, write_bytes, &write_failed);
+    if (write_failed)
         perror(prog);
-        rc = mfs_exit_code(MFS_E_INTERNAL);
-    }
-    put_bytes(&b);
-    return rc;
+    return mfs_exit_code(rc == MFS_E_CHANGED ? MFS_E_VERIFY : (mfs_code)rc);
 }
 
 /* --sha256: "SHA256  SIZE  PATH" for one PATH of the tree (as given). */
@@ -417,19 +320,22 @@ static int sum_one(mfs_forest *f, const char *model, const char *path)
     }
     if (mfs_tree_get(t, node, &buf)->kind != MFS_NODE_FILE)
         return not_a_file(model, path);
-    file_bytes b;
-    if (!get_bytes(v, node, &b))
-        return mfs_exit_code(MFS_E_VERIFY);
+    hash_bytes h = { mfs_sha256_begin(), 0 };
+    if (h.s == NULL)
+        return mfs_exit_code(MFS_E_INTERNAL);
     char hex[MFS_SHA256_HEX];
-    /* Guarded: the model file may be cut short meanwhile. */
-    int r = mfs_sha256_hex_mapped2(b.head, b.head_len, b.data, b.len, NULL, hex);
-    put_bytes(&b);
-    if (r != 0) {
+    int rc = each_byte(v, node, hash_piece, &h);
+    if (rc != 0) {
+        mfs_sha256_abandon(h.s);
+        if (rc != MFS_E_CHANGED)
+            return mfs_exit_code((mfs_code)rc);
         fprintf(stderr, "%s: %s: %s: the file changed while it was read\n", prog,
                 shown_model(model, shown, sizeof shown), path);
         return mfs_exit_code(MFS_E_CHANGED);
     }
-    printf("%s  %llu  %s\n", hex, (unsigned long long)(b.head_len + b.len), path);
+    if (mfs_sha256_end(h.s, hex) != 0)
+        return mfs_exit_code(MFS_E_INTERNAL);
+    printf("%s  %llu  %s\n", hex, (unsigned long long)h.len, path);
     return mfs_exit_code(MFS_OK);
 }
 

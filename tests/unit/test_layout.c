@@ -8,6 +8,7 @@
 #include "jansson_doc.h"
 #include "names.h"
 #include "toml_parse.h"
+#include "sums.h"
 #include "toml_write.h"
 #include "tree.h"
 #include "unit.h"
