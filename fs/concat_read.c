@@ -172,7 +172,7 @@ static void concat_reply(cread *r)
     }
     if (!ok) {
         mfs_warn("%s: model.safetensors: cannot read: %s",
-                r->v->src ? r->v->src->name : "", e.msg);
+                 r->v->src ? r->v->src->name : "", e.msg);
         if (e.code != MFS_E_NOMEM)
             e.code = MFS_E_IO;
         r->done(r->arg, -1, NULL, 0, &e);
