@@ -83,6 +83,11 @@ def satisfiable(first, last, size):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: with Nagle on, the body
+    # waited for the client's delayed ACK of the headers, 40 ms per answer
+    # on a kept-alive connection (modelfs-ls --check of 30 URLs: 1.4 s
+    # against 0.2 s).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
