@@ -99,7 +99,12 @@ def compare(old, new, model, new_env, nx):
             xa = run(old, ["-x", model, p])
             xb = run(new, ["-x", model, p], new_env)
             if xa != xb:
-                problems.append("xattrs of %s differ" % p)
+                la, lb = xa[1].splitlines(), xb[1].splitlines()
+                first = next((k for k in range(max(len(la), len(lb)))
+                              if la[k:k + 1] != lb[k:k + 1]), None)
+                problems.append("xattrs of %s differ (exit %d vs %d; first at line %s: %r vs %r)"
+                                % (p, xa[0], xb[0], first, la[first:first + 1],
+                                   lb[first:first + 1]))
                 break
     return problems
 

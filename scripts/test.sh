@@ -11,7 +11,8 @@
 # test per format plus the hostile, truncated, stuck and load mount tests
 # (tests/mount/CMakeLists.txt lists them and why; mount.malformed there
 # mounts mutants of the formats with no mount test of their own). The mount
-# tests it skips (mount.models.*, mount.npy.*, mount.sha256sums.gen/shared,
+# tests it skips (mount.FORMAT.generic: each format's generic and .npy checks;
+# mount.sha256sums.gen/shared,
 # the 200-model mount.multi.zoo*, formats.rten_flatc) read the same driver
 # code over more models, against independent readers, in the normal build;
 # under ASan they only took minutes more; mount.hostile_mount and
