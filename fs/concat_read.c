@@ -117,8 +117,10 @@ static void part_of(const cread *r, uint32_t k, uint64_t *poff, uint64_t *plen)
     *plen = hi > lo ? hi - lo : 0;
 }
 
-/* Whether every piece the read covers is at hand; asks a fetching source
- * to fetch those that are not. */
+/* Whether every piece the read covers is at hand. A fetching source is
+ * told of every read of its bytes, held or not (as a tensor's reads are,
+ * file.c): its read-ahead follows the reader by them, and fetches what
+ * is not here. */
 static bool all_ready(const cread *r, uint32_t first, uint32_t end)
 {
     const mfs_tree *t = r->v->tree;
@@ -127,12 +129,13 @@ static bool all_ready(const cread *r, uint32_t first, uint32_t end)
     for (uint32_t k = first; k < end; k++) {
         uint64_t poff, plen;
         part_of(r, k, &poff, &plen);
-        if (plen == 0 || mfs_piece_ready(t, src, &r->c->pieces[k], poff, plen))
+        if (plen == 0)
             continue;
         const mfs_node *pn = mfs_tree_node(t, r->c->pieces[k].node);
         if (pn->from_src && src != NULL && src->map == NULL)
             mfs_src_advise(src, pn->src_off + poff, plen, pn->src_off + pn->size);
-        ready = false;
+        if (!mfs_piece_ready(t, src, &r->c->pieces[k], poff, plen))
+            ready = false;
     }
     return ready;
 }
