@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "curl_lib.h"
 #include "hub_cache.h"
@@ -37,6 +38,8 @@ bool mfs_hub_is_repo(const char *url)
  * replaced by refresh, from any reader's thread). */
 typedef struct hub_file {
     pthread_mutex_t mu;
+    pthread_mutex_t refresh_mu;   /* one refresh at a time */
+    struct timespec refreshed;    /* when the last one ended well (0: never) */
     mfs_hub_env env;
     mfs_hub_ref ref;
     mfs_http_opts o;
@@ -75,17 +78,31 @@ static bool hub_credentialed(void *arg)
 
 /* A 401/403 from where the bytes are: the signed URL expired. Resolved
  * again at the pinned commit; the same file must come back. */
+/* Several GETs in flight with the old URL all come back refused: the
+ * first to get here resolves again, those within this long after take
+ * its URL. */
+#define REFRESH_SHARED_S 2
+
 static bool hub_refresh(void *arg)
 {
     hub_file *f = arg;
+    pthread_mutex_lock(&f->refresh_mu);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (f->refreshed.tv_sec != 0 && now.tv_sec - f->refreshed.tv_sec < REFRESH_SHARED_S) {
+        pthread_mutex_unlock(&f->refresh_mu);
+        return true;
+    }
     mfs_hub_target t;
     mfs_err e = { 0 };
     pthread_mutex_lock(&f->mu);
     char commit[41];
     memcpy(commit, f->t.commit, sizeof commit);
     pthread_mutex_unlock(&f->mu);
-    if (mfs_hub_resolve(&f->env, &f->ref, commit, &f->o, &t, &e) != 0)
+    if (mfs_hub_resolve(&f->env, &f->ref, commit, &f->o, &t, &e) != 0) {
+        pthread_mutex_unlock(&f->refresh_mu);
         return false;
+    }
     pthread_mutex_lock(&f->mu);
     bool same = strcmp(t.etag, f->t.etag) == 0 && t.size_known == f->t.size_known &&
                 t.size == f->t.size;
@@ -97,6 +114,9 @@ static bool hub_refresh(void *arg)
     }
     pthread_mutex_unlock(&f->mu);
     mfs_hub_target_free(&t);
+    if (same)
+        clock_gettime(CLOCK_MONOTONIC, &f->refreshed);
+    pthread_mutex_unlock(&f->refresh_mu);
     return same;
 }
 
@@ -110,6 +130,7 @@ static void hub_free(void *arg)
 {
     hub_file *f = arg;
     pthread_mutex_destroy(&f->mu);
+    pthread_mutex_destroy(&f->refresh_mu);
     mfs_hub_env_free(&f->env);
     mfs_hub_ref_free(&f->ref);
     mfs_hub_target_free(&f->t);
@@ -147,6 +168,7 @@ mfs_src *mfs_hub_open(const char *url, const mfs_http_opts *o, mfs_err *e)
 {
     hub_file *f = mfs_xcalloc(1, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->refresh_mu, NULL);
     if (o != NULL)
         f->o = *o;
     f->o.cache_dir = NULL;   /* the caller's string: not kept */
