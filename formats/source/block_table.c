@@ -114,7 +114,7 @@ static bool evict_one(mfs_block_table *t)
     mfs_block *lru = NULL;
     for (size_t i = 0; i < t->nslots; i++) {
         mfs_block *b = &t->slots[i];
-        if (b->state == MFS_BLOCK_READY && (lru == NULL || b->used < lru->used))
+        if (b->state == MFS_BLOCK_READY && !b->filling && (lru == NULL || b->used < lru->used))
             lru = b;
     }
     if (lru == NULL)
@@ -137,7 +137,7 @@ mfs_block *mfs_block_claim(mfs_block_table *t, uint64_t index)
     while (t->slots[i].state != MFS_BLOCK_EMPTY)
         i = (i + 1) & (t->nslots - 1);
     mfs_block *b = &t->slots[i];
-    *b = (mfs_block){ .index = index, .state = MFS_BLOCK_LOADING };
+    *b = (mfs_block){ .index = index, .state = MFS_BLOCK_LOADING, .gen = ++t->gen };
     t->used++;
     return b;
 }

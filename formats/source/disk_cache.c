@@ -19,9 +19,10 @@
 #include "log.h"
 #include "xalloc.h"
 
-/* A block file is the block's bytes, then a trailer (magic, index,
- * length, CRC-32): the bytes start at offset 0, so a block maps
- * page-aligned (mfs_disk_cache_map). */
+/* A block file is the block's bytes it holds, then a trailer (magic,
+ * index, the block's length, where the bytes begin in it, CRC-32, how
+ * many): the bytes start at offset 0, so a block maps page-aligned
+ * (mfs_disk_cache_map_part). */
 #define TRAILER 64
 /* No block is longer than its uint32_t length: a bigger file is not one
  * (a sparse file of terabytes counted as the cache's would evict all). */
@@ -29,12 +30,13 @@
 #define OBJECT_MAX 600
 /* A temporary file a crashed writer left behind: removed at the scan. */
 #define STALE_TMP_SECONDS 3600
-/* 03: the trailer after the bytes (02 had it as a header before them).
- * The check is a CRC-32 (01 had a SHA-256, a quarter of a warm read's
- * work; the folder is the user's own, so the check is against damage,
- * not forgery). A block of an older layout does not match and is
- * fetched again. */
-static const char MAGIC[8] = { 'M', 'F', 'S', 'B', 'L', 'K', '0', '3' };
+/* 04: a file may hold part of its block, [lo, lo + n) (03 held it
+ * whole); the trailer says which. 03: the trailer after the bytes (02 had
+ * it as a header before them). The check is a CRC-32 (01 had a SHA-256,
+ * a quarter of a warm read's work; the folder is the user's own, so the
+ * check is against damage, not forgery). A block of an older layout does
+ * not match and is fetched again. */
+static const char MAGIC[8] = { 'M', 'F', 'S', 'B', 'L', 'K', '0', '4' };
 
 /* Every path below the cache folder is opened relative to the folder
  * descriptors opened once (DIR/blocks, DIR/objects, from DIR's), never through a
@@ -420,16 +422,21 @@ static bool make_room(mfs_disk_cache *c, uint64_t bytes)
     return c->used + bytes <= c->max;
 }
 
-/* Whether trailer `t` is that of block `index` of `len` bytes; its CRC
- * into *crc. */
-static bool trailer_ok(const uint8_t t[TRAILER], uint64_t index, uint32_t len, uint32_t *crc)
+/* Whether trailer `t` is that of block `index` of `len` bytes, in a file
+ * of `n` bytes before it; where they begin in the block into *lo, their
+ * CRC into *crc. */
+static bool trailer_ok(const uint8_t t[TRAILER], uint64_t index, uint32_t len, uint64_t n,
+                       uint32_t *lo, uint32_t *crc)
 {
     uint64_t idx;
-    uint32_t n;
+    uint32_t l, held;
     memcpy(&idx, t + 8, 8);
-    memcpy(&n, t + 16, 4);
+    memcpy(&l, t + 16, 4);
+    memcpy(lo, t + 20, 4);
     memcpy(crc, t + 24, 4);
-    return memcmp(t, MAGIC, 8) == 0 && idx == index && n == len;
+    memcpy(&held, t + 28, 4);
+    return memcmp(t, MAGIC, 8) == 0 && idx == index && l == len && held == n && n > 0 &&
+           *lo <= len && n <= len - *lo;
 }
 
 /* Block `index` of `key` opened: its file's descriptor (its folder's in
@@ -473,8 +480,8 @@ static void touch(int fd, const struct stat *st)
         futimens(fd, NULL);
 }
 
-bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uint8_t *buf,
-                         uint32_t len)
+bool mfs_disk_cache_read_part(mfs_disk_cache *c, const char *key, uint64_t index, uint32_t len,
+                              uint8_t *buf, uint32_t *lo, uint32_t *n)
 {
     int kfd;
     char name[20];
@@ -487,10 +494,12 @@ bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uin
     }
     uint8_t h[TRAILER];
     uint32_t want;
-    bool ok = fd >= 0 && fstat(fd, &st) == 0 && ours(c, &st) &&
-              (uint64_t)st.st_size == TRAILER + (uint64_t)len &&
-              pread(fd, h, TRAILER, len) == TRAILER && pread(fd, buf, len, 0) == (ssize_t)len &&
-              trailer_ok(h, index, len, &want) && want == mfs_crc32(0, buf, len);
+    uint64_t held = 0;
+    bool ok = fd >= 0 && fstat(fd, &st) == 0 && ours(c, &st) && block_sized(&st) &&
+              (held = (uint64_t)st.st_size - TRAILER) <= len &&
+              pread(fd, h, TRAILER, (off_t)held) == TRAILER &&
+              trailer_ok(h, index, len, held, lo, &want) &&
+              pread(fd, buf, held, 0) == (ssize_t)held && want == mfs_crc32(0, buf, held);
     if (!ok)
         drop_bad(c, kfd, name, fd, &st);
     else
@@ -498,15 +507,25 @@ bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uin
     if (fd >= 0)
         close(fd);
     close(kfd);
+    if (ok)
+        *n = (uint32_t)held;
     return ok;
 }
 
-size_t mfs_disk_cache_map_size(uint32_t len)
+bool mfs_disk_cache_read(mfs_disk_cache *c, const char *key, uint64_t index, uint8_t *buf,
+                         uint32_t len)
 {
-    return (size_t)len + TRAILER;
+    uint32_t lo, n;
+    return mfs_disk_cache_read_part(c, key, index, len, buf, &lo, &n) && lo == 0 && n == len;
 }
 
-const uint8_t *mfs_disk_cache_map(mfs_disk_cache *c, const char *key, uint64_t index, uint32_t len)
+size_t mfs_disk_cache_map_size(uint32_t n)
+{
+    return (size_t)n + TRAILER;
+}
+
+const uint8_t *mfs_disk_cache_map_part(mfs_disk_cache *c, const char *key, uint64_t index,
+                                       uint32_t len, uint32_t *lo, uint32_t *n)
 {
     int kfd;
     char name[20];
@@ -520,19 +539,23 @@ const uint8_t *mfs_disk_cache_map(mfs_disk_cache *c, const char *key, uint64_t i
     }
     uint8_t h[TRAILER];
     uint32_t want;
+    uint64_t held = 0;
     /* The trailer now (a cheap first look); the bytes and their CRC at
-     * every copy (mfs_disk_cache_copy). MAP_POPULATE: the pages are read
-     * here, on the thread that loads the block, not where a reader
+     * every copy (mfs_disk_cache_copy_part). MAP_POPULATE: the pages are
+     * read here, on the thread that loads the block, not where a reader
      * touches them. */
-    bool ok = fd >= 0 && fstat(fd, &st) == 0 && ours(c, &st) &&
-              (uint64_t)st.st_size == TRAILER + (uint64_t)len &&
-              pread(fd, h, TRAILER, len) == TRAILER && trailer_ok(h, index, len, &want);
+    bool ok = fd >= 0 && fstat(fd, &st) == 0 && ours(c, &st) && block_sized(&st) &&
+              (held = (uint64_t)st.st_size - TRAILER) <= len &&
+              pread(fd, h, TRAILER, (off_t)held) == TRAILER &&
+              trailer_ok(h, index, len, held, lo, &want);
     void *m = MAP_FAILED;
     int err = 0;
     if (ok) {
-        m = mmap(NULL, mfs_disk_cache_map_size(len), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        m = mmap(NULL, mfs_disk_cache_map_size((uint32_t)held), PROT_READ,
+                 MAP_SHARED | MAP_POPULATE, fd, 0);
         err = m == MAP_FAILED ? ENOMEM : 0;
         touch(fd, &st);
+        *n = (uint32_t)held;
     } else {
         drop_bad(c, kfd, name, fd, &st);
     }
@@ -546,31 +569,31 @@ const uint8_t *mfs_disk_cache_map(mfs_disk_cache *c, const char *key, uint64_t i
 typedef struct copy_job {
     const uint8_t *map;
     uint64_t index;
-    uint32_t len, in, n;
+    uint32_t len, lo, held, in, n;
     uint8_t *dst;
 } copy_job;
 
-/* The CRC over the block as it is read now: the bytes before the copy
- * and after it from the mapping, the copied ones from dst, so what is
- * handed out is what was checked. 1 when it matches the trailer. */
+/* The CRC over the bytes held as they are read now: those before the
+ * copy and after it from the mapping, the copied ones from dst, so what
+ * is handed out is what was checked. 1 when it matches the trailer. */
 static int copy_checked(void *arg)
 {
     const copy_job *j = arg;
     uint8_t t[TRAILER];
-    uint32_t want;
-    memcpy(t, j->map + j->len, TRAILER);
+    uint32_t want, lo;
+    memcpy(t, j->map + j->held, TRAILER);
     uint32_t crc = mfs_crc32(0, j->map, j->in);
     crc = mfs_crc32_copy(crc, j->dst, j->map + j->in, j->n);
-    crc = mfs_crc32(crc, j->map + j->in + j->n, j->len - j->in - j->n);
-    return trailer_ok(t, j->index, j->len, &want) && want == crc;
+    crc = mfs_crc32(crc, j->map + j->in + j->n, j->held - j->in - j->n);
+    return trailer_ok(t, j->index, j->len, j->held, &lo, &want) && lo == j->lo && want == crc;
 }
 
-bool mfs_disk_cache_copy(const uint8_t *map, uint64_t index, uint32_t len, uint32_t in,
-                         uint32_t n, uint8_t *dst)
+bool mfs_disk_cache_copy_part(const uint8_t *map, uint64_t index, uint32_t len, uint32_t lo,
+                              uint32_t held, uint32_t in, uint32_t n, uint8_t *dst)
 {
-    if (in > len || n > len - in)
+    if (lo > len || held > len - lo || in > held || n > held - in)
         return false;
-    copy_job j = { map, index, len, in, n, dst };
+    copy_job j = { map, index, len, lo, held, in, n, dst };
     /* A page past the file's end (truncated since it was mapped) raises
      * SIGBUS: caught, the block is reported bad. */
     return mfs_guard_run(copy_checked, &j) == 1;
@@ -655,9 +678,31 @@ static void warn_once(mfs_disk_cache *c, const char *fmt, const char *what)
         mfs_warn(fmt, c->dir, what);
 }
 
-void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, const uint8_t *buf,
-                          uint32_t len)
+/* Whether block file `name` of folder kfd holds [lo, lo + n) of block
+ * `index` (of `len` bytes) already: its size and trailer say so. */
+static bool held_already(const mfs_disk_cache *c, int kfd, const char *name, uint64_t index,
+                         uint32_t len, uint32_t lo, uint32_t n)
 {
+    struct stat st;
+    if (fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !ours(c, &st) ||
+        (uint64_t)st.st_size != TRAILER + (uint64_t)n)
+        return false;
+    int fd = openat(kfd, name, OPEN_FILE);
+    if (fd < 0)
+        return false;
+    uint8_t h[TRAILER];
+    uint32_t tlo, crc;
+    bool same = pread(fd, h, TRAILER, n) == TRAILER && trailer_ok(h, index, len, n, &tlo, &crc) &&
+                tlo == lo;
+    close(fd);
+    return same;
+}
+
+void mfs_disk_cache_write_part(mfs_disk_cache *c, const char *key, uint64_t index, uint32_t len,
+                               uint32_t lo, const uint8_t *buf, uint32_t n)
+{
+    if (n == 0 || lo > len || n > len - lo)
+        return;
     uint8_t raw[32];
     if (!key_raw(key, raw))
         return;
@@ -674,10 +719,9 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     }
     char name[20];
     index_name(index, name);
-    uint64_t bytes = TRAILER + (uint64_t)len;
+    uint64_t bytes = TRAILER + (uint64_t)n;
     struct stat st;
-    if (fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ours(c, &st) &&
-        (uint64_t)st.st_size == bytes) {
+    if (held_already(c, kfd, name, index, len, lo, n)) {
         close(kfd);
         return;   /* there already (another reader, another mount) */
     }
@@ -696,9 +740,11 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     memcpy(h, MAGIC, 8);
     memcpy(h + 8, &index, 8);
     memcpy(h + 16, &len, 4);
-    uint32_t crc = mfs_crc32(0, buf, len);
+    memcpy(h + 20, &lo, 4);
+    uint32_t crc = mfs_crc32(0, buf, n);
     memcpy(h + 24, &crc, 4);
-    int err = write_replace(kfd, name, buf, len, h, TRAILER);
+    memcpy(h + 28, &n, 4);
+    int err = write_replace(kfd, name, buf, n, h, TRAILER);
     pthread_mutex_lock(&c->mu);
     if (err == 0) {
         int64_t t = fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? ns_of(&st) : 0;
@@ -711,6 +757,12 @@ void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, co
     if (err != 0)
         warn_once(c, "cache_dir %s: cannot keep a block: %s (blocks are fetched again)",
                   strerror(err));
+}
+
+void mfs_disk_cache_write(mfs_disk_cache *c, const char *key, uint64_t index, const uint8_t *buf,
+                          uint32_t len)
+{
+    mfs_disk_cache_write_part(c, key, index, len, 0, buf, len);
 }
 
 bool mfs_disk_cache_object(mfs_disk_cache *c, const char *ukey, mfs_disk_object *out)

@@ -130,6 +130,7 @@ static void shifted(void *arg, uint64_t k);
 typedef struct reply {
     uint8_t **parts;            /* the body goes to parts[0], parts[1], ... */
     uint64_t part;              /* bytes each (a block), the last maybe fewer */
+    uint64_t head;              /* but parts[0]'s (the GET may begin inside a block) */
     uint64_t cap, got;
     /* Each part handed on as soon as it is whole (a reader waiting on
      * its block goes on while the rest of the GET comes), once the answer
@@ -185,12 +186,17 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     }
     /* Straight into the blocks: no run-sized buffer, no second copy. */
     for (size_t done = 0; done < len;) {
-        uint64_t in = r->got % r->part;
-        size_t k = r->part - in < len - done ? (size_t)(r->part - in) : len - done;
-        memcpy(r->parts[r->got / r->part] + in, p + done, k);
+        uint64_t idx = 0, in = r->got, room = r->head;
+        if (r->got >= r->head) {
+            idx = 1 + (r->got - r->head) / r->part;
+            in = (r->got - r->head) % r->part;
+            room = r->part;
+        }
+        size_t k = room - in < len - done ? (size_t)(room - in) : len - done;
+        memcpy(r->parts[idx] + in, p + done, k);
         done += k;
         r->got += k;
-        if (r->verified == 1 && (r->got % r->part == 0 || r->got == r->cap))
+        if (r->verified == 1 && (in + k == room || r->got == r->cap))
             r->sink->fn(r->sink->arg, r->parts_done++);
     }
     __atomic_add_fetch(&fetched_total, len, __ATOMIC_RELAXED);
@@ -397,6 +403,7 @@ struct xfer {
     const mfs_curl_api *c;
     uint64_t off, len;          /* what is still asked (a retry asks less) */
     uint8_t **parts;
+    uint64_t head;              /* parts[0]'s bytes (reply.head) */
     bool first;
     const part_sink *sink;
     uint64_t skipped;           /* parts handed on by tries that then failed */
@@ -487,11 +494,12 @@ static void xfer_judge(xfer *x)
         if (wait <= MAX_RETRY_AFTER) {
             if (r->parts_done > 0) {
                 /* What came whole is kept; the rest is asked again. */
-                uint64_t adv = r->parts_done * h->block;
+                uint64_t adv = x->head + (r->parts_done - 1) * h->block;
                 x->off += adv;
                 x->len -= adv;
                 x->parts += r->parts_done;
                 x->skipped += r->parts_done;
+                x->head = h->block;   /* the rest begins at a block's start */
             }
             x->backoff *= 2;
             x->attempt++;
@@ -517,7 +525,7 @@ static void xfer_judge(xfer *x)
         if (h->hk.explain != NULL)
             /* What fits in the first part: an error page is short. */
             h->hk.explain(h->hk.arg, r->a.status, r->parts ? r->parts[0] : NULL,
-                          (size_t)(r->got < r->part ? r->got : r->part), why, sizeof why);
+                          (size_t)(r->got < r->head ? r->got : r->head), why, sizeof why);
         const char *hint = h->hk.explain ? (why[0] ? why : NULL)
                            : h->hk.hint ? h->hk.hint(h->hk.arg, r->a.status) : NULL;
         return xfer_fail(x, MFS_E_IO, "HTTP %ld%s%s%s", r->a.status,
@@ -620,7 +628,8 @@ static void xfer_try(xfer *x)
     if (k == NULL)
         return xfer_fail(x, MFS_E_NOMEM, "cannot fetch: out of memory");
     x->k = k;
-    x->r = (reply){ .parts = x->parts, .part = h->block, .cap = x->len, .retry_after = -1,
+    x->r = (reply){ .parts = x->parts, .part = h->block, .head = x->head, .cap = x->len,
+                    .retry_after = -1,
                     .sink = x->first ? NULL : x->sink, .want_first = x->off,
                     .want_last = x->off + x->len - 1, .want_pin = x->first ? NULL : &h->pin,
                     .api = c, .k = k, .pin_name = x->first ? h->hk.pin_header : NULL };
@@ -646,8 +655,10 @@ static void xfer_try(xfer *x)
     }
 }
 
-static void xfer_start(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool first,
-                       const part_sink *sink, xfer_done done, void *arg)
+/* A GET of [off, off + len) into parts: parts[0] takes the first `head`
+ * bytes, each later part a block's (h->block). */
+static void xfer_start(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, uint64_t head,
+                       bool first, const part_sink *sink, xfer_done done, void *arg)
 {
     const mfs_curl_api *c = mfs_curl();
     mfs_err e = { 0 };
@@ -664,7 +675,8 @@ static void xfer_start(http_src *h, uint64_t off, uint64_t len, uint8_t **parts,
         done(&tmp, -1, &e);
         return;
     }
-    *x = (xfer){ .h = h, .c = c, .off = off, .len = len, .parts = parts, .first = first,
+    *x = (xfer){ .h = h, .c = c, .off = off, .len = len, .parts = parts, .head = head,
+                 .first = first,
                  .sink = sink, .backoff = 0.5, .done = done, .arg = arg };
     xfer_try(x);
 }
@@ -701,7 +713,7 @@ static int fetch(http_src *h, uint64_t off, uint64_t len, uint8_t **parts, bool 
         return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "a blocking fetch on the loop's thread");
     sync_fetch s = { 0 };
     mfs_http_answer_clear(&s.r.a);
-    xfer_start(h, off, len, parts, first, NULL, sync_fetch_done, &s);
+    xfer_start(h, off, len, parts, h->block, first, NULL, sync_fetch_done, &s);
     pthread_mutex_lock(&sync_mu);
     while (!s.done)
         pthread_cond_wait(&sync_cv, &sync_mu);
@@ -729,7 +741,10 @@ static void pump(http_src *h);
 typedef struct run {
     http_src *h;
     uint64_t first, last;
-    uint8_t **bufs;             /* a block's buffer until it is handed to the table */
+    uint32_t lo, hi;            /* it fetches block first from byte lo, block last to hi */
+    uint32_t disk_lo, disk_n;   /* a mapped block's part (from_disk, mapped) */
+    uint8_t **bufs;             /* a block's buffer (the bytes it fetches of it) until it is
+                                   handed to the table */
     bool *ready;                /* handed over */
     bool ahead;                 /* fetched ahead: see run_start */
     bool from_disk;             /* the block being handed over came from the disk cache */
@@ -749,7 +764,7 @@ typedef struct run {
 typedef struct disk_job {
     http_src *h;
     uint64_t index;
-    uint32_t len;
+    uint32_t lo, n;             /* the block's bytes [lo, lo + n) */
     uint8_t data[];
 } disk_job;
 
@@ -757,7 +772,8 @@ static void disk_job_run(void *arg)
 {
     disk_job *j = arg;
     http_src *h = j->h;
-    mfs_disk_cache_write(h->disk, h->key, j->index, j->data, j->len);
+    mfs_disk_cache_write_part(h->disk, h->key, j->index, (uint32_t)block_len(h, j->index), j->lo,
+                              j->data, j->n);
     free(j);
     pthread_mutex_lock(&h->mu);
     h->writes--;
@@ -765,26 +781,50 @@ static void disk_job_run(void *arg)
     pthread_mutex_unlock(&h->mu);
 }
 
-static void keep_on_disk(http_src *h, uint64_t index, const uint8_t *data)
+/* A copy of the block's bytes [lo, lo + n) for the disk, or NULL. */
+static disk_job *disk_job_of(http_src *h, uint64_t index, uint32_t lo, const uint8_t *data,
+                             uint32_t n)
 {
-    uint32_t len = (uint32_t)block_len(h, index);
-    disk_job *j = malloc(sizeof *j + len);
+    disk_job *j = malloc(sizeof *j + n);
     if (j != NULL) {
-        j->h = h;
-        j->index = index;
-        j->len = len;
-        memcpy(j->data, data, len);
-        pthread_mutex_lock(&h->mu);
-        h->writes++;
-        pthread_mutex_unlock(&h->mu);
-        if (mfs_bg_run(disk_job_run, j, len))
-            return;
-        pthread_mutex_lock(&h->mu);
-        h->writes--;
-        pthread_mutex_unlock(&h->mu);
-        free(j);
+        *j = (disk_job){ h, index, lo, n };
+        memcpy(j->data, data, n);
     }
-    mfs_disk_cache_write(h->disk, h->key, index, data, len);
+    return j;
+}
+
+/* Hands the copy to the worker, or writes it here when the worker is
+ * behind. */
+static void disk_job_queue(http_src *h, disk_job *j)
+{
+    pthread_mutex_lock(&h->mu);
+    h->writes++;
+    pthread_mutex_unlock(&h->mu);
+    if (mfs_bg_run(disk_job_run, j, j->n))
+        return;
+    disk_job_run(j);
+}
+
+static void keep_on_disk(http_src *h, uint64_t index, uint32_t lo, const uint8_t *data,
+                         uint32_t n)
+{
+    disk_job *j = disk_job_of(h, index, lo, data, n);
+    if (j != NULL)
+        disk_job_queue(h, j);
+    else
+        mfs_disk_cache_write_part(h->disk, h->key, index, (uint32_t)block_len(h, index), lo,
+                                  data, n);
+}
+
+/* The bytes of block i a run fetches: [run_lo, run_hi). */
+static uint32_t run_lo(const run *ru, uint64_t i)
+{
+    return i == ru->first ? ru->lo : 0;
+}
+
+static uint32_t run_hi(const run *ru, uint64_t i)
+{
+    return i == ru->last ? ru->hi : (uint32_t)block_len(ru->h, i);
 }
 
 /* Block first + k is whole in bufs[k]: kept on disk (when it was fetched)
@@ -797,15 +837,20 @@ static void block_whole(void *arg, uint64_t k)
     if (i > ru->last || ru->ready[k])
         return;
     uint32_t len = (uint32_t)block_len(h, i);
-    uint32_t cap = ru->mapped ? (uint32_t)mfs_disk_cache_map_size(len) | MFS_BLOCK_MAPPED : len;
+    uint32_t lo = ru->mapped ? ru->disk_lo : run_lo(ru, i);
+    uint32_t hi = ru->mapped ? ru->disk_lo + ru->disk_n : run_hi(ru, i);
+    uint32_t cap = ru->mapped ? (uint32_t)mfs_disk_cache_map_size(ru->disk_n) | MFS_BLOCK_MAPPED
+                              : hi - lo;
     if (h->disk != NULL && !ru->from_disk)
-        keep_on_disk(h, i, ru->bufs[k]);
+        keep_on_disk(h, i, lo, ru->bufs[k], hi - lo);
     pthread_mutex_lock(&h->mu);
     mfs_block *b = mfs_block_find(&h->tab, i);
     if (b != NULL && b->state == MFS_BLOCK_LOADING) {
         b->data = ru->bufs[k];
         ru->bufs[k] = NULL;
         b->len = len;
+        b->lo = lo;
+        b->hi = hi;
         b->cap = cap;
         b->state = MFS_BLOCK_READY;
         b->used = ++h->tab.tick + (ru->ahead ? AHEAD_UNREAD : 0);
@@ -828,19 +873,35 @@ static void run_from_disk(run *ru)
     /* A block on disk is its file mapped, not copied into memory: what a
      * reader gets is copied out of it, checked (mfs_disk_cache_copy). */
     for (uint64_t i = ru->first; h->disk != NULL && i <= ru->last; i++) {
-        uint32_t len = (uint32_t)block_len(h, i);
+        uint32_t len = (uint32_t)block_len(h, i), lo = run_lo(ru, i), hi = run_hi(ru, i);
+        uint32_t dlo = 0, dn = 0;
         bool mappable = mfs_disk_cache_map_size(len) < MFS_BLOCK_MAPPED;
-        const uint8_t *m = mappable ? mfs_disk_cache_map(h->disk, h->key, i, len) : NULL;
-        if (m != NULL) {
-            mfs_block_data_free(ru->bufs[i - ru->first], len);
+        const uint8_t *m = mappable ? mfs_disk_cache_map_part(h->disk, h->key, i, len, &dlo, &dn)
+                                    : NULL;
+        int err = errno;
+        /* Of use when it holds what the run wants of the block (another
+         * part is fetched, and kept in its place). */
+        if (m != NULL && dlo <= lo && dlo + dn >= hi) {
+            mfs_block_data_free(ru->bufs[i - ru->first], hi - lo);
             ru->bufs[i - ru->first] = (uint8_t *)m;
             ru->mapped = true;
+            ru->disk_lo = dlo;
+            ru->disk_n = dn;
             block_whole(ru, i - ru->first);
             ru->mapped = false;
-        } else if ((!mappable || errno == ENOMEM) &&
-                   mfs_disk_cache_read(h->disk, h->key, i, ru->bufs[i - ru->first], len)) {
+        } else if (m != NULL) {
+            mfs_block_data_free((uint8_t *)m, (uint32_t)mfs_disk_cache_map_size(dn) |
+                                                  MFS_BLOCK_MAPPED);
+        } else if (!mappable || err == ENOMEM) {
             /* Too long for a cap, or no mapping left (vm.max_map_count): copied. */
-            block_whole(ru, i - ru->first);
+            uint8_t *tmp = malloc(len);
+            if (tmp != NULL &&
+                mfs_disk_cache_read_part(h->disk, h->key, i, len, tmp, &dlo, &dn) &&
+                dlo <= lo && dlo + dn >= hi) {
+                memcpy(ru->bufs[i - ru->first], tmp + (lo - dlo), hi - lo);
+                block_whole(ru, i - ru->first);
+            }
+            free(tmp);
         }
     }
     ru->from_disk = false;
@@ -887,24 +948,26 @@ static void run_next(run *ru)
     }
     ru->at = i;
     ru->gap_last = j;
-    uint64_t off = i * h->block, end = j * h->block + block_len(h, j);
+    uint64_t off = i * h->block + run_lo(ru, i), end = j * h->block + run_hi(ru, j);
     /* The sink's part k is block i + k: shifted by the run's start. */
     ru->sink = (part_sink){ block_whole, ru };
     ru->shift = (struct shift){ &ru->sink, i - ru->first };
     ru->here = (part_sink){ shifted, &ru->shift };
-    xfer_start(h, off, end - off, ru->bufs + (i - ru->first), false, &ru->here, run_got, ru);
+    xfer_start(h, off, end - off, ru->bufs + (i - ru->first), run_hi(ru, i) - run_lo(ru, i), false,
+               &ru->here, run_got, ru);
 }
 
-/* Fills blocks first..last (claimed LOADING by the caller) and makes
- * them READY, each as soon as it is whole; at its end those not whole
+/* Fills blocks first..last (claimed LOADING by the caller), the first
+ * from its byte lo, the last to its byte hi, and makes them READY, each
+ * as soon as it is whole; at its end those not whole
  * are removed and its owner told (w: a reader; j: a read-ahead job).
  * `ahead`: fetched before any reader asked, so kept over blocks already
  * read until one reads them (least recently used would drop them first:
  * they were ready before the reader went through the blocks before
  * them). Called unlocked, on any thread; what it waits for, the loop
  * drives. */
-static void run_start(http_src *h, uint64_t first, uint64_t last, struct waiter *w,
-                      struct ahead_job *j)
+static void run_start(http_src *h, uint64_t first, uint64_t last, uint32_t lo, uint32_t hi,
+                      struct waiter *w, struct ahead_job *j)
 {
     pthread_mutex_lock(&h->mu);
     h->runs++;
@@ -913,14 +976,15 @@ static void run_start(http_src *h, uint64_t first, uint64_t last, struct waiter 
     run *ru = calloc(1, sizeof *ru);
     bool ok = ru != NULL;
     if (ok) {
-        *ru = (run){ .h = h, .first = first, .last = last, .ahead = j != NULL, .w = w, .j = j,
-                     .at = first };
+        *ru = (run){ .h = h, .first = first, .last = last, .lo = lo, .hi = hi,
+                     .ahead = j != NULL, .w = w, .j = j, .at = first };
         ru->bufs = calloc(n, sizeof *ru->bufs);
         ru->ready = calloc(n, sizeof *ru->ready);
         ok = ru->bufs != NULL && ru->ready != NULL;
     }
     for (uint64_t i = 0; ok && i < n; i++)
-        ok = (ru->bufs[i] = mfs_block_data_new((uint32_t)block_len(h, first + i))) != NULL;
+        ok = (ru->bufs[i] = mfs_block_data_new(run_hi(ru, first + i) - run_lo(ru, first + i))) !=
+             NULL;
     if (!ok) {
         mfs_err e = { 0 };
         mfs_fail(&e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
@@ -965,7 +1029,7 @@ static void run_finish(run *ru, int rc, const mfs_err *e)
 {
     http_src *h = ru->h;
     for (uint64_t i = 0; ru->bufs != NULL && i <= ru->last - ru->first; i++)
-        mfs_block_data_free(ru->bufs[i], (uint32_t)block_len(h, ru->first + i));
+        mfs_block_data_free(ru->bufs[i], run_hi(ru, ru->first + i) - run_lo(ru, ru->first + i));
     free(ru->bufs);
     run_over(h, ru->first, ru->last, ru->ready, ru->w, ru->j, rc, e);
     free(ru->ready);
@@ -981,6 +1045,10 @@ static void run_finish(run *ru, int rc, const mfs_err *e)
  * the table goes through it). */
 typedef struct waiter {
     uint64_t off, len, pos;     /* pos: copied up to there */
+    uint64_t clip;              /* what it fetches itself ends here at most: its own end
+                                   when it started no stream, else its region's end */
+    bool streamed;              /* a stream's: it fetches whole blocks (the stream's other
+                                   reads, in any order, share them) */
     uint8_t *dst;
     mfs_src_done done;
     void *arg;
@@ -1029,15 +1097,136 @@ typedef struct answer {
     mfs_err e;
 } answer;
 
+/* A reader's fetch of the bytes of a block held in part that it needs:
+ * fetched into a buffer for the block's new part [lo, hi) (the held part
+ * and these together when they meet or nearly, else these alone), which
+ * replaces the block's when the GET ends. */
+typedef struct fill {
+    http_src *h;
+    waiter *w;
+    uint64_t index, gen;        /* the block (block_table.h: gen) */
+    uint32_t lo, hi;            /* its part after the fill */
+    uint32_t at, n;             /* what the GET fetches: [at, at + n) */
+    uint8_t *buf;               /* hi - lo bytes */
+    uint8_t *part;              /* buf + (at - lo): where the GET's body goes */
+} fill;
+
+/* A held part and a needed one this close are fetched as one part; else
+ * the needed one replaces the held one. 0: only when they meet (random
+ * reads of one block fetched what lay between them: 1.22x read). */
+#define FILL_GAP 0u
+
 typedef struct start {
     uint64_t first, last;
+    uint32_t lo, hi;
     waiter *w;
+    fill *f;                    /* or a fill */
 } start;
+
+/* Plans the fill of block b (held [b->lo, b->hi)) for a reader that
+ * needs its bytes [in, need): NULL when out of memory. Called locked. */
+static fill *fill_plan(http_src *h, waiter *w, mfs_block *b, uint32_t in, uint32_t need)
+{
+    uint32_t lo = in, hi = need;
+    if (in >= b->hi && in - b->hi <= FILL_GAP)
+        lo = b->lo;                       /* on from the held part */
+    else if (in < b->lo && need <= b->hi && need + FILL_GAP >= b->lo)
+        hi = b->hi;                       /* up to it */
+    bool merge = lo == b->lo || hi == b->hi;
+    uint32_t at = merge && lo == b->lo ? b->hi : in;
+    uint32_t end = merge && hi == b->hi && lo != b->lo ? b->lo : need;
+    fill *f = malloc(sizeof *f);
+    uint8_t *buf = f ? mfs_block_data_new(hi - lo) : NULL;
+    if (buf == NULL) {
+        free(f);
+        return NULL;
+    }
+    *f = (fill){ h, w, b->index, b->gen, lo, hi, at, end - at, buf, buf + (at - lo) };
+    return f;
+}
+
+static void fill_done(xfer *x, int rc, const mfs_err *e)
+{
+    fill *f = x->arg;
+    http_src *h = f->h;
+    disk_job *dj = NULL;
+    pthread_mutex_lock(&h->mu);
+    mfs_block *b = mfs_block_find(&h->tab, f->index);
+    bool ours = b != NULL && b->gen == f->gen && b->state == MFS_BLOCK_READY && b->filling;
+    if (ours)
+        b->filling = false;
+    if (ours && rc == 0) {
+        /* The held part goes into the new buffer when it is one with the
+         * fetched bytes (a mapped part is checked as it is copied: a
+         * damaged one is dropped, the fetched bytes kept alone). */
+        uint32_t lo = f->lo, hi = f->hi;
+        if (b->hi > b->lo && b->lo >= lo && b->hi <= hi &&
+            (f->at == b->hi || f->at + f->n == b->lo)) {
+            uint8_t *to = f->buf + (b->lo - lo);
+            bool ok = true;
+            if (!(b->cap & MFS_BLOCK_MAPPED))
+                memcpy(to, b->data, b->hi - b->lo);
+            else
+                ok = mfs_disk_cache_copy_part(b->data, b->index, b->len, b->lo, b->hi - b->lo, 0,
+                                              b->hi - b->lo, to);
+            if (!ok) {
+                memmove(f->buf, f->part, f->n);
+                lo = f->at;
+                hi = f->at + f->n;
+            }
+        } else {
+            memmove(f->buf, f->part, f->n);
+            lo = f->at;
+            hi = f->at + f->n;
+        }
+        mfs_block_data_free(b->data, b->cap);
+        b->data = f->buf;
+        b->cap = f->hi - f->lo;
+        b->lo = lo;
+        b->hi = hi;
+        b->used = ++h->tab.tick;
+        f->buf = NULL;
+        if (h->disk != NULL)
+            dj = disk_job_of(h, b->index, lo, b->data, hi - lo);
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (dj != NULL)
+        disk_job_queue(h, dj);
+    mfs_block_data_free(f->buf, f->hi - f->lo);
+    waiter_ran(h, f->w, rc, e);
+    free(f);
+    pump(h);
+    pthread_mutex_lock(&h->mu);
+    h->runs--;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Starts what waiter_step planned, unlocked. */
+static void start_it(http_src *h, const start *st)
+{
+    if (st->f == NULL)
+        return run_start(h, st->first, st->last, st->lo, st->hi, st->w, NULL);
+    pthread_mutex_lock(&h->mu);
+    h->runs++;
+    pthread_mutex_unlock(&h->mu);
+    fill *f = st->f;
+    if (h->o.offline) {
+        mfs_err e = { 0 };
+        mfs_fail(&e, MFS_E_IO, MFS_NO_OFFSET,
+                 "offline, and bytes %" PRIu64 "-%" PRIu64 " are not in the cache",
+                 f->index * h->block + f->at, f->index * h->block + f->at + f->n - 1);
+        xfer tmp = { .h = h, .arg = f };
+        return fill_done(&tmp, -1, &e);
+    }
+    xfer_start(h, f->index * h->block + f->at, f->n, &f->part, f->n, false, NULL, fill_done, f);
+}
 
 /* Copies what is here of w's range, and claims the first run of blocks
  * that no one holds or fetches (one GET of at most MAX_RUN_BYTES, to the
- * range's end) for w to fetch: into *st (true). Done: w->pos at its end,
- * or failed. Called locked. */
+ * range's end, no further than w->clip) for w to fetch, or plans the
+ * fill of a block held in part: into *st (true). Done: w->pos at its
+ * end, or failed. Called locked. */
 static bool waiter_step(http_src *h, waiter *w, start *st)
 {
     uint64_t end = w->off + w->len;
@@ -1048,27 +1237,32 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
             break;
         }
         uint64_t bi = w->pos / h->block;
+        uint32_t in = (uint32_t)(w->pos - bi * h->block);
         mfs_block *b = mfs_block_find(&h->tab, bi);
-        if (b != NULL && b->state == MFS_BLOCK_READY) {
-            uint64_t in = w->pos - bi * h->block;
-            uint64_t n = b->len - in < end - w->pos ? b->len - in : end - w->pos;
+        if (b != NULL && b->state == MFS_BLOCK_READY && in >= b->lo && in < b->hi) {
+            uint64_t n = b->hi - in < end - w->pos ? b->hi - in : end - w->pos;
             if (!(b->cap & MFS_BLOCK_MAPPED)) {
-                memcpy(w->dst + (w->pos - w->off), b->data + in, n);
-            } else if (!mfs_disk_cache_copy(b->data, bi, b->len, (uint32_t)in, (uint32_t)n,
-                                            w->dst + (w->pos - w->off))) {
+                memcpy(w->dst + (w->pos - w->off), b->data + (in - b->lo), n);
+            } else if (!mfs_disk_cache_copy_part(b->data, bi, b->len, b->lo, b->hi - b->lo,
+                                                 in - b->lo, (uint32_t)n,
+                                                 w->dst + (w->pos - w->off))) {
                 /* Its file was truncated, rewritten or damaged since it was
                  * mapped: dropped, fetched again. */
                 mfs_warn("%s: block %" PRIu64 " of the cache changed under its mapping; "
                          "fetched again", h->src.name, bi);
                 mfs_disk_cache_drop(h->disk, h->key, bi);
-                mfs_block_remove(&h->tab, b);
+                if (!b->filling)
+                    mfs_block_remove(&h->tab, b);
+                else
+                    b->hi = b->lo;   /* holds nothing now; the fill's bytes replace it */
                 continue;
             }
             b->used = ++h->tab.tick;
             w->pos += n;
             continue;
         }
-        if (b != NULL) {   /* another reader, or a job, is fetching it: share that */
+        if (b != NULL && (b->state != MFS_BLOCK_READY || b->filling)) {
+            /* another reader, or a job, is fetching it: share that */
             if (h->jobs > 0)
                 mfs_fetch_pool_wider();   /* caught up with the read-ahead */
             return false;
@@ -1077,6 +1271,22 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
             w->failed = true;
             mfs_fail(&w->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
             break;
+        }
+        uint64_t want = w->clip < end ? end : w->clip;   /* what it fetches, to here */
+        if (b != NULL) {
+            /* Held in part, not the bytes it needs: fetched. */
+            uint64_t bend = bi * h->block + b->len;
+            uint32_t need = (uint32_t)((want < bend ? want : bend) - bi * h->block);
+            fill *f = fill_plan(h, w, b, in, need);
+            if (f == NULL) {
+                w->failed = true;
+                mfs_fail(&w->e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory");
+                break;
+            }
+            b->filling = true;
+            w->runs++;
+            *st = (start){ .w = w, .f = f };
+            return true;
         }
         /* Claim the run of missing blocks from here on, to the range's
          * end, at most MAX_RUN_BYTES: one GET. No room (every slot
@@ -1092,7 +1302,9 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
         if (h->jobs > 0)
             mfs_fetch_pool_wider();   /* ahead of the jobs queued: more at once */
         w->runs++;
-        *st = (start){ bi, last, w };
+        uint64_t lend = last * h->block + block_len(h, last);
+        uint32_t hi = (uint32_t)((want < lend ? want : lend) - last * h->block);
+        *st = (start){ bi, last, w->streamed ? 0 : in, hi, w, NULL };
         return true;
     }
     return false;
@@ -1152,7 +1364,7 @@ static void pump(http_src *h)
         }
         pthread_mutex_unlock(&h->mu);
         for (size_t i = 0; i < ns; i++)
-            run_start(h, st[i].first, st[i].last, st[i].w, NULL);
+            start_it(h, &st[i]);
         for (size_t i = 0; i < na; i++)
             ans[i].done(ans[i].arg, ans[i].rc, ans[i].got, ans[i].rc ? &ans[i].e : NULL);
         pthread_mutex_lock(&h->mu);
@@ -1162,6 +1374,21 @@ static void pump(http_src *h)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* Whether every byte of [off, off + len) (len > 0) is held. Called
+ * locked. */
+static bool holds(http_src *h, uint64_t off, uint64_t len)
+{
+    for (uint64_t at = off; at < off + len;) {
+        uint64_t bi = at / h->block;
+        mfs_block *b = mfs_block_find(&h->tab, bi);
+        uint64_t in = at - bi * h->block;
+        if (b == NULL || b->state != MFS_BLOCK_READY || in < b->lo || in >= b->hi)
+            return false;
+        at = bi * h->block + b->hi;
+    }
+    return true;
+}
+
 /* ---- read-ahead ------------------------------------------------------- */
 
 typedef struct ahead_job {
@@ -1169,6 +1396,7 @@ typedef struct ahead_job {
     uint64_t first, last;       /* the blocks to fetch, claimed as it goes */
     uint64_t at;                /* the next one to look at */
     uint64_t bytes;
+    uint64_t to;                /* no byte from here on is fetched: its region's end */
 } ahead_job;
 
 static void ahead_end(ahead_job *j)
@@ -1207,7 +1435,13 @@ static void ahead_next(ahead_job *j)
     if (k == a)
         return ahead_end(j);   /* the end, a change, a stop, or no room: readers fetch the rest */
     j->at = k;
-    run_start(h, a, k - 1, NULL, j);
+    /* Whole blocks (the reader's next reads, in any order, share them),
+     * but none past the region's end: a tensor's last block in part. */
+    uint64_t z0 = (k - 1) * h->block;
+    uint32_t hi = (uint32_t)block_len(h, k - 1);
+    if (j->to > z0 && j->to < z0 + hi)
+        hi = (uint32_t)(j->to - z0);
+    run_start(h, a, k - 1, 0, hi, NULL, j);
 }
 
 /* A run of the job ended. A failure removed its blocks: a reader then
@@ -1228,11 +1462,12 @@ static void run_ahead(void *arg)
 
 /* Queues the blocks from `from` on that are neither held nor coming, in
  * jobs of AHEAD_CHUNK that start before `to` and end at `end` at the
- * latest (a region's end: fewer there). Whole chunks even as a reader's
+ * latest (a region's end: fewer there); no byte from `hi` on is fetched
+ * (a block may then be held in part). Whole chunks even as a reader's
  * window slides a read at a time: not a GET per read (what was queued
  * last is remembered, q_lo..q_hi). Stops at the all-sources bound and
  * when half the table is coming already. Called locked. */
-static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
+static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end, uint64_t hi)
 {
     if (h->changed || h->o.offline || from >= to || stop_now())
         return;
@@ -1258,7 +1493,7 @@ static void queue_ahead(http_src *h, uint64_t from, uint64_t to, uint64_t end)
         }
         ahead_job *j = malloc(sizeof *j);
         if (j != NULL)
-            *j = (ahead_job){ h, bi, bi + n - 1, bi, bytes };
+            *j = (ahead_job){ h, bi, bi + n - 1, bi, bytes, hi };
         if (j == NULL || !mfs_fetch_pool_run(run_ahead, j)) {
             free(j);
             __atomic_sub_fetch(&ahead_bytes, bytes, __ATOMIC_RELAXED);
@@ -1281,11 +1516,7 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
     http_src *h = (http_src *)s;
     pthread_mutex_lock(&h->mu);
     bool waited = false;
-    for (uint64_t bi = off / h->block; !waited && len > 0 && bi <= (off + len - 1) / h->block;
-         bi++) {
-        mfs_block *b = mfs_block_find(&h->tab, bi);
-        waited = b == NULL || b->state != MFS_BLOCK_READY;
-    }
+    waited = len > 0 && !holds(h, off, len);
     /* From the read's end, not `from`: what the all-sources bound or a
      * full table kept from being queued last time is asked again
      * (queue_ahead skips blocks held or coming). Inside the read's
@@ -1299,8 +1530,10 @@ static void http_advise(mfs_src *s, uint64_t off, uint64_t len, uint64_t end)
             piece = AHEAD_CHUNK;
         piece = piece < AHEAD_PIECE ? AHEAD_PIECE : piece;
         piece = (piece + h->block - 1) / h->block * h->block;
+        /* Clipped at its region's end: no byte past the tensor. */
+        uint64_t hi = to == end ? to : UINT64_MAX;
         for (uint64_t a = off + len < from ? off + len : from; a < to; a += piece)
-            queue_ahead(h, a, to - a > piece ? a + piece : to, to - a > piece ? a + piece : to);
+            queue_ahead(h, a, to - a > piece ? a + piece : to, to - a > piece ? a + piece : to, hi);
     }
     pthread_mutex_unlock(&h->mu);
 }
@@ -1322,11 +1555,15 @@ static void http_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done 
     }
     *w = (waiter){ .off = off, .len = len, .pos = off, .dst = dst, .done = done, .arg = arg };
     pthread_mutex_lock(&h->mu);
+    /* What it fetches itself: its own bytes when it starts no stream (a
+     * random read costs what it reads), to its region's end when it is
+     * a stream's (the blocks the read-ahead fetches next). */
+    w->streamed = mfs_ra_streamed(&h->ra, off, len, &w->clip);
     /* A long range (a file decoded on open) is fetched in parallel: jobs
      * take what lies past the first chunk, the reader's own GETs the
      * rest. */
     if (len > 2 * (uint64_t)AHEAD_CHUNK)
-        queue_ahead(h, off + AHEAD_CHUNK, off + len, off + len);
+        queue_ahead(h, off + AHEAD_CHUNK, off + len, off + len, off + len);
     w->next = h->waiters;
     if (h->waiters != NULL)
         h->waiters->prev = w;
@@ -1338,7 +1575,7 @@ static void http_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done 
     bool own = waiter_step(h, w, &st);
     pthread_mutex_unlock(&h->mu);
     if (own)
-        run_start(h, st.first, st.last, w, NULL);
+        start_it(h, &st);
     pump(h);   /* bytes at hand: answered here, now */
 }
 
@@ -1391,13 +1628,8 @@ static int http_get(mfs_src *s, uint64_t off, uint64_t len, mfs_span *out, mfs_e
 static bool http_ready(mfs_src *s, uint64_t off, uint64_t len)
 {
     http_src *h = (http_src *)s;
-    bool ready = true;
     pthread_mutex_lock(&h->mu);
-    for (uint64_t bi = off / h->block; ready && !h->changed && len > 0 &&
-                                       bi <= (off + len - 1) / h->block; bi++) {
-        mfs_block *b = mfs_block_find(&h->tab, bi);
-        ready = b != NULL && b->state == MFS_BLOCK_READY;
-    }
+    bool ready = h->changed || len == 0 || holds(h, off, len);
     pthread_mutex_unlock(&h->mu);
     return ready;
 }
@@ -1629,6 +1861,8 @@ mfs_src *mfs_src_http_open_hooked(const char *url, const mfs_http_opts *opts,
         b->data = buf;
         b->cap = cap;
         b->len = (uint32_t)block_len(h, 0);
+        b->lo = 0;
+        b->hi = b->len;
         b->state = MFS_BLOCK_READY;
         b->used = ++h->tab.tick;
     } else {

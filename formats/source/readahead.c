@@ -9,6 +9,14 @@
 /* Alignment between tensors (GGUF: 32; some 4096): a read starting this
  * close after a region's end runs on from it. */
 #define RUN_ON_GAP 4096u
+/* A stream that runs on into the next region fetches nothing ahead until
+ * it has read more than this of it: a mapping read to a tensor's end
+ * makes the kernel read on past it by up to two of its read-ahead
+ * windows (the window being read, whose first page asks for the next),
+ * 2 x 128 KiB on a remote mount (MFS_REMOTE_READAHEAD_KB, fs/fuse/main.c:
+ * 248 KiB measured), and stop there; `cat` of tensor after tensor goes
+ * on. */
+#define RUN_ON_PROOF (256u << 10)
 /* A stream's first window, in reads of the length of the one that made it
  * a stream (MFS_RA_MIN at least). */
 #define FIRST 4u
@@ -65,13 +73,11 @@ static mfs_ra_stream *runs_on(mfs_readahead *ra, uint64_t off)
     return NULL;
 }
 
-/* How far ahead of its reads a stream asks: its window, and past region
- * ends no more than it has read. */
-static uint64_t reach(const mfs_readahead *ra, const mfs_ra_stream *s)
+/* How far ahead of its reads a stream asks: its window, and nothing
+ * while it has just run on into the next region. */
+static uint64_t reach(const mfs_ra_stream *s)
 {
-    if (s->end == ra->size && s->region != ra->size)
-        return min64(s->window, s->next - s->start);
-    return s->window;
+    return s->next <= s->proof ? 0 : s->window;
 }
 
 static mfs_ra_stream *fresh(mfs_readahead *ra)
@@ -96,8 +102,19 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     ra->tick++;
     mfs_ra_stream *s = continued(ra, off, stop, end);
     if (s == NULL && (s = runs_on(ra, off)) != NULL) {
+        if (s->next - s->start > RUN_ON_PROOF) {
+            /* It read its region (or much of it): it may go on past
+             * region ends, once it shows it reads on in this one too. */
+            s->proof = s->region + RUN_ON_PROOF;
+            s->end = ra->size;
+        } else {
+            /* A few reads before the region: the kernel's read-around of
+             * a fault at a tensor's start, which begins in the tensor
+             * before. The stream is this region's, held to its end. */
+            s->start = off;
+            s->end = end;
+        }
         s->region = end;
-        s->end = ra->size;
     }
     if (s == NULL) {
         /* One read is not a stream: nothing ahead. */
@@ -120,14 +137,14 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
         /* Past the kernel's own read-ahead of this reader at once (its
          * reads come several at a time, each as long as this one). */
         s->window = len > MFS_RA_MIN / FIRST ? min64(len * FIRST, ra->max) : MFS_RA_MIN;
-    } else if (have - s->next >= reach(ra, s) / 2) {
+    } else if (have - s->next >= reach(s) / 2) {
         return false;   /* enough asked ahead still */
     } else {
         unsigned shift = s->waited ? 2 : 1;
         s->window = s->window > ra->max >> shift ? ra->max : s->window << shift;
     }
     s->waited = false;
-    uint64_t w = reach(ra, s);
+    uint64_t w = reach(s);
     uint64_t lim = min64(s->end, s->next + w);
     if (lim <= have)
         return false;
@@ -135,4 +152,18 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     *from = have;
     *to = lim;
     return true;
+}
+
+bool mfs_ra_streamed(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip)
+{
+    *clip = off + len;
+    for (unsigned i = 0; i < MFS_RA_STREAMS; i++) {
+        const mfs_ra_stream *s = &ra->s[i];
+        if (s->live && s->window > 0 && s->next > s->proof && off >= s->start &&
+            off < max64(s->next, s->ahead)) {
+            *clip = max64(s->region, off + len);
+            return true;
+        }
+    }
+    return false;
 }

@@ -17,10 +17,10 @@
  * mountpoint-s3's prefetcher ramps. It never reaches past the region the
  * stream is in; a stream that read its region to the end and runs on into
  * the next one (tensor after tensor, in file order) may go on past
- * region ends, its window held to what it has read. (The kernel's
- * read-around of a mapping also runs a little into the next tensor and
- * stops there: that costs what the stream's window had grown to, a known
- * shortfall, see tests/unit/test_readahead.c.) */
+ * region ends once it has read more of the next region than the kernel
+ * reads ahead on its own (the kernel's read-around of a mapping runs
+ * that far into the next tensor and stops there: that costs nothing
+ * ahead, and those reads fetch their own bytes only, as lone ones). */
 #ifndef MFS_READAHEAD_H
 #define MFS_READAHEAD_H
 
@@ -39,6 +39,8 @@ typedef struct mfs_ra_stream {
                                    object's once it ran on past one */
     uint64_t region;            /* the end of the region it was in last */
     uint64_t used;              /* tick of its last read: the oldest is replaced */
+    uint64_t proof;             /* ran on into the next region: nothing ahead
+                                   until its reads pass here (see RUN_ON_PROOF) */
     bool waited;                /* a read waited since the window last moved */
     bool live;
 } mfs_ra_stream;
@@ -60,5 +62,12 @@ void mfs_ra_init(mfs_readahead *ra, uint64_t size, uint64_t max);
  * coming inside it are the owner's to skip). */
 bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bool waited,
                  uint64_t *from, uint64_t *to);
+
+/* After mfs_ra_read of [off, off + len): whether the read is a stream's
+ * (false: it started none, a lone read: random, strided or a first
+ * read), and the end of the region its stream is in (*clip; the read's
+ * own end for a lone read). What a reader fetches itself goes no
+ * further: a lone read costs its own bytes. */
+bool mfs_ra_streamed(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip);
 
 #endif

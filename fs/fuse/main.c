@@ -233,9 +233,16 @@ static int daemonize(void)
 
 /* Kernel read-ahead for this mount (its bdi): with 4 MiB, sequential reads
  * keep several 1 MiB requests in flight for the worker threads; measured
- * better than 1 MiB and than 16 MiB (bench/bench.py). Best effort:
- * needs root. */
+ * better than 1 MiB and than 16 MiB (bench/bench.py). A mount of a remote
+ * model keeps the kernel's 128 KiB: the remote source fetches ahead of a
+ * reader on its own (readahead.c), and the kernel's read-around of each
+ * page fault of a mapping (safe_open) would fetch 2 MiB on either side
+ * of every tensor touched (bench/remote_bench.py, the mmap trace).
+ * Best effort: needs root. */
 #define MFS_READAHEAD_KB 4096
+#define MFS_REMOTE_READAHEAD_KB 128
+
+static bool any_remote;   /* a model of the mount is fetched */
 
 static void set_readahead(dev_t dev)
 {
@@ -245,7 +252,7 @@ static void set_readahead(dev_t dev)
     if (fd < 0)
         return;
     char kb[16];
-    int n = snprintf(kb, sizeof kb, "%u", MFS_READAHEAD_KB);
+    int n = snprintf(kb, sizeof kb, "%u", any_remote ? MFS_REMOTE_READAHEAD_KB : MFS_READAHEAD_KB);
     ssize_t w = write(fd, kb, (size_t)n);
     (void)w;
     close(fd);
@@ -353,6 +360,7 @@ int main(int argc, char **argv)
             rc = mfs_exit_code(MFS_E_USAGE);
             goto out_args;
         }
+        any_remote |= mfs_is_remote(cli.paths[i]);
         if (!mfs_is_remote(cli.paths[i]) && stat(cli.paths[i], &mst) != 0) {
             fprintf(stderr, "%s: %s: cannot open: %s\n", prog, cli.paths[i], strerror(errno));
             rc = mfs_exit_code(MFS_E_IO);

@@ -580,8 +580,13 @@ def check_readahead(c, build, srv, root, env):
                     "tensor after tensor: cat has their bytes")
             gets = gets_since(before, "/runson.safetensors")
             c.check(len(gets) > 0, "tensor after tensor: the GETs were seen")
-            c.check(len(gets) <= 8, "tensor after tensor: 16 tensors of 1 MiB in %d GETs "
-                    "(4 now; 16 without reading on past each tensor)" % len(gets))
+            # 9 now: a read that starts no stream fetches its own bytes
+            # only, so the first reads of a tensor (before the stream
+            # shows it reads on, readahead.c RUN_ON_PROOF) are GETs of
+            # their own; 4 when reads fetched whole blocks.
+            c.check(len(gets) <= 10, "tensor after tensor: 16 tensors of 1 MiB in %d GETs "
+                    "(16 without reading on past each tensor): %s"
+                    % (len(gets), [r[2] for r in gets]))
         os.unlink(many)
         # Every GET over 1 MiB cut at 60% the first time: the blocks that
         # came whole are kept and only the rest is asked again.

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -373,6 +374,61 @@ static void odd_sizes(void)
  * mapping keeps the old file). Every copy out either hands the block's
  * right bytes or says the block is bad; none crashes. */
 #define MAPPED (64u << 10)
+
+/* A whole block mapped (the part API, as http.c uses it). */
+static const uint8_t *map_whole(mfs_disk_cache *c, const char *key, uint64_t index, uint32_t len)
+{
+    uint32_t lo = 7, n = 7;
+    const uint8_t *m = mfs_disk_cache_map_part(c, key, index, len, &lo, &n);
+    CHECK(m == NULL || (lo == 0 && n == len));
+    return m;
+}
+
+static bool copy_whole(const uint8_t *m, uint64_t index, uint32_t len, uint32_t in, uint32_t n,
+                       uint8_t *dst)
+{
+    return mfs_disk_cache_copy_part(m, index, len, 0, len, in, n, dst);
+}
+
+/* A block kept in part: [lo, lo + n) of it, as a read that started no
+ * stream fetched it; more of it later replaces the file. */
+static void parts(void)
+{
+    mfs_disk_cache *c = cache_at("parts", 1 << 24);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char key[65];
+    key_of(key, "parts");
+    static uint8_t buf[MAPPED], got[MAPPED];
+    fill(buf, MAPPED, 40);
+    mfs_disk_cache_write_part(c, key, 3, MAPPED, 1000, buf + 1000, 5000);
+    CHECK(mfs_disk_cache_used(c) == 5000 + 64);
+    uint32_t lo = 0, n = 0;
+    const uint8_t *m = mfs_disk_cache_map_part(c, key, 3, MAPPED, &lo, &n);
+    CHECK(m != NULL && lo == 1000 && n == 5000);
+    if (m == NULL)
+        return;
+    CHECK(mfs_disk_cache_copy_part(m, 3, MAPPED, 1000, 5000, 100, 200, got) &&
+          memcmp(got, buf + 1100, 200) == 0);
+    CHECK(!mfs_disk_cache_copy_part(m, 3, MAPPED, 0, 5000, 100, 200, got));      /* another part */
+    CHECK(!mfs_disk_cache_copy_part(m, 3, MAPPED, 1000, 5000, 4900, 200, got));  /* past it */
+    CHECK(!mfs_disk_cache_copy_part(m, 3, MAPPED, MAPPED - 10, 5000, 0, 1, got)); /* not in it */
+    CHECK(!mfs_disk_cache_read(c, key, 3, got, MAPPED));   /* not whole */
+    memset(got, 0, MAPPED);
+    CHECK(mfs_disk_cache_read_part(c, key, 3, MAPPED, got, &lo, &n) && lo == 1000 && n == 5000 &&
+          memcmp(got, buf + 1000, 5000) == 0);
+    munmap((void *)m, mfs_disk_cache_map_size(n));
+    /* The same part again: not written twice; more of it: replaced. */
+    mfs_disk_cache_write_part(c, key, 3, MAPPED, 1000, buf + 1000, 5000);
+    CHECK(mfs_disk_cache_used(c) == 5000 + 64);
+    mfs_disk_cache_write_part(c, key, 3, MAPPED, 0, buf, MAPPED);
+    CHECK(mfs_disk_cache_read(c, key, 3, got, MAPPED) && memcmp(got, buf, MAPPED) == 0);
+    /* A part that does not fit its block: not written. */
+    mfs_disk_cache_write_part(c, key, 4, MAPPED, MAPPED - 10, buf, 11);
+    CHECK(!mfs_disk_cache_read_part(c, key, 4, MAPPED, got, &lo, &n));
+}
+
 static void mapped(void)
 {
     mfs_disk_cache *c = cache_at("mapped", 1 << 24);
@@ -387,39 +443,39 @@ static void mapped(void)
     for (unsigned i = 0; i < 4; i++) {
         fill(buf, MAPPED, 20 + i);
         mfs_disk_cache_write(c, key, i, buf, MAPPED);
-        m[i] = mfs_disk_cache_map(c, key, i, MAPPED);
+        m[i] = map_whole(c, key, i, MAPPED);
         CHECK(m[i] != NULL);
         if (m[i] == NULL)
             return;
     }
-    CHECK(mfs_disk_cache_map(c, key, 9, MAPPED) == NULL);       /* not there */
-    CHECK(mfs_disk_cache_map(c, "../x", 0, MAPPED) == NULL);
+    CHECK(map_whole(c, key, 9, MAPPED) == NULL);       /* not there */
+    CHECK(map_whole(c, "../x", 0, MAPPED) == NULL);
     /* Whole, and a piece from the middle (the CRC over the rest). */
     fill(buf, MAPPED, 20);
-    CHECK(mfs_disk_cache_copy(m[0], 0, MAPPED, 0, MAPPED, got) && memcmp(got, buf, MAPPED) == 0);
+    CHECK(copy_whole(m[0], 0, MAPPED, 0, MAPPED, got) && memcmp(got, buf, MAPPED) == 0);
     memset(got, 0, MAPPED);
-    CHECK(mfs_disk_cache_copy(m[0], 0, MAPPED, 1000, 5000, got) &&
+    CHECK(copy_whole(m[0], 0, MAPPED, 1000, 5000, got) &&
           memcmp(got, buf + 1000, 5000) == 0);
-    CHECK(!mfs_disk_cache_copy(m[0], 1, MAPPED, 0, 10, got));      /* another index */
-    CHECK(!mfs_disk_cache_copy(m[0], 0, MAPPED, 60000, 6000, got)); /* past the end */
+    CHECK(!copy_whole(m[0], 1, MAPPED, 0, 10, got));      /* another index */
+    CHECK(!copy_whole(m[0], 0, MAPPED, 60000, 6000, got)); /* past the end */
 
     /* Truncated under the mapping: caught, bad. */
     CHECK(truncate(path_of(kdir, "1"), 100) == 0);
-    CHECK(!mfs_disk_cache_copy(m[1], 1, MAPPED, 0, 4096, got));
-    CHECK(!mfs_disk_cache_copy(m[1], 1, MAPPED, 0, MAPPED, got));
+    CHECK(!copy_whole(m[1], 1, MAPPED, 0, 4096, got));
+    CHECK(!copy_whole(m[1], 1, MAPPED, 0, MAPPED, got));
     /* ... and made long again (zeros): bad. */
     CHECK(truncate(path_of(kdir, "1"), MAPPED + 64) == 0);
-    CHECK(!mfs_disk_cache_copy(m[1], 1, MAPPED, 0, 4096, got));
+    CHECK(!copy_whole(m[1], 1, MAPPED, 0, 4096, got));
 
     /* Rewritten in place, a few bytes or the whole block: bad. */
     int fd = open(path_of(kdir, "2"), O_WRONLY);
     CHECK(fd >= 0 && pwrite(fd, "X", 1, 30000) == 1);
-    CHECK(!mfs_disk_cache_copy(m[2], 2, MAPPED, 0, 4096, got));   /* not in the piece copied */
+    CHECK(!copy_whole(m[2], 2, MAPPED, 0, 4096, got));   /* not in the piece copied */
     fill(buf, MAPPED, 99);
     CHECK(fd >= 0 && pwrite(fd, buf, MAPPED, 0) == (ssize_t)MAPPED);
     if (fd >= 0)
         close(fd);
-    CHECK(!mfs_disk_cache_copy(m[2], 2, MAPPED, 0, MAPPED, got));
+    CHECK(!copy_whole(m[2], 2, MAPPED, 0, MAPPED, got));
 
     /* Replaced by rename (another block's file, valid for its own index):
      * the mapping still holds the old file, whose bytes are served. */
@@ -429,9 +485,9 @@ static void mapped(void)
     snprintf(from, sizeof from, "%s", path_of(kdir, "7"));
     CHECK(rename(from, path_of(kdir, "3")) == 0);
     fill(buf, MAPPED, 23);
-    CHECK(mfs_disk_cache_copy(m[3], 3, MAPPED, 0, MAPPED, got) && memcmp(got, buf, MAPPED) == 0);
+    CHECK(copy_whole(m[3], 3, MAPPED, 0, MAPPED, got) && memcmp(got, buf, MAPPED) == 0);
     /* ... and a new map of 3 finds block 7's file: refused and dropped. */
-    CHECK(mfs_disk_cache_map(c, key, 3, MAPPED) == NULL);
+    CHECK(map_whole(c, key, 3, MAPPED) == NULL);
     struct stat st;
     CHECK(lstat(path_of(kdir, "3"), &st) != 0);
 
@@ -442,19 +498,19 @@ static void mapped(void)
     CHECK(mfs_disk_cache_used(c) == used - (MAPPED + 64));
     fill(buf, MAPPED, 21);
     mfs_disk_cache_write(c, key, 1, buf, MAPPED);
-    const uint8_t *again = mfs_disk_cache_map(c, key, 1, MAPPED);
-    CHECK(again != NULL && mfs_disk_cache_copy(again, 1, MAPPED, 0, MAPPED, got) &&
+    const uint8_t *again = map_whole(c, key, 1, MAPPED);
+    CHECK(again != NULL && copy_whole(again, 1, MAPPED, 0, MAPPED, got) &&
           memcmp(got, buf, MAPPED) == 0);
-    CHECK(mfs_disk_cache_map(c, key, 0, MAPPED - 1) == NULL);   /* another length */
+    CHECK(map_whole(c, key, 0, MAPPED - 1) == NULL);   /* another length */
 
     /* A FIFO and a symlink in a block's place: no mapping, no wait. */
     CHECK(unlink(path_of(kdir, "2")) == 0 && mkfifo(path_of(kdir, "2"), 0600) == 0);
-    CHECK(mfs_disk_cache_map(c, key, 2, MAPPED) == NULL);
+    CHECK(map_whole(c, key, 2, MAPPED) == NULL);
     CHECK(symlink(path_of(kdir, "1"), path_of(kdir, "5")) == 0);
-    CHECK(mfs_disk_cache_map(c, key, 5, MAPPED) == NULL);
+    CHECK(map_whole(c, key, 5, MAPPED) == NULL);
     CHECK(lstat(path_of(kdir, "5"), &st) != 0);   /* the name removed */
     CHECK(lstat(path_of(kdir, "1"), &st) == 0);   /* not what it named */
-    CHECK(mfs_disk_cache_map(c, key, 6, MAPPED) == NULL && errno == 0);   /* not there */
+    CHECK(map_whole(c, key, 6, MAPPED) == NULL && errno == 0);   /* not there */
 
     /* No room for another mapping: ENOMEM, the file kept, and read (the
      * copy http.c falls back to) still has it. Not under ASan (its
@@ -468,7 +524,7 @@ static void mapped(void)
     struct rlimit lim = { .rlim_cur = pages * (rlim_t)sysconf(_SC_PAGESIZE) + 4096,
                           .rlim_max = RLIM_INFINITY };
     CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
-    CHECK(mfs_disk_cache_map(c, key, 1, MAPPED) == NULL && errno == ENOMEM);
+    CHECK(map_whole(c, key, 1, MAPPED) == NULL && errno == ENOMEM);
     memset(got, 0, MAPPED);
     CHECK(mfs_disk_cache_read(c, key, 1, got, MAPPED) && memcmp(got, buf, MAPPED) == 0);
 #endif
@@ -551,6 +607,7 @@ int main(void)
         { "symlink_subdirs", symlink_subdirs }, { "hard_link", hard_link },
         { "odd_sizes", odd_sizes },     { "symlink_tmp", symlink_tmp },
         { "full_fs", full_fs },         { "mapped", mapped },
+        { "parts", parts },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         bool ok = in_child(cases[i].name, cases[i].fn);

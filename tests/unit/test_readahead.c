@@ -1,12 +1,14 @@
 /* The read-ahead policy (formats/source/readahead.c) over access traces,
- * each simulated against the http source's blocks (256 KiB) and a model of
- * the benchmark's link (bench/remote_bench.py: 40 ms round trip, 40 MiB/s
- * per connection, GETs ahead of an eighth of the range asked, 4 to 8 MiB
- * (8 past the region), on at most 16 connections, a reader's own missing
- * blocks in one GET of its own). For every trace:
- * bytes fetched against bytes read, and against the blocks the reads
- * touch (what any policy fetches at this block size); for the sequential
- * one, the time of the first read against eight parallel ranges. */
+ * each simulated against the http source's fetching (256 KiB blocks, held
+ * in part to the byte) and a model of the benchmark's link
+ * (bench/remote_bench.py: 40 ms round trip, 40 MiB/s per connection,
+ * GETs ahead of an eighth of the range asked, 4 to 8 MiB (8 past the
+ * region), whole blocks but none past the region's end, on at most 16
+ * connections; a reader's own missing bytes in one GET of its own: a lone
+ * read's exactly, a stream's in whole blocks, none past its region). For every trace: bytes
+ * fetched against bytes read, and against the blocks the reads touch
+ * (what whole blocks would cost); for the sequential one, the time of
+ * the first read against eight parallel ranges. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #define KIB 1024ull
 #define MIB (1024ull * 1024)
 #define BLOCK (256 * KIB)
+#define PAGE (4 * KIB)          /* the sim's unit: reads here are of whole pages */
 #define RTT 0.040
 #define RATE (40.0 * MIB)
 #define CONNS 16
@@ -27,9 +30,9 @@
 
 typedef struct sim {
     mfs_readahead ra;
-    uint64_t size, nblocks;
-    double *arrive;             /* per block: when it is here; < 0 never asked */
-    uint8_t *touched;
+    uint64_t size, npages, nblocks;
+    double *arrive;             /* per page: when it is here; < 0 never asked */
+    uint8_t *touched;           /* per block */
     double now;
     double conn[CONNS];         /* when each connection is free */
     uint64_t fetched, read, gets, widest;
@@ -39,10 +42,11 @@ static void sim_init(sim *s, uint64_t size)
 {
     memset(s, 0, sizeof *s);
     s->size = size;
+    s->npages = (size + PAGE - 1) / PAGE;
     s->nblocks = (size + BLOCK - 1) / BLOCK;
-    s->arrive = malloc(s->nblocks * sizeof *s->arrive);
+    s->arrive = malloc(s->npages * sizeof *s->arrive);
     s->touched = calloc(s->nblocks, 1);
-    for (uint64_t i = 0; i < s->nblocks; i++)
+    for (uint64_t i = 0; i < s->npages; i++)
         s->arrive[i] = -1;
     mfs_ra_init(&s->ra, size, AHEAD_MAX);
 }
@@ -58,7 +62,12 @@ static uint64_t block_bytes(const sim *s, uint64_t i)
     return (i + 1) * BLOCK > s->size ? s->size - i * BLOCK : BLOCK;
 }
 
-/* One GET of blocks a..b (none asked yet), started at t0 or, on a pooled
+static uint64_t page_bytes(const sim *s, uint64_t i)
+{
+    return (i + 1) * PAGE > s->size ? s->size - i * PAGE : PAGE;
+}
+
+/* One GET of pages a..b (none asked yet), started at t0 or, on a pooled
  * connection, when one is free. */
 static void get(sim *s, uint64_t a, uint64_t b, double t0, bool pooled)
 {
@@ -73,29 +82,43 @@ static void get(sim *s, uint64_t a, uint64_t b, double t0, bool pooled)
     }
     double at = start + RTT;
     for (uint64_t i = a; i <= b; i++) {
-        at += (double)block_bytes(s, i) / RATE;
+        at += (double)page_bytes(s, i) / RATE;
         s->arrive[i] = at;
-        s->fetched += block_bytes(s, i);
+        s->fetched += page_bytes(s, i);
     }
     if (pooled)
         s->conn[c] = at;
     s->gets++;
 }
 
-/* The blocks a..b not asked yet, in GETs of at most `most` bytes. */
+/* The pages a..b not asked yet, in GETs of at most `most` bytes. */
 static void fetch(sim *s, uint64_t a, uint64_t b, uint64_t most, double t0, bool pooled)
 {
-    for (uint64_t i = a; i <= b && i < s->nblocks;) {
+    for (uint64_t i = a; i <= b && i < s->npages;) {
         if (s->arrive[i] >= 0) {
             i++;
             continue;
         }
         uint64_t j = i;
-        while (j < b && j + 1 < s->nblocks && s->arrive[j + 1] < 0 && (j + 2 - i) * BLOCK <= most)
+        while (j < b && j + 1 < s->npages && s->arrive[j + 1] < 0 && (j + 2 - i) * PAGE <= most)
             j++;
         get(s, i, j, t0, pooled);
         i = j + 1;
     }
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Whether any byte of block bi was asked (http.c: it is in the table). */
+static bool block_asked(const sim *s, uint64_t bi)
+{
+    for (uint64_t i = bi * (BLOCK / PAGE); i < (bi + 1) * (BLOCK / PAGE) && i < s->npages; i++)
+        if (s->arrive[i] >= 0)
+            return true;
+    return false;
 }
 
 /* A read of [off, off + len) in a region ending at `end`, the reader
@@ -104,7 +127,7 @@ static void rd(sim *s, uint64_t off, uint64_t len, uint64_t end, double think)
 {
     if (off + len > end)
         len = end - off;
-    uint64_t a = off / BLOCK, b = (off + len - 1) / BLOCK;
+    uint64_t a = off / PAGE, b = (off + len - 1) / PAGE;
     bool waited = false;
     for (uint64_t i = a; i <= b; i++)
         waited |= s->arrive[i] < 0 || s->arrive[i] > s->now;
@@ -117,16 +140,37 @@ static void rd(sim *s, uint64_t off, uint64_t len, uint64_t end, double think)
         piece = piece < 4 * MIB ? 4 * MIB : piece;   /* http_advise's pieces */
         if (to > end)
             piece = AHEAD_GET;
-        fetch(s, from / BLOCK, (to - 1) / BLOCK, (piece + BLOCK - 1) / BLOCK * BLOCK, s->now,
-              true);
+        /* Whole blocks, none held even in part (the reader fills those),
+         * and none past the region's end (http.c ahead_next). */
+        uint64_t most = (piece + BLOCK - 1) / BLOCK * BLOCK;
+        uint64_t lastp = to == end ? (to - 1) / PAGE
+                                   : min64(s->npages, ((to - 1) / BLOCK + 1) * (BLOCK / PAGE)) - 1;
+        for (uint64_t bi = from / BLOCK; bi <= lastp / (BLOCK / PAGE);) {
+            uint64_t bj = bi;
+            while (!block_asked(s, bj) && bj <= lastp / (BLOCK / PAGE))
+                bj++;
+            if (bj > bi)
+                fetch(s, bi * (BLOCK / PAGE), min64(bj * (BLOCK / PAGE) - 1, lastp), most, s->now,
+                      true);
+            bi = bj + 1;
+        }
     }
-    fetch(s, a, b, DEMAND_GET, s->now, false);
+    /* Its own missing bytes: a lone read's exactly, a stream's to the end
+     * of its last block (no further than its region). */
+    uint64_t clip, own = off + len, own_from = off;
+    if (mfs_ra_streamed(&s->ra, off, len, &clip)) {
+        own = min64(clip, ((off + len - 1) / BLOCK + 1) * BLOCK);
+        if (!block_asked(s, off / BLOCK))
+            own_from = off / BLOCK * BLOCK;   /* a whole block from its start */
+    }
+    CHECK(own >= off + len);
+    fetch(s, own_from / PAGE, (min64(own, s->size) - 1) / PAGE, DEMAND_GET, s->now, false);
     double done = s->now;
-    for (uint64_t i = a; i <= b; i++) {
-        s->touched[i] = 1;
+    for (uint64_t i = a; i <= b; i++)
         if (s->arrive[i] > done)
             done = s->arrive[i];
-    }
+    for (uint64_t i = off / BLOCK; i <= (off + len - 1) / BLOCK; i++)
+        s->touched[i] = 1;
     s->now = done + think;
     s->read += len;
 }
@@ -244,8 +288,7 @@ static void strided(void)
         snprintf(name, sizeof name, "strided %llu KiB every %llu KiB",
                  (unsigned long long)(len[k] / KIB), (unsigned long long)(step[k] / KIB));
         report(name, &s);
-        CHECK(s.fetched == floor_bytes(&s));   /* nothing ahead */
-        CHECK(s.fetched <= (len[k] >= BLOCK ? s.read * 11 / 10 : floor_bytes(&s)));
+        CHECK(s.fetched == s.read);   /* its own bytes, nothing ahead */
         sim_free(&s);
     }
 }
@@ -261,7 +304,7 @@ static void random_4k(void)
         rd(&s, at, 4 * KIB, 512 * MIB, 0.0001);
     }
     report("random 4 KiB reads", &s);
-    CHECK(s.fetched == floor_bytes(&s));   /* a block each, nothing ahead */
+    CHECK(s.fetched <= s.read);   /* its own bytes each (a few read twice), nothing ahead */
     CHECK(s.widest == 0);
     sim_free(&s);
 }
@@ -284,38 +327,27 @@ static void mmap_pass(void)
 
 static void mmap_three(void)
 {
-    /* safe_open, then 3 of 100 tensors of 2 MiB read: faults from a
-     * little before each (fault-around) to a little past it. */
+    /* safe_open, then 3 of 100 tensors of 4 MiB read (the benchmark's
+     * trace): faults from a little before each (read-around) to a little
+     * past it (the kernel's read-ahead: 248 KiB measured). */
     uint64_t head = 16 * KIB;
-    uint64_t *ends = layout(100, head, 2 * MIB);
+    uint64_t *ends = layout(100, head, 4 * MIB);
     static const unsigned pick[] = { 7, 42, 93 };
     sim s;
     sim_init(&s, ends[99]);
-    faults(&s, 0, head, ends, 100);   /* the header */
+    /* (The header is read with read(), not through the mapping, as the
+     * benchmark's trace has it: not part of the trace.) */
     for (unsigned i = 0; i < 3; i++) {
-        uint64_t a = ends[pick[i]] - 2 * MIB, b = ends[pick[i]];
-        faults(&s, a - 64 * KIB, b + 128 * KIB, ends, 100);
+        uint64_t a = ends[pick[i]] - 4 * MIB, b = ends[pick[i]];
+        faults(&s, a - 64 * KIB, b + 248 * KIB, ends, 100);
     }
     report("mmap 3 of 100 tensors (4-128 KiB)", &s);
-    /* Not the 1.1x of the issue: the faults past each tensor run on into
-     * the next one exactly as `cat` of tensor after tensor does (which
-     * mount.remote wants fetched ahead), so the window the stream earned
-     * goes on past them. Held to what it is now. */
-    CHECK(s.fetched <= s.read * 25 / 10);
-    sim_free(&s);
-
-    /* The same as this kernel sends it (measured: 1 MiB reads, read-around
-     * from 2 MiB before a tensor to 8 MiB past its start, 36 reads for 3
-     * tensors of 2 MiB). */
-    sim_init(&s, ends[99]);
-    rd_regions(&s, 0, head, ends, 100);
-    for (unsigned i = 0; i < 3; i++) {
-        uint64_t a = ends[pick[i]] - 2 * MIB;
-        for (uint64_t at = a - 2 * MIB; at < a + 8 * MIB; at += MIB)
-            rd_regions(&s, at, MIB, ends, 100);
-    }
-    report("mmap 3 of 100 tensors (1 MiB)", &s);
-    CHECK(s.fetched <= s.read * 2);   /* as above */
+    /* The faults' own bytes and nothing more: the faults past each tensor
+     * (the kernel's 128 KiB of read-ahead on a remote mount) run on into
+     * the next one, but not far enough to be `cat` of tensor after tensor
+     * (RUN_ON_PROOF), so nothing is fetched ahead of them. */
+    CHECK(s.fetched <= s.read * 11 / 10);
+    CHECK(s.fetched <= 3 * 4 * MIB * 11 / 10);   /* the tensors' bytes: the issue's 1.1x */
     sim_free(&s);
     free(ends);
 }
