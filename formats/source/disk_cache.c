@@ -410,11 +410,14 @@ static bool make_room(mfs_disk_cache *c, uint64_t bytes)
         if (kfd < 0)
             continue;   /* gone, or no longer a folder: nothing of ours to remove */
         struct stat st;
+        /* By the file's size now: a block's file may have been replaced by
+         * one holding more of it (its entry then comes twice: the second
+         * finds it gone). */
         if (fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
             if (ours(c, &st) && ns_of(&st) > en.mtime_ns) {
-                push(c, en.key, en.index, ns_of(&st), en.bytes);
+                push(c, en.key, en.index, ns_of(&st), (uint64_t)st.st_size);
             } else if (unlinkat(kfd, name, 0) == 0) {
-                c->used = sub_floor(c->used, en.bytes);
+                c->used = sub_floor(c->used, ours(c, &st) ? (uint64_t)st.st_size : en.bytes);
             }
         }
         close(kfd);
@@ -725,6 +728,9 @@ void mfs_disk_cache_write_part(mfs_disk_cache *c, const char *key, uint64_t inde
         close(kfd);
         return;   /* there already (another reader, another mount) */
     }
+    /* Another part of the block there: replaced, no longer counted. */
+    uint64_t old =
+        fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ours(c, &st) ? (uint64_t)st.st_size : 0;
     pthread_mutex_lock(&c->mu);
     if (!c->scanned)
         scan(c);
@@ -749,6 +755,7 @@ void mfs_disk_cache_write_part(mfs_disk_cache *c, const char *key, uint64_t inde
     if (err == 0) {
         int64_t t = fstatat(kfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? ns_of(&st) : 0;
         push(c, raw, index, t, bytes);   /* the newest: at the back */
+        c->used = sub_floor(c->used, old);
     } else {
         c->used = sub_floor(c->used, bytes);
     }

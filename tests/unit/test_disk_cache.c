@@ -424,6 +424,7 @@ static void parts(void)
     CHECK(mfs_disk_cache_used(c) == 5000 + 64);
     mfs_disk_cache_write_part(c, key, 3, MAPPED, 0, buf, MAPPED);
     CHECK(mfs_disk_cache_read(c, key, 3, got, MAPPED) && memcmp(got, buf, MAPPED) == 0);
+    CHECK(mfs_disk_cache_used(c) == MAPPED + 64);   /* the part it replaced: no longer counted */
     /* A part that does not fit its block: not written. */
     mfs_disk_cache_write_part(c, key, 4, MAPPED, MAPPED - 10, buf, 11);
     CHECK(!mfs_disk_cache_read_part(c, key, 4, MAPPED, got, &lo, &n));
