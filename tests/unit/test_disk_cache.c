@@ -428,6 +428,21 @@ static void parts(void)
     /* A part that does not fit its block: not written. */
     mfs_disk_cache_write_part(c, key, 4, MAPPED, MAPPED - 10, buf, 11);
     CHECK(!mfs_disk_cache_read_part(c, key, 4, MAPPED, got, &lo, &n));
+    /* A trailer whose part runs past its block (lo moved on): refused,
+     * the file dropped; one whose part is empty: the same. */
+    char kdir[1024];
+    snprintf(kdir, sizeof kdir, "%s/parts/blocks/%s", root, key);
+    static const uint32_t bad_lo[] = { MAPPED - 100, MAPPED };
+    for (unsigned i = 0; i < 2; i++) {
+        mfs_disk_cache_write_part(c, key, 5, MAPPED, 1000, buf + 1000, 5000);
+        int fd = open(path_of(kdir, "5"), O_WRONLY);
+        CHECK(fd >= 0 && pwrite(fd, &bad_lo[i], 4, 5000 + 20) == 4);
+        if (fd >= 0)
+            close(fd);
+        CHECK(!mfs_disk_cache_read_part(c, key, 5, MAPPED, got, &lo, &n));
+        struct stat st;
+        CHECK(lstat(path_of(kdir, "5"), &st) != 0);
+    }
 }
 
 static void mapped(void)
