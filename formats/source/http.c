@@ -32,7 +32,14 @@
 #define MAX_RETRY_AFTER 10.0        /* seconds: a longer Retry-After fails */
 #define AHEAD_CHUNK (8u << 20)      /* one GET of a read-ahead */
 #define AHEAD_PIECE (4u << 20)      /* one GET of a small window at least */
-#define AHEAD_MAX (128u << 20)      /* fetched ahead of one reader at most */
+/* Fetched ahead of one reader at most. Half what queue_ahead lets be
+ * coming at once (half the table): with 128 MiB, a window at its widest
+ * met that bound while its last jobs still counted, the jobs it asked
+ * were refused, and the policy, which took them as asked, left the
+ * reader to fetch block after block itself (3.3 s for 512 MiB in 112 GETs,
+ * 2 s in 81 otherwise). 64 MiB ahead is 0.2 s at eight connections. */
+#define AHEAD_MAX (64u << 20)
+#define STREAM_OWN (2u << 20)       /* a stream's reader that fetches itself asks this much */
 #define AHEAD_ALL (256ull << 20)    /* fetched ahead by every source at once at most */
 #define AHEAD_UNREAD (1ull << 62)   /* added to an unread block's LRU tick */
 #define HEADER_MAX (256u << 10)     /* bytes of one answer's header lines at most */
@@ -1290,13 +1297,23 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
         }
         /* Claim the run of missing blocks from here on, to the range's
          * end, at most MAX_RUN_BYTES: one GET. No room (every slot
-         * loading): the next block event tries again. */
+         * loading): the next block event tries again. A stream's reader
+         * that came to blocks its read-ahead has not started on yet
+         * (queued behind other jobs) takes STREAM_OWN of them, not its
+         * read's one block: it would come back for each next block,
+         * a round trip each. */
         uint64_t last_needed = (end - 1) / h->block;
+        if (w->streamed) {
+            uint64_t to = w->clip < w->pos + STREAM_OWN ? w->clip : w->pos + STREAM_OWN;
+            if ((to - 1) / h->block > last_needed)
+                last_needed = (to - 1) / h->block;
+        }
         uint64_t max_last = bi + (MAX_RUN_BYTES / h->block) - 1;
         uint64_t last = bi;
         if (mfs_block_claim(&h->tab, bi) == NULL)
             return false;
-        while (last < last_needed && last < max_last && h->tab.used < h->tab.max &&
+        while (last < last_needed && last < max_last &&
+               (w->streamed || h->tab.used < h->tab.max) &&
                mfs_block_claim(&h->tab, last + 1) != NULL)
             last++;
         if (h->jobs > 0)
@@ -1704,8 +1721,8 @@ void mfs_http_stats_of(const mfs_src *s, mfs_http_stats *out)
  * Last-Modified, may stay the same for other bytes within a second). */
 static void finish_open(http_src *h, const mfs_http_answer *a)
 {
-    uint64_t half = h->tab.max * h->block / 2;
-    mfs_ra_init(&h->ra, h->src.size, half < AHEAD_MAX ? half : AHEAD_MAX);
+    uint64_t quarter = h->tab.max * h->block / 4;
+    mfs_ra_init(&h->ra, h->src.size, quarter < AHEAD_MAX ? quarter : AHEAD_MAX);
     mfs_http_pin_of(a, h->src.size, &h->pin);
     static const char *const kinds[] = { "etag:", "weak:", "date:", "size:" };
     /* Size and validators (hashed: an ETag may be longer than the room). */

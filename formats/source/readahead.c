@@ -161,7 +161,7 @@ bool mfs_ra_streamed(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64
         const mfs_ra_stream *s = &ra->s[i];
         if (s->live && s->window > 0 && s->next > s->proof && off >= s->start &&
             off < max64(s->next, s->ahead)) {
-            *clip = max64(s->region, off + len);
+            *clip = max64(s->end, off + len);
             return true;
         }
     }

@@ -66,7 +66,8 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
 /* After mfs_ra_read of [off, off + len): whether the read is a stream's
  * (false: it started none, a lone read: random, strided or a first
  * read), and the end of the region its stream is in (*clip; the read's
- * own end for a lone read). What a reader fetches itself goes no
+ * own end for a lone read; the object's once it reads on past region
+ * ends). What a reader fetches itself goes no
  * further: a lone read costs its own bytes. */
 bool mfs_ra_streamed(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip);
 

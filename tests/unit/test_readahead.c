@@ -26,7 +26,7 @@
 #define CONNS 16
 #define AHEAD_GET (8 * MIB)
 #define DEMAND_GET (16 * MIB)
-#define AHEAD_MAX (128 * MIB)   /* http.c: AHEAD_MAX (the default budget's half is more) */
+#define AHEAD_MAX (64 * MIB)    /* http.c: AHEAD_MAX (the default budget's quarter is more) */
 
 typedef struct sim {
     mfs_readahead ra;
