@@ -1056,6 +1056,8 @@ typedef struct waiter {
                                    when it started no stream, else its region's end */
     bool streamed;              /* a stream's: it fetches whole blocks (the stream's other
                                    reads, in any order, share them) */
+    bool unseen;                /* not a reader's the policy was told of (a driver's at
+                                   load): its blocks whole, as near bytes are read next */
     uint8_t *dst;
     mfs_src_done done;
     void *arg;
@@ -1321,7 +1323,7 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
         w->runs++;
         uint64_t lend = last * h->block + block_len(h, last);
         uint32_t hi = (uint32_t)((want < lend ? want : lend) - last * h->block);
-        *st = (start){ bi, last, w->streamed ? 0 : in, hi, w, NULL };
+        *st = (start){ bi, last, w->streamed || w->unseen ? 0 : in, hi, w, NULL };
         return true;
     }
     return false;
@@ -1575,7 +1577,11 @@ static void http_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done 
     /* What it fetches itself: its own bytes when it starts no stream (a
      * random read costs what it reads), to its region's end when it is
      * a stream's (the blocks the read-ahead fetches next). */
-    w->streamed = mfs_ra_streamed(&h->ra, off, len, &w->clip);
+    mfs_ra_kind kind = mfs_ra_of(&h->ra, off, len, &w->clip);
+    w->streamed = kind == MFS_RA_STREAM;
+    w->unseen = kind == MFS_RA_UNSEEN;
+    if (w->unseen)
+        w->clip = UINT64_MAX;
     /* A long range (a file decoded on open) is fetched in parallel: jobs
      * take what lies past the first chunk, the reader's own GETs the
      * rest. */

@@ -154,16 +154,18 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     return true;
 }
 
-bool mfs_ra_streamed(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip)
+mfs_ra_kind mfs_ra_of(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip)
 {
     *clip = off + len;
+    if (ra->tick == 0)
+        return MFS_RA_UNSEEN;
     for (unsigned i = 0; i < MFS_RA_STREAMS; i++) {
         const mfs_ra_stream *s = &ra->s[i];
         if (s->live && s->window > 0 && s->next > s->proof && off >= s->start &&
             off < max64(s->next, s->ahead)) {
             *clip = max64(s->end, off + len);
-            return true;
+            return MFS_RA_STREAM;
         }
     }
-    return false;
+    return MFS_RA_LONE;
 }

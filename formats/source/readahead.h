@@ -63,12 +63,14 @@ void mfs_ra_init(mfs_readahead *ra, uint64_t size, uint64_t max);
 bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bool waited,
                  uint64_t *from, uint64_t *to);
 
-/* After mfs_ra_read of [off, off + len): whether the read is a stream's
- * (false: it started none, a lone read: random, strided or a first
- * read), and the end of the region its stream is in (*clip; the read's
- * own end for a lone read; the object's once it reads on past region
- * ends). What a reader fetches itself goes no
- * further: a lone read costs its own bytes. */
-bool mfs_ra_streamed(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip);
+/* What a read of [off, off + len) is, after its mfs_ra_read: a stream's
+ * (*clip: how far the stream may reach, its region's end or, once it
+ * reads on past region ends, the object's), a lone one (random, strided
+ * or a first read, or one whose stream was since dropped; *clip its own
+ * end), or one before any read was told of (the drivers' reads at load,
+ * which read near bytes next). What a reader fetches itself goes no
+ * further than *clip: a lone read costs its own bytes. */
+typedef enum { MFS_RA_UNSEEN, MFS_RA_LONE, MFS_RA_STREAM } mfs_ra_kind;
+mfs_ra_kind mfs_ra_of(const mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t *clip);
 
 #endif

@@ -158,7 +158,7 @@ static void rd(sim *s, uint64_t off, uint64_t len, uint64_t end, double think)
     /* Its own missing bytes: a lone read's exactly, a stream's to the end
      * of its last block (no further than its region). */
     uint64_t clip, own = off + len, own_from = off;
-    if (mfs_ra_streamed(&s->ra, off, len, &clip)) {
+    if (mfs_ra_of(&s->ra, off, len, &clip) == MFS_RA_STREAM) {
         own = min64(clip, ((off + len - 1) / BLOCK + 1) * BLOCK);
         if (!block_asked(s, off / BLOCK))
             own_from = off / BLOCK * BLOCK;   /* a whole block from its start */
@@ -431,6 +431,15 @@ static void edges(void)
     CHECK(!mfs_ra_read(&ra, 0, MIB, 100 * MIB, true, &f, &t));          /* one read */
     CHECK(mfs_ra_read(&ra, MIB, MIB, 100 * MIB, true, &f, &t));         /* a stream */
     CHECK(f == 2 * MIB && t == 3 * MIB);
+    /* What each read is: a stream's (reaching to its region's end), a
+     * lone one (its own end), one the policy was never told of. */
+    uint64_t clip = 0;
+    CHECK(mfs_ra_of(&ra, MIB, MIB, &clip) == MFS_RA_STREAM && clip == 100 * MIB);
+    CHECK(!mfs_ra_read(&ra, 50 * MIB, 4096, 100 * MIB, true, &f, &t));
+    CHECK(mfs_ra_of(&ra, 50 * MIB, 4096, &clip) == MFS_RA_LONE && clip == 50 * MIB + 4096);
+    CHECK(mfs_ra_of(&ra, 70 * MIB, 4096, &clip) == MFS_RA_LONE);   /* no stream's */
+    mfs_ra_init(&ra, 100 * MIB, 0);
+    CHECK(mfs_ra_of(&ra, 70 * MIB, 4096, &clip) == MFS_RA_UNSEEN);  /* none told yet */
     /* A region's end is never passed, nor the object's. */
     mfs_ra_init(&ra, 10 * MIB, 64 * MIB);
     mfs_ra_read(&ra, 0, MIB, 50 * MIB, true, &f, &t);
