@@ -524,6 +524,10 @@ def check_readahead(c, build, srv, root, env):
     are fetched ahead past each one's end."""
     path = os.path.join(root, "ahead.safetensors")
 
+    def cat(mnt, name):
+        return subprocess.run(["cat", os.path.join(mnt, "tensors", name)],
+                              stdout=subprocess.PIPE, timeout=120).stdout
+
     def gets_since(before, url_path):
         # This model's GETs only: the server is every check's, and a
         # daemon unmounted lazily may still be fetching for its readers.
@@ -537,8 +541,7 @@ def check_readahead(c, build, srv, root, env):
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/ahead.safetensors",
                              fresh) as mnt:
             before = len(srv.log)
-            got = subprocess.run(["cat", os.path.join(mnt, "tensors", "a")],
-                                 stdout=subprocess.PIPE, timeout=120).stdout
+            got = cat(mnt, "a")
             c.check(got == data, "read-ahead: cat has the tensor's bytes")
             gets = gets_since(before, "/ahead.safetensors")
             fetched = mfstest.range_bytes(gets)
@@ -570,16 +573,14 @@ def check_readahead(c, build, srv, root, env):
                     % (mfstest.range_bytes(gets), len(gets)))
             # The blocks they left held in part, then the whole tensor:
             # each block's other bytes fetched and joined to them.
-            got = subprocess.run(["cat", os.path.join(mnt, "tensors", "b")],
-                                 stdout=subprocess.PIPE, timeout=120).stdout
+            got = cat(mnt, "b")
             c.check(got == other, "blocks held in part, then cat: the tensor's bytes")
         # Again from the disk cache (blocks kept in part, and whole):
         # nothing fetched, the same bytes.
         with mfstest.mounted(os.path.join(build, "modelfs"), srv.url + "/ahead.safetensors",
                              fresh) as mnt:
             before = len(srv.log)
-            got = subprocess.run(["cat", os.path.join(mnt, "tensors", "b")],
-                                 stdout=subprocess.PIPE, timeout=120).stdout
+            got = cat(mnt, "b")
             c.check(got == other, "warm, blocks kept in part: the tensor's bytes")
             gets = gets_since(before, "/ahead.safetensors")
             c.check(mfstest.range_bytes(gets) <= 2 * (256 << 10),
@@ -615,8 +616,7 @@ def check_readahead(c, build, srv, root, env):
                              extra=("-o", "cache_dir=" + tempfile.mkdtemp(
                                  dir=fresh["XDG_CACHE_HOME"]))) as mnt:
             before = len(srv.log)
-            got = subprocess.run(["cat", os.path.join(mnt, "tensors", "a")],
-                                 stdout=subprocess.PIPE, timeout=120).stdout
+            got = cat(mnt, "a")
             c.check(got == data, "GETs cut at 60%: cat has the tensor's bytes")
             gets = gets_since(before, "/fault/cutlong/ahead.safetensors")
             c.check(len(gets) > 1, "GETs cut at 60%%: the GETs were seen (%d)" % len(gets))
