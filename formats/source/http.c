@@ -1052,12 +1052,13 @@ static void run_finish(run *ru, int rc, const mfs_err *e)
  * the table goes through it). */
 typedef struct waiter {
     uint64_t off, len, pos;     /* pos: copied up to there */
-    uint64_t clip;              /* what it fetches itself ends here at most: its own end
-                                   when it started no stream, else its region's end */
-    bool streamed;              /* a stream's: it fetches whole blocks (the stream's other
-                                   reads, in any order, share them) */
-    bool unseen;                /* not a reader's the policy was told of (a driver's at
-                                   load): its blocks whole, as near bytes are read next */
+    uint64_t clip;              /* what it fetches itself ends here at most (never before
+                                   its own end): that end when it started no stream, else
+                                   how far its stream may reach (mfs_ra_of) */
+    mfs_ra_kind kind;           /* a stream's fetches whole blocks (the stream's other
+                                   reads, in any order, share them), and so does one
+                                   before any read was told of (a driver's at load: near
+                                   bytes are read next); a lone one its own bytes */
     uint8_t *dst;
     mfs_src_done done;
     void *arg;
@@ -1107,23 +1108,20 @@ typedef struct answer {
 } answer;
 
 /* A reader's fetch of the bytes of a block held in part that it needs:
- * fetched into a buffer for the block's new part [lo, hi) (the held part
- * and these together when they meet or nearly, else these alone), which
- * replaces the block's when the GET ends. */
+ * fetched into a buffer for the block's new part [lo, hi), which replaces
+ * the block's when the GET ends. The held part is joined to them when
+ * they meet; else they replace it (joining across a gap made random
+ * reads of one block fetch what lay between them: 1.22x read). */
 typedef struct fill {
     http_src *h;
     waiter *w;
     uint64_t index, gen;        /* the block (block_table.h: gen) */
     uint32_t lo, hi;            /* its part after the fill */
     uint32_t at, n;             /* what the GET fetches: [at, at + n) */
+    bool join;                  /* the held part is in [lo, hi) too */
     uint8_t *buf;               /* hi - lo bytes */
     uint8_t *part;              /* buf + (at - lo): where the GET's body goes */
 } fill;
-
-/* A held part and a needed one this close are fetched as one part; else
- * the needed one replaces the held one. 0: only when they meet (random
- * reads of one block fetched what lay between them: 1.22x read). */
-#define FILL_GAP 0u
 
 typedef struct start {
     uint64_t first, last;
@@ -1136,21 +1134,23 @@ typedef struct start {
  * needs its bytes [in, need): NULL when out of memory. Called locked. */
 static fill *fill_plan(http_src *h, waiter *w, mfs_block *b, uint32_t in, uint32_t need)
 {
-    uint32_t lo = in, hi = need;
-    if (in >= b->hi && in - b->hi <= FILL_GAP)
-        lo = b->lo;                       /* on from the held part */
-    else if (in < b->lo && need <= b->hi && need + FILL_GAP >= b->lo)
-        hi = b->hi;                       /* up to it */
-    bool merge = lo == b->lo || hi == b->hi;
-    uint32_t at = merge && lo == b->lo ? b->hi : in;
-    uint32_t end = merge && hi == b->hi && lo != b->lo ? b->lo : need;
+    uint32_t lo = in, hi = need, at = in, end = need;
+    bool join = true;
+    if (in == b->hi)
+        lo = b->lo;                       /* on from the held part: [hi, need) */
+    else if (in < b->lo && need >= b->lo && need <= b->hi) {
+        end = b->lo;                      /* up to it: [in, lo) */
+        hi = b->hi;
+    } else {
+        join = false;
+    }
     fill *f = malloc(sizeof *f);
     uint8_t *buf = f ? mfs_block_data_new(hi - lo) : NULL;
     if (buf == NULL) {
         free(f);
         return NULL;
     }
-    *f = (fill){ h, w, b->index, b->gen, lo, hi, at, end - at, buf, buf + (at - lo) };
+    *f = (fill){ h, w, b->index, b->gen, lo, hi, at, end - at, join, buf, buf + (at - lo) };
     return f;
 }
 
@@ -1169,8 +1169,7 @@ static void fill_done(xfer *x, int rc, const mfs_err *e)
          * fetched bytes (a mapped part is checked as it is copied: a
          * damaged one is dropped, the fetched bytes kept alone). */
         uint32_t lo = f->lo, hi = f->hi;
-        if (b->hi > b->lo && b->lo >= lo && b->hi <= hi &&
-            (f->at == b->hi || f->at + f->n == b->lo)) {
+        if (f->join && b->hi > b->lo) {   /* (nothing held: damaged under its mapping) */
             uint8_t *to = f->buf + (b->lo - lo);
             bool ok = true;
             if (!(b->cap & MFS_BLOCK_MAPPED))
@@ -1281,11 +1280,10 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
             mfs_fail(&w->e, MFS_E_CANCELLED, MFS_NO_OFFSET, "the fetch was stopped (unmount)");
             break;
         }
-        uint64_t want = w->clip < end ? end : w->clip;   /* what it fetches, to here */
         if (b != NULL) {
             /* Held in part, not the bytes it needs: fetched. */
             uint64_t bend = bi * h->block + b->len;
-            uint32_t need = (uint32_t)((want < bend ? want : bend) - bi * h->block);
+            uint32_t need = (uint32_t)((w->clip < bend ? w->clip : bend) - bi * h->block);
             fill *f = fill_plan(h, w, b, in, need);
             if (f == NULL) {
                 w->failed = true;
@@ -1305,7 +1303,7 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
          * read's one block: it would come back for each next block,
          * a round trip each. */
         uint64_t last_needed = (end - 1) / h->block;
-        if (w->streamed) {
+        if (w->kind == MFS_RA_STREAM) {
             uint64_t to = w->clip < w->pos + STREAM_OWN ? w->clip : w->pos + STREAM_OWN;
             if ((to - 1) / h->block > last_needed)
                 last_needed = (to - 1) / h->block;
@@ -1315,15 +1313,15 @@ static bool waiter_step(http_src *h, waiter *w, start *st)
         if (mfs_block_claim(&h->tab, bi) == NULL)
             return false;
         while (last < last_needed && last < max_last &&
-               (w->streamed || h->tab.used < h->tab.max) &&
+               (w->kind == MFS_RA_STREAM || h->tab.used < h->tab.max) &&
                mfs_block_claim(&h->tab, last + 1) != NULL)
             last++;
         if (h->jobs > 0)
             mfs_fetch_pool_wider();   /* ahead of the jobs queued: more at once */
         w->runs++;
         uint64_t lend = last * h->block + block_len(h, last);
-        uint32_t hi = (uint32_t)((want < lend ? want : lend) - last * h->block);
-        *st = (start){ bi, last, w->streamed || w->unseen ? 0 : in, hi, w, NULL };
+        uint32_t hi = (uint32_t)((w->clip < lend ? w->clip : lend) - last * h->block);
+        *st = (start){ bi, last, w->kind == MFS_RA_LONE ? in : 0, hi, w, NULL };
         return true;
     }
     return false;
@@ -1577,10 +1575,8 @@ static void http_get_async(mfs_src *s, uint64_t off, uint64_t len, mfs_src_done 
     /* What it fetches itself: its own bytes when it starts no stream (a
      * random read costs what it reads), to its region's end when it is
      * a stream's (the blocks the read-ahead fetches next). */
-    mfs_ra_kind kind = mfs_ra_of(&h->ra, off, len, &w->clip);
-    w->streamed = kind == MFS_RA_STREAM;
-    w->unseen = kind == MFS_RA_UNSEEN;
-    if (w->unseen)
+    w->kind = mfs_ra_of(&h->ra, off, len, &w->clip);
+    if (w->kind == MFS_RA_UNSEEN)
         w->clip = UINT64_MAX;
     /* A long range (a file decoded on open) is fetched in parallel: jobs
      * take what lies past the first chunk, the reader's own GETs the
