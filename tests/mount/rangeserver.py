@@ -174,6 +174,13 @@ class Handler(testserver.Handler):
         self.write(body[:len(body) * 6 // 10])
         self.close_connection = True
 
+    def body_cutonce(self, body, rng, n_req):
+        # Any GET of more than 64 KiB cut at 60% the first time it is asked.
+        if len(body) <= (64 << 10) or not self.first_time(rng):
+            return self.write(body)
+        self.write(body[:len(body) * 6 // 10])
+        self.close_connection = True
+
     def body_short(self, body, rng, n_req):
         self.write(body[:len(body) // 2])
         self.close_connection = True
@@ -203,7 +210,8 @@ class Handler(testserver.Handler):
         self.close_connection = True
 
 
-BODIES = {"cutlong": Handler.body_cutlong, "short": Handler.body_short,
+BODIES = {"cutlong": Handler.body_cutlong, "cutonce": Handler.body_cutonce,
+          "short": Handler.body_short,
           "throttle": Handler.body_throttle, "stall": Handler.body_stall,
           "slow": Handler.body_slow}
 

@@ -626,6 +626,28 @@ def check_readahead(c, build, srv, root, env):
             c.check(mfstest.range_bytes(gets) <= len(data) * 18 // 10,
                     "GETs cut at 60%%: %d bytes asked for %d (2x if retries asked it all): %s"
                     % (mfstest.range_bytes(gets), len(data), ranges))
+        # A lone read that begins inside a block, its GET cut at 60%: the
+        # retry asks from the first block it did not get whole (the GET's
+        # first part is the rest of a block, not a whole one).
+        with mfstest.mounted(os.path.join(build, "modelfs"),
+                             srv.url + "/fault/cutonce/ahead.safetensors", fresh,
+                             extra=("-o", "cache_dir=" + tempfile.mkdtemp(
+                                 dir=fresh["XDG_CACHE_HOME"]))) as mnt:
+            before = len(srv.log)
+            at, n = (3 << 20) + 200000, 128 << 10   # one FUSE read, across two blocks
+            fd = os.open(os.path.join(mnt, "tensors", "a"), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                got = os.pread(fd, n, at)
+            finally:
+                os.close(fd)
+            c.check(got == data[at:at + n], "a lone read cut at 60%: its bytes")
+            ranges = [r[2] for r in gets_since(before, "/fault/cutonce/ahead.safetensors")]
+            first, _, last = ranges[0][len("bytes="):].partition("-") if ranges else ("0", "", "0")
+            rest = "bytes=%d-%s" % ((int(first) // (256 << 10) + 1) * (256 << 10), last)
+            c.check(rest in ranges[1:],
+                    "a lone read cut at 60%%: asked again from the block after its first "
+                    "part (%s): %s" % (rest, ranges))
     finally:
         shutil.rmtree(fresh["XDG_CACHE_HOME"], ignore_errors=True)
         os.unlink(path)
