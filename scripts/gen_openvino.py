@@ -231,7 +231,7 @@ def main():
     write(out, "all_types", all_types())
     ir, meta = small_model()
     ir.name = "bom"
-    write(out, "bom_comments", ir, xml=b"\xef\xbb\xbf<!-- a comment -->\n<?pi x?>" + ir.xml().replace(
+    write(out, "bom_comments", ir, xml=b"\xef\xbb\xbf" + ir.xml(head="<!-- a comment -->\n<?pi x?>\n").replace(
         b"<layers>", b"<layers><!-- <layer id='99'/> --><![CDATA[ ]]>"), meta=meta)
     os.makedirs(sys.argv[2], exist_ok=True)
     hostile(sys.argv[2])

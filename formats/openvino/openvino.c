@@ -131,7 +131,8 @@ typedef struct ov_ctx {
     const mfs_xml *x;
     const char *label;       /* the XML's file name, for messages */
     bool in_place;           /* the tensors are the mounted file's (the .bin) */
-    ov_file bin;             /* else: the .bin beside the .xml */
+    ov_file *bin;            /* else: the .bin beside the .xml (owned by the tree:
+                                its tensors' producers keep it) */
     uint64_t bin_size;
     uint64_t *ids;           /* layer ids, sorted */
     size_t nids;
@@ -292,7 +293,7 @@ static int add_const(ov_ctx *c, uint32_t layer, uint32_t data, uint64_t id)
     mfs_obj_set(extra, "layer_id", mfs_u64(id));
     mfs_obj_set(extra, "element_type", mfs_str(et));
     if (!c->in_place)
-        mfs_obj_set(extra, "location", mfs_str(c->bin.rel));
+        mfs_obj_set(extra, "location", mfs_str(c->bin->rel));
     uint64_t one = size;
     mfs_tensor t = { .name = nm ? nm->value : fallback, .name_len = nm ? nm->value_len : strlen(fallback),
                      .dtype = ty->dtype, .shape = dims, .ndim = ndim, .stored = c->in_place,
@@ -314,7 +315,7 @@ static int add_const(ov_ctx *c, uint32_t layer, uint32_t data, uint64_t id)
     if (node == MFS_NONE)
         return -1;
     if (!c->in_place)
-        ov_sibling_attach(c->m, node, &c->bin, off, size);
+        ov_sibling_attach(c->m, node, c->bin, off, size);
     return 0;
 }
 
@@ -459,10 +460,11 @@ static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
         if (src->size > OV_XML_MAX) {
             mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "OpenVINO IR %s: over %llu bytes of XML",
                      c.label, (ull)OV_XML_MAX);
-        } else if (ov_sibling_open(m, dir, rel, &c.bin, e) == 0) {
-            close(c.bin.fd);
-            c.bin.fd = -1;
-            c.bin_size = c.bin.size;
+        } else if (ov_sibling_open(m, dir, rel,
+                                   c.bin = mfs_model_own(m, mfs_xcalloc(1, sizeof *c.bin)), e) == 0) {
+            close(c.bin->fd);
+            c.bin->fd = -1;
+            c.bin_size = c.bin->size;
             mfs_span all;
             if (mfs_src_get(src, 0, src->size, &all, e) == 0) {
                 r = run(&c, (const char *)all.p, (size_t)all.len);

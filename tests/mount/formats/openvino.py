@@ -1,0 +1,122 @@
+"""OpenVINO IR's own checks, beyond the generic ones, with Python's
+xml.etree (Debian's expat) and numpy as the independent reader: every
+Const layer of the .xml is a tensor whose bytes through the mount are
+.bin[offset:offset+size]; its element type, layer id, packed bits and
+the IR shape of types shown as bytes (u1, nf4, f4e2m1) in model.json;
+f32/ views of i4/u4 (unpacked low nibble first), f16 and bf16 against
+numpy; graph.json's layers (id, name, type) and edges against the XML's;
+model.json's net name, version and rt_info. Each pair is mounted from
+either file (both have an expectation). Hostile pairs (billion laughs,
+an external entity, an undefined entity, deep nesting, 5,000 attributes,
+offsets past the .bin or overflowing, a shape overflowing, a wrong size,
+an unknown type, duplicate layer ids, an edge to a missing layer, a .bin
+that is a symlink or missing, bad UTF-8, a cut document) are refused by
+both programs with exit 5 and a message naming the file, from the .xml
+and from the .bin.
+"""
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+
+import format_checks
+import mfstest
+import numpy as np
+
+DIRS = ("gen/openvino",)
+OWN_DIRS = ("gen/openvino_hostile",)
+
+
+def read_ir(xml_path):
+    """(root, {layer id: layer element}) as expat reads the .xml."""
+    root = ET.parse(xml_path).getroot()
+    return root, {int(l.get("id")): l for l in root.find("layers").findall("layer")}
+
+
+def unpack4(raw, n, signed):
+    b = np.frombuffer(raw, np.uint8)
+    v = np.stack([b & 15, b >> 4], axis=1).reshape(-1)[:n].astype(np.int8)
+    return np.where(v > 7, v - 16, v) if signed else v
+
+
+def check_f32(c, what, mnt, t, et, raw, shape):
+    n = int(np.prod(shape, dtype=np.int64))
+    want = None
+    if et in ("i4", "u4"):
+        want = unpack4(raw, n, et == "i4").astype(np.float32)
+    elif et == "f16":
+        want = np.frombuffer(raw, np.float16).astype(np.float32)
+    elif et == "bf16":
+        want = (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if want is None:
+        return
+    if not c.check("f32" in t, what + " has an f32/ view"):
+        return
+    got = np.load(os.path.join(mnt, t["f32"]))
+    c.equal(list(got.shape), list(shape), what + " f32 view shape")
+    c.check(np.array_equal(got.reshape(-1), want, equal_nan=True), what + " f32 view values vs numpy")
+
+
+def check_model(c, t, model, expect, mount):
+    if expect is None or expect.get("expect") != "readable":
+        return
+    xml_path = model[:-4] + ".xml"
+    bin_path = model[:-4] + ".bin"
+    root, layers = read_ir(xml_path)
+    with open(bin_path, "rb") as f:
+        binary = f.read()
+    name = os.path.basename(model)
+    mnt = mount()
+    doc = json.loads(mfstest.read_bytes(os.path.join(mnt, "model.json")))
+    c.equal(doc["metadata"].get("name"), root.get("name"), name + ": net name vs expat")
+    c.equal(doc["metadata"].get("version"), root.get("version"), name + ": net version vs expat")
+    c.equal(doc["metadata"].get("rt_info"), expect.get("rt_info"), name + ": rt_info")
+    consts = [l for l in layers.values() if l.get("type") == "Const"]
+    c.equal(doc["tensor_count"], len(consts), name + ": one tensor per Const layer")
+    by_id = {tt["layer_id"]: tt for tt in doc["tensors"]}
+    for l in consts:
+        d = l.find("data")
+        lid, et = int(l.get("id")), d.get("element_type")
+        what = "%s: Const %d (%s)" % (name, lid, et)
+        tt = by_id.get(lid)
+        if not c.check(tt is not None, what + " in the table"):
+            continue
+        off, size = int(d.get("offset")), int(d.get("size"))
+        raw = binary[off:off + size]
+        c.equal(tt["name"], l.get("name"), what + " name")
+        c.equal(tt["element_type"], et, what + " element_type")
+        c.equal(mfstest.read_bytes(os.path.join(mnt, tt["path"])), raw, what + " bytes vs .bin[offset:+size]")
+        shape = [int(x) for x in d.get("shape").split(",")] if d.get("shape") else []
+        if tt["dtype"] == "bytes":
+            c.equal(tt.get("declared_shape"), shape, what + " declared_shape")
+        else:
+            c.equal(tt["shape"], shape, what + " shape")
+        if et in ("i4", "u4", "u1", "nf4", "f4e2m1"):
+            c.equal(tt.get("element_bits"), 1 if et == "u1" else 4, what + " element_bits")
+        if model.endswith(".xml"):
+            c.equal(tt.get("location"), os.path.basename(bin_path), what + " location")
+        check_f32(c, what, mnt, tt, et, raw, shape)
+    g = json.loads(mfstest.read_bytes(os.path.join(mnt, "graph.json")))
+    c.equal([(x["id"], x.get("name"), x.get("type")) for x in g["layers"]],
+            [(int(l.get("id")), l.get("name"), l.get("type")) for l in root.find("layers").findall("layer")],
+            name + ": graph.json layers vs expat")
+    c.equal([(e["from_layer"], e["from_port"], e["to_layer"], e["to_port"]) for e in g["edges"]],
+            [tuple(int(e.get(k)) for k in ("from-layer", "from-port", "to-layer", "to-port"))
+             for e in root.find("edges").findall("edge")], name + ": graph.json edges vs expat")
+
+
+def check_hostile(c, t):
+    d = os.path.join(t.gen, "openvino_hostile")
+    n = 0
+    for model, expect in mfstest.expected_models(c, [d], {"openvino"}):
+        format_checks.check_refused(c, t.build, model, expect, t.env)
+        # The same pair from its .bin: refused too, never served.
+        b = model[:-4] + ".bin"
+        if os.path.isfile(b) and not os.path.islink(b) and os.path.getsize(b) > 0:
+            r = subprocess.run([t.modelfs_ls, b], capture_output=True, text=True, env=t.env, timeout=60)
+            c.equal(r.returncode, 5, "%s: modelfs-ls refuses it (%s)" % (os.path.basename(b), r.stderr.strip()))
+        n += 1
+    c.check(n >= 15, "hostile pairs checked: %d" % n)
+
+
+EXTRAS = (check_hostile,)
