@@ -16,7 +16,9 @@ and from the .bin.
 """
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 
 import format_checks
@@ -119,4 +121,24 @@ def check_hostile(c, t):
     c.check(n >= 15, "hostile pairs checked: %d" % n)
 
 
-EXTRAS = (check_hostile,)
+def check_folder(c, t):
+    """A folder holding a pair (and nothing else) mounts as one model,
+    named by its .xml, its tensors the .bin's bytes; a .bin that is a
+    symlink out of the folder is refused in a folder mount too."""
+    src = os.path.join(t.gen, "openvino")
+    with tempfile.TemporaryDirectory(prefix="modelfs-ov-") as d:
+        for f in ("small.xml", "small.bin"):
+            shutil.copy(os.path.join(src, f), d)
+        with mfstest.mounted(t.modelfs, d, t.env) as mnt:
+            c.equal(sorted(os.listdir(mnt)), ["models.json", "small.xml"], "folder: the pair is one model")
+            with open(os.path.join(d, "small.bin"), "rb") as f:
+                c.equal(mfstest.read_bytes(os.path.join(mnt, "small.xml", "tensors", "bias")), f.read()[:12],
+                        "folder: bias bytes vs the .bin")
+        os.remove(os.path.join(d, "small.bin"))
+        os.symlink(os.path.join(src, "small.bin"), os.path.join(d, "small.bin"))
+        r = subprocess.run([t.modelfs_ls, d], capture_output=True, text=True, env=t.env, timeout=60)
+        c.check("symlink" in r.stdout + r.stderr and "tensors/bias" not in r.stdout,
+                "folder: a .bin symlinked out is refused (%s)" % (r.stdout + r.stderr).strip()[:300])
+
+
+EXTRAS = (check_hostile, check_folder)
