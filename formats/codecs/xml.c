@@ -61,9 +61,8 @@ static int put(xp *c, char ch)
 }
 
 /* Skips to just past `close`; -1 when it never comes. */
-static int skip_past(xp *c, const char *close, const char *what)
+static int skip_past(xp *c, size_t at, const char *close, const char *what)
 {
-    size_t at = c->i;
     size_t k = strlen(close);
     while (c->n - c->i >= k) {
         if (memcmp(c->p + c->i, close, k) == 0) {
@@ -150,6 +149,7 @@ static int read_ref(xp *c)
             if (v < 0 || ++digits > 8)
                 return FAIL(c, at, "bad character reference");
             cp = cp * (hex ? 16u : 10u) + (uint32_t)v;
+            c->i++;
         }
         if (c->i >= c->n || digits == 0 || !xml_char(cp))
             return FAIL(c, at, "bad character reference");
@@ -344,7 +344,7 @@ static int cdata(xp *c)
         return FAIL(c, at, "CDATA outside the root element");
     c->i += 9;
     size_t from = c->i;
-    if (skip_past(c, "]]>", "CDATA section") != 0)
+    if (skip_past(c, at, "]]>", "CDATA section") != 0)
         return -1;
     if (c->text != NULL)
         for (size_t k = from; k < c->i - 3; k++)
@@ -367,7 +367,7 @@ static int parse(xp *c)
         int r;
         if (starts(c, "<!--")) {
             c->i += 4;
-            r = skip_past(c, "-->", "comment");
+            r = skip_past(c, c->i - 4, "-->", "comment");
         } else if (starts(c, "<![CDATA[")) {
             r = cdata(c);
         } else if (starts(c, "<!")) {
@@ -378,7 +378,7 @@ static int parse(xp *c)
                                  "no entity is expanded and nothing is fetched");
         } else if (starts(c, "<?")) {
             c->i += 2;
-            r = skip_past(c, "?>", "processing instruction");
+            r = skip_past(c, c->i - 2, "?>", "processing instruction");
         } else if (starts(c, "</")) {
             r = close_tag(c);
         } else {
