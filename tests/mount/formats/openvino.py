@@ -141,4 +141,51 @@ def check_folder(c, t):
                 "folder: a .bin symlinked out is refused (%s)" % (r.stdout + r.stderr).strip()[:300])
 
 
-EXTRAS = (check_hostile, check_folder)
+FETCH_NPM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts",
+                         "fetch_npm.sh")
+NODE_READ = r"""
+const ov = require(process.argv[1]);
+const core = new ov.Core();
+core.readModel(process.argv[2], process.argv[3]).then(m => {
+  const out = m.getOps().filter(o => o.getTypeName() === "Constant")
+                        .map(o => o.getFriendlyName());
+  console.log(JSON.stringify(out));
+}).catch(e => { console.error(String(e)); process.exit(3); });
+"""
+
+
+def check_npm(c, t):
+    """npm's openvino-node (the OpenVINO runtime) as a second reader: the
+    Const layers it reads from each generated pair are the tensors the
+    expectation lists. Skipped, visibly, when it does not install or its
+    native runtime does not load here."""
+    d = os.path.join(t.build, "npm", "openvino")
+    failed = os.path.join(t.build, "npm", "openvino.failed")
+    if os.path.exists(failed):
+        # Tried once in this build: npm is not asked again on every run
+        # (remove the file to retry).
+        with open(failed) as f:
+            c.skip("npm openvino-node (%s): %s" % (failed, f.read().strip()))
+        return
+    r = subprocess.run(["sh", FETCH_NPM, "openvino", "openvino-node@2026.4.0", d, "node_modules/openvino-node"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        why = r.stderr.strip() or "exit %d" % r.returncode
+        with open(failed, "w") as f:
+            f.write(why + "\n")
+        c.skip("npm openvino-node: %s" % why)
+        return
+    pkg = r.stdout.strip()
+    for stem in ("small", "all_types"):
+        x = os.path.join(t.gen, "openvino", stem + ".xml")
+        with open(x + ".expect.json") as f:
+            want = sorted(tt["name"] for tt in json.load(f)["tensors"])
+        p = subprocess.run(["node", "-e", NODE_READ, pkg, x, x[:-4] + ".bin"], capture_output=True,
+                           text=True, timeout=120)
+        if p.returncode != 0:
+            c.skip("openvino-node's runtime does not read %s here: %s" % (stem, p.stderr.strip()[-300:]))
+            continue
+        c.equal(sorted(json.loads(p.stdout)), want, "%s: openvino-node's Constants vs the expectation" % stem)
+
+
+EXTRAS = (check_hostile, check_folder, check_npm)
