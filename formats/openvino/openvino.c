@@ -130,9 +130,11 @@ typedef struct ov_ctx {
     mfs_err *e;
     const mfs_xml *x;
     const char *label;       /* the XML's file name, for messages */
+    const char *bin_name;    /* the .bin's, beside the .xml */
     bool in_place;           /* the tensors are the mounted file's (the .bin) */
     ov_file *bin;            /* else: the .bin beside the .xml (owned by the tree:
-                                its tensors' producers keep it) */
+                                its tensors' producers keep it), */
+    mfs_src *remote_bin;     /* or beside a remote .xml */
     uint64_t bin_size;
     uint64_t *ids;           /* layer ids, sorted */
     size_t nids;
@@ -293,7 +295,7 @@ static int add_const(ov_ctx *c, uint32_t layer, uint32_t data, uint64_t id)
     mfs_obj_set(extra, "layer_id", mfs_u64(id));
     mfs_obj_set(extra, "element_type", mfs_str(et));
     if (!c->in_place)
-        mfs_obj_set(extra, "location", mfs_str(c->bin->rel));
+        mfs_obj_set(extra, "location", mfs_str(c->bin_name));
     uint64_t one = size;
     mfs_tensor t = { .name = nm ? nm->value : fallback, .name_len = nm ? nm->value_len : strlen(fallback),
                      .dtype = ty->dtype, .shape = dims, .ndim = ndim, .stored = c->in_place,
@@ -314,7 +316,9 @@ static int add_const(ov_ctx *c, uint32_t layer, uint32_t data, uint64_t id)
     uint32_t node = mfs_model_add_tensor(c->m, c->m->tensors_dir, &t);
     if (node == MFS_NONE)
         return -1;
-    if (!c->in_place)
+    if (c->remote_bin != NULL)
+        ov_remote_attach(c->m, node, c->remote_bin, off, size);
+    else if (!c->in_place)
         ov_sibling_attach(c->m, node, c->bin, off, size);
     return 0;
 }
@@ -449,13 +453,27 @@ static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
         return -1;
     bool from_xml = looks_ir(h.p, (size_t)h.len);
     mfs_src_release(src, h);
-    if (path == NULL || mfs_is_remote(path))
+    if (path == NULL || (mfs_is_remote(path) && !from_xml))
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET,
-                        "OpenVINO IR: the pair's other file is only read beside a local file");
+                        "OpenVINO IR: a remote pair is mounted from its .xml");
     char *dir, *rel;
     split_pair(path, from_xml, &dir, &rel);
+    c.bin_name = rel;
     int r = -1;
-    if (from_xml) {
+    if (from_xml && mfs_is_remote(path)) {
+        c.label = m->file_name;
+        if (src->size > OV_XML_MAX) {
+            mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "OpenVINO IR %s: over %llu bytes of XML",
+                     c.label, (ull)OV_XML_MAX);
+        } else if ((c.remote_bin = ov_remote_open(m, dir, rel, e)) != NULL) {
+            c.bin_size = c.remote_bin->size;
+            mfs_span all;
+            if (mfs_src_get(src, 0, src->size, &all, e) == 0) {
+                r = run(&c, (const char *)all.p, (size_t)all.len);
+                mfs_src_release(src, all);
+            }
+        }
+    } else if (from_xml) {
         c.label = m->file_name;
         if (src->size > OV_XML_MAX) {
             mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "OpenVINO IR %s: over %llu bytes of XML",

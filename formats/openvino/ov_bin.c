@@ -14,6 +14,7 @@
 
 #include "ov_bin.h"
 #include "local.h"
+#include "remote.h"
 #include "xalloc.h"
 
 int ov_sibling_open(mfs_model *m, const char *dir, const char *rel, ov_file *f, mfs_err *e)
@@ -115,4 +116,72 @@ void ov_sibling_attach(mfs_model *m, uint32_t node, const ov_file *f, uint64_t o
     ov_slice *s = mfs_model_own(m, mfs_xcalloc(1, sizeof *s));
     *s = (ov_slice){ f, off, len };
     mfs_model_set_producer(m, node, &ops_slice, s);
+}
+
+/* A remote pair: the .bin beside the .xml's URL, opened once per load and
+ * closed with the model; a tensor is a range of it, fetched (through its
+ * block cache) and copied on open. */
+static void close_src(void *arg)
+{
+    mfs_src_close(arg);
+}
+
+mfs_src *ov_remote_open(mfs_model *m, const char *dir, const char *rel, mfs_err *e)
+{
+    const mfs_http_opts *ho = m->opts ? m->opts->http : NULL;
+    if (ho == NULL) {
+        mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "OpenVINO IR: %s: the model's folder is not known here",
+                 rel);
+        return NULL;
+    }
+    char *url = mfs_remote_sibling(dir, rel);
+    mfs_err oe = { 0 };
+    mfs_src *src = mfs_remote_open(url, ho, &oe);
+    free(url);
+    if (src == NULL) {
+        mfs_fail(e, oe.code ? oe.code : MFS_E_IO, MFS_NO_OFFSET, "OpenVINO IR: %s beside the model: %s",
+                 rel, oe.msg);
+        return NULL;
+    }
+    mfs_model_on_destroy(m, close_src, src);
+    return src;
+}
+
+typedef struct ov_remote_slice {
+    mfs_src *src;
+    uint64_t off, len;
+} ov_remote_slice;
+
+static void free_bytes(mfs_bytes *b)
+{
+    free((void *)b->data);
+}
+
+static int produce_remote(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
+{
+    const ov_remote_slice *s = ctx;
+    (void)job;
+    uint8_t *buf = malloc(s->len ? s->len : 1);
+    if (buf == NULL)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a tensor of %s", s->src->name);
+    if (s->len > 0) {
+        mfs_span got;
+        if (mfs_src_get(s->src, s->off, s->len, &got, e) != 0) {
+            free(buf);
+            return -1;
+        }
+        memcpy(buf, got.p, s->len);
+        mfs_src_release(s->src, got);
+    }
+    *out = (mfs_bytes){ .data = buf, .len = s->len, .charge = s->len, .release = free_bytes };
+    return 0;
+}
+
+static const mfs_produce_ops ops_remote = { .produce = produce_remote };
+
+void ov_remote_attach(mfs_model *m, uint32_t node, mfs_src *src, uint64_t off, uint64_t len)
+{
+    ov_remote_slice *s = mfs_model_own(m, mfs_xcalloc(1, sizeof *s));
+    *s = (ov_remote_slice){ src, off, len };
+    mfs_model_set_producer(m, node, &ops_remote, s);
 }

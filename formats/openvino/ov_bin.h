@@ -27,5 +27,10 @@ int ov_sibling_open(mfs_model *m, const char *dir, const char *rel, ov_file *f, 
 char *ov_sibling_read(ov_file *f, uint64_t max, mfs_err *e);
 /* Serves node's bytes as f's [off, off + len), mapped on open. */
 void ov_sibling_attach(mfs_model *m, uint32_t node, const ov_file *f, uint64_t off, uint64_t len);
+/* A remote .xml's .bin: the URL `rel` beside `dir`, open for the life of
+ * the tree; NULL with e. */
+mfs_src *ov_remote_open(mfs_model *m, const char *dir, const char *rel, mfs_err *e);
+/* Serves node's bytes as src's [off, off + len), fetched on open. */
+void ov_remote_attach(mfs_model *m, uint32_t node, mfs_src *src, uint64_t off, uint64_t len);
 
 #endif

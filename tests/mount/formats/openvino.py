@@ -188,4 +188,31 @@ def check_npm(c, t):
         c.equal(sorted(json.loads(p.stdout)), want, "%s: openvino-node's Constants vs the expectation" % stem)
 
 
-EXTRAS = (check_hostile, check_folder, check_npm)
+def check_remote(c, t):
+    """A pair served over HTTP (rangeserver.py, loopback) mounted from its
+    .xml's URL: the .bin beside it is fetched by range; every tensor's
+    bytes are .bin[offset:+size] and the table is the local mount's."""
+    import rangeserver
+    d = os.path.join(t.gen, "openvino")
+    srv = rangeserver.start(d)
+    try:
+        with tempfile.TemporaryDirectory(prefix="modelfs-ov-cache-") as cache:
+            for stem in ("small", "all_types"):
+                x = os.path.join(d, stem + ".xml")
+                with open(x[:-4] + ".bin", "rb") as f:
+                    binary = f.read()
+                with mfstest.mounted(t.modelfs, srv.url + "/" + stem + ".xml", t.env,
+                                     extra=("-o", "cache_dir=" + cache)) as rmnt, \
+                        mfstest.mounted(t.modelfs, x, t.env) as lmnt:
+                    rdoc = json.loads(mfstest.read_bytes(os.path.join(rmnt, "model.json")))
+                    ldoc = json.loads(mfstest.read_bytes(os.path.join(lmnt, "model.json")))
+                    c.equal(rdoc["tensors"], ldoc["tensors"], "remote %s: table vs the local mount" % stem)
+                    for tt in rdoc["tensors"]:
+                        c.equal(mfstest.read_bytes(os.path.join(rmnt, tt["path"])),
+                                binary[tt["offset"]:tt["offset"] + tt["nbytes"]],
+                                "remote %s: %s bytes vs the .bin" % (stem, tt["name"]))
+    finally:
+        srv.stop()
+
+
+EXTRAS = (check_hostile, check_folder, check_remote, check_npm)
