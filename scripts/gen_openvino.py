@@ -176,6 +176,14 @@ def all_types():
     ir.const("dup", "i32", [2], values(rng, "i32", [2]))
     ir.const("dup", "i32", [3], values(rng, "i32", [3]))
     ir.const("caf\u00e9 \"q\" <&>", "u8", [4], values(rng, "u8", [4]))
+    # No layer name: the output port's first tensor name, else const_ID.
+    lid = ir.const("unnamed_port", "u8", [2], values(rng, "u8", [2]))
+    ir.layers[lid] = ir.layers[lid].replace(' name="unnamed_port"', "").replace(
+        '<port id="0" precision="U8">', '<port id="0" precision="U8" names="port_name,alias">')
+    ir.consts[-1] = ("port_name",) + ir.consts[-1][1:]
+    lid = ir.const("unnamed", "u8", [1], values(rng, "u8", [1]))
+    ir.layers[lid] = ir.layers[lid].replace(' name="unnamed"', "")
+    ir.consts[-1] = ("const_%d" % lid,) + ir.consts[-1][1:]
     ir.layer("Result", "out", ins=[(2, 3)])
     ir.edge(0, 0, len(ir.layers) - 1, 0)
     return ir

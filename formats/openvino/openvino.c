@@ -1,7 +1,8 @@
 /* OpenVINO IR: STEM.xml (the graph: <net name version> with <layers> and
  * <edges>) and STEM.bin (the weights). Every Const layer's
  * <data element_type shape offset size> is a tensor, [offset, +size) of
- * the .bin, named by the layer's name (duplicates get the usual %~2).
+ * the .bin, named by the layer's name (else its output port's first
+ * tensor name, else const_ID; duplicates get the usual %~2).
  *
  * Mounted from either file. From the .bin the tensors are the mounted
  * file's own bytes, in place; the .xml is read beside it. From the .xml
@@ -288,16 +289,28 @@ static int add_const(ov_ctx *c, uint32_t layer, uint32_t data, uint64_t id)
     if (off > c->bin_size || size > c->bin_size - off)
         return OV_FAIL(c, at, "Const layer %llu: [%llu, +%llu) runs past the end of the .bin (%llu bytes)",
                        c->label, (ull)id, (ull)off, (ull)size, (ull)c->bin_size);
+    /* Its layer's name; else its output port's first tensor name (names
+     * are comma-separated); else const_ID. */
     const mfs_xml_attr *nm = mfs_xml_attr_get(c->x, layer, "name");
     char fallback[32];
     snprintf(fallback, sizeof fallback, "const_%llu", (ull)id);
+    const char *pname = NULL;
+    size_t plen = 0;
+    uint32_t outs = mfs_xml_child(c->x, layer, "output");
+    uint32_t port = outs == MFS_XML_NONE ? MFS_XML_NONE : mfs_xml_child(c->x, outs, "port");
+    const mfs_xml_attr *pn = port == MFS_XML_NONE ? NULL : mfs_xml_attr_get(c->x, port, "names");
+    if (nm == NULL && pn != NULL && pn->value_len > 0) {
+        pname = pn->value;
+        plen = strcspn(pname, ",");
+    }
     mfs_val *extra = mfs_obj();
     mfs_obj_set(extra, "layer_id", mfs_u64(id));
     mfs_obj_set(extra, "element_type", mfs_str(et));
     if (!c->in_place)
         mfs_obj_set(extra, "location", mfs_str(c->bin_name));
     uint64_t one = size;
-    mfs_tensor t = { .name = nm ? nm->value : fallback, .name_len = nm ? nm->value_len : strlen(fallback),
+    mfs_tensor t = { .name = nm ? nm->value : pname ? pname : fallback,
+                     .name_len = nm ? nm->value_len : pname ? plen : strlen(fallback),
                      .dtype = ty->dtype, .shape = dims, .ndim = ndim, .stored = c->in_place,
                      .nbytes = size, .offset = off, .storage = c->in_place ? NULL : "external",
                      .extra = extra };

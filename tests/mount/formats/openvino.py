@@ -85,7 +85,10 @@ def check_model(c, t, model, expect, mount):
             continue
         off, size = int(d.get("offset")), int(d.get("size"))
         raw = binary[off:off + size]
-        c.equal(tt["name"], l.get("name"), what + " name")
+        port = l.find("output/port")
+        want_name = l.get("name") or (port.get("names").split(",")[0] if port is not None and port.get("names")
+                                      else "const_%d" % lid)
+        c.equal(tt["name"], want_name, what + " name")
         c.equal(tt["element_type"], et, what + " element_type")
         c.equal(mfstest.read_bytes(os.path.join(mnt, tt["path"])), raw, what + " bytes vs .bin[offset:+size]")
         shape = [int(x) for x in d.get("shape").split(",")] if d.get("shape") else []
