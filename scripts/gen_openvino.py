@@ -242,6 +242,17 @@ def main():
     write(out, "bom_comments", ir, xml=b"\xef\xbb\xbf" + ir.xml(head="<!-- a comment -->\n<?pi x?>\n").replace(
         b"<layers>", b"<layers><!-- <layer id='99'/> --><![CDATA[ ]]>"), meta=meta)
     os.makedirs(sys.argv[2], exist_ok=True)
+    # rt_info of many same-named children and attributes: a list, in order
+    # (graph.json and model.json in bounded time).
+    ir, _ = small_model()
+    ir.name = "many"
+    ir.rt_info = ("\t<rt_info>\n\t\t<framework>%s</framework>\n\t\t<wide %s/>\n\t</rt_info>\n"
+                  % ("".join('<item name="k%d" value="v%d"/>' % (i, i) for i in range(5000)),
+                     " ".join('a%d="%d"' % (i, i) for i in range(3000))))
+    meta = {"framework": {"@children": [{"item": {"name": "k%d" % i, "value": "v%d" % i}}
+                                        for i in range(5000)]},
+            "wide": {"a%d" % i: "%d" % i for i in range(3000)}}
+    write(out, "many", ir, meta=meta)
     hostile(sys.argv[2])
 
 

@@ -163,6 +163,30 @@ static int read_ref(xp *c)
                        "(no entity is expanded)", (int)k, c->p + at);
 }
 
+#define ATTRS_SCAN 16u
+
+static int cmp_attr(const void *a, const void *b)
+{
+    return strcmp((*(const mfs_xml_attr *const *)a)->name, (*(const mfs_xml_attr *const *)b)->name);
+}
+
+/* An element of over ATTRS_SCAN attributes: no name twice. */
+static int attrs_unique(xp *c, const mfs_xml_node *nd)
+{
+    if (nd->nattrs <= ATTRS_SCAN)
+        return 0;
+    const mfs_xml_attr **v = mfs_xmalloc(nd->nattrs * sizeof *v);
+    for (uint32_t k = 0; k < nd->nattrs; k++)
+        v[k] = &c->x->attrs[nd->attr0 + k];
+    qsort(v, nd->nattrs, sizeof *v, cmp_attr);
+    int r = 0;
+    for (uint32_t k = 1; k < nd->nattrs && r == 0; k++)
+        if (strcmp(v[k]->name, v[k - 1]->name) == 0)
+            r = FAIL(c, nd->at - c->base, "attribute '%s' given twice", v[k]->name);
+    free(v);
+    return r;
+}
+
 static int read_attrs(xp *c, mfs_xml_node *nd, bool *empty)
 {
     for (;;) {
@@ -173,12 +197,12 @@ static int read_attrs(xp *c, mfs_xml_node *nd, bool *empty)
         if (c->p[c->i] == '>') {
             c->i++;
             *empty = false;
-            return 0;
+            return attrs_unique(c, nd);
         }
         if (starts(c, "/>")) {
             c->i += 2;
             *empty = true;
-            return 0;
+            return attrs_unique(c, nd);
         }
         if (c->i == before)
             return FAIL(c, c->i, "expected a space before an attribute");
@@ -190,7 +214,10 @@ static int read_attrs(xp *c, mfs_xml_node *nd, bool *empty)
         mfs_xml_attr a;
         if (read_name(c, &a.name) != 0)
             return -1;
-        for (uint32_t k = 0; k < nd->nattrs; k++)
+        /* Twice the same name: looked for here among the first few, and
+         * for an element of many by sorting once (attrs_unique), so that
+         * thousands of attributes cost no quadratic time. */
+        for (uint32_t k = 0; k < nd->nattrs && k < ATTRS_SCAN; k++)
             if (strcmp(c->x->attrs[nd->attr0 + k].name, a.name) == 0)
                 return FAIL(c, at, "attribute '%s' given twice", a.name);
         skip_space(c);

@@ -206,13 +206,41 @@ static bool has_id(const ov_ctx *c, uint64_t id)
     return bsearch(&id, c->ids, c->nids, sizeof *c->ids, cmp_u64) != NULL;
 }
 
-/* An element as a document: its attributes as strings, its children by
- * name (a repeated name gets "#2", "#3"...), its text as "text"; an
- * element with only a `value` (rt_info's usual form) is that string. */
+/* An element as a document. One that has only a `value` (rt_info's usual
+ * form) is that string. Else an object of its attributes (strings), its
+ * text as "@text", and its children: keyed by their names when it has few
+ * (at most FEW children and FEW attributes) and every name is distinct,
+ * else as "@children", a list of one-key objects in order. An XML name
+ * never begins with '@', so no key is taken twice, and no element costs
+ * more than FEW^2 comparisons. */
+#define FEW 16u
+
+static bool children_keyed(const mfs_xml *x, const mfs_xml_node *nd)
+{
+    const char *names[FEW];
+    uint32_t n = 0;
+    if (nd->nattrs > FEW)
+        return false;
+    for (uint32_t k = nd->first_child; k != MFS_XML_NONE; k = x->nodes[k].next_sibling) {
+        if (n == FEW)
+            return false;
+        names[n++] = x->nodes[k].name;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return false;
+        for (uint32_t a = 0; a < nd->nattrs; a++)
+            if (strcmp(names[i], x->attrs[nd->attr0 + a].name) == 0)
+                return false;
+    }
+    return true;
+}
+
 static mfs_val *to_val(const mfs_xml *x, uint32_t i, unsigned depth)
 {
     const mfs_xml_node *nd = &x->nodes[i];
-    if (nd->nattrs == 1 && nd->first_child == MFS_XML_NONE &&
+    if (nd->nattrs == 1 && nd->first_child == MFS_XML_NONE && nd->text_len == 0 &&
         strcmp(x->attrs[nd->attr0].name, "value") == 0)
         return mfs_strn(x->attrs[nd->attr0].value, x->attrs[nd->attr0].value_len);
     mfs_val *o = mfs_obj();
@@ -220,16 +248,20 @@ static mfs_val *to_val(const mfs_xml *x, uint32_t i, unsigned depth)
         mfs_obj_set(o, x->attrs[nd->attr0 + k].name,
                     mfs_strn(x->attrs[nd->attr0 + k].value, x->attrs[nd->attr0 + k].value_len));
     if (nd->text_len > 0)
-        mfs_obj_set(o, "text", mfs_strn(nd->text, nd->text_len));
-    if (depth >= OV_DOC_DEPTH)
+        mfs_obj_set(o, "@text", mfs_strn(nd->text, nd->text_len));
+    if (depth >= OV_DOC_DEPTH || nd->first_child == MFS_XML_NONE)
         return o;
+    bool keyed = children_keyed(x, nd);
+    mfs_val *list = keyed ? NULL : mfs_obj_set(o, "@children", mfs_arr());
     for (uint32_t k = nd->first_child; k != MFS_XML_NONE; k = x->nodes[k].next_sibling) {
-        const char *name = x->nodes[k].name;
-        char key[300];
-        snprintf(key, sizeof key, "%s", name);
-        for (unsigned n = 2; mfs_obj_get(o, key) != NULL; n++)
-            snprintf(key, sizeof key, "%.250s#%u", name, n);
-        mfs_obj_set(o, key, to_val(x, k, depth + 1));
+        mfs_val *v = to_val(x, k, depth + 1);
+        if (keyed) {
+            mfs_obj_set(o, x->nodes[k].name, v);
+        } else {
+            mfs_val *one = mfs_obj();
+            mfs_obj_set(one, x->nodes[k].name, v);
+            mfs_arr_push(list, one);
+        }
     }
     return o;
 }
@@ -251,7 +283,7 @@ static mfs_val *ports(const ov_ctx *c, uint32_t list)
         for (uint32_t d = c->x->nodes[p].first_child; d != MFS_XML_NONE; d = c->x->nodes[d].next_sibling)
             if (strcmp(c->x->nodes[d].name, "dim") == 0)
                 mfs_arr_push(dims, mfs_strn(c->x->nodes[d].text, c->x->nodes[d].text_len));
-        mfs_obj_set(o, "dims", dims);
+        mfs_obj_set(o, "@dims", dims);
         mfs_arr_push(arr, o);
     }
     return arr;

@@ -82,6 +82,20 @@ int main(void)
     refused("<a>\xff</a>", "UTF-8", 3);
     refused("<a>\xc0\x80</a>", "UTF-8", 3);
     refused("<a b=\"1\" c=\"1\" d=\"1\" e=\"1\" f=\"1\"/>", "over 4 attributes", -1);
+    {
+        /* Many attributes, the same name twice far apart: found by the
+         * sort, not a scan of every pair. */
+        static const mfs_xml_limits wide = { 8, 100, 1000, 1000 };
+        char buf[8192];
+        size_t k = (size_t)snprintf(buf, sizeof buf, "<a");
+        for (int i = 0; i < 300; i++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, " n%d=\"1\"", i);
+        snprintf(buf + k, sizeof buf - k, " n7=\"2\"/>");
+        CHECK(mfs_xml_parse(&x, buf, strlen(buf), 0, &wide, &e) == -1 && strstr(e.msg, "'n7' given twice"));
+        snprintf(buf + k, sizeof buf - k, " m7=\"2\"/>");
+        CHECK(mfs_xml_parse(&x, buf, strlen(buf), 0, &wide, &e) == 0 && x.nodes[0].nattrs == 301);
+        mfs_xml_free(&x);
+    }
     refused("<a><a><a><a><a><a><a><a><a></a></a></a></a></a></a></a></a></a>", "nested over 8", 24);
     /* Deep but within the limit: no recursion, a parent chain. */
     CHECK(parse(&x, "<a><a><a><a><a><a><a><a/></a></a></a></a></a></a></a>", &e) == 0);
