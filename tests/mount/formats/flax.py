@@ -1,0 +1,158 @@
+"""Flax msgpack's own checks, beyond the generic ones (which check every
+tensor's dtype, shape, bytes and offset against scripts/gen_flax.py's
+expectations, and the hostile files it writes: depth, length and count
+bombs, lying shapes and chunks, each refused with exit 5 naming the file
+and the problem):
+
+  - an independent reader: Debian's python3-msgpack unpacks every file
+    with Flax's ext types decoded as flax/serialization.py does; every
+    array (chunked ones joined), named by its keys joined with '.', is a
+    tensor of model.json with that dtype and shape and those bytes
+    through the mount, and there are no others; every other leaf is in
+    the metadata's "values" as msgpack gives it;
+  - a second reader: @msgpack/msgpack from npm (scripts/fetch_msgpack_js.sh,
+    into BUILD_DIR/npm-msgpack; skipped, visibly, when npm cannot install
+    it), in one node process for every file, must find the same tensors,
+    dtypes, shapes and sha256;
+  - the skeleton (flax_skeleton.c): a file of 1 MiB of arrays loaded
+    through a source that reads each range (MODELFS_SOURCE=read, as a
+    remote source does) gives the same model.json reading a few KiB, not
+    its arrays.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import mfstest
+import msgpack
+import numpy as np
+
+DIRS = ("gen/flax",)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FETCH = os.path.join(HERE, "..", "..", "..", "scripts", "fetch_msgpack_js.sh")
+NODE_READER = os.path.join(HERE, "..", "flax_reader.cjs")
+
+
+class Arr:
+    def __init__(self, shape, dtype, raw):
+        self.shape, self.dtype, self.raw = list(shape), dtype, raw
+
+
+def ext_hook(code, data):
+    if code in (1, 3):
+        shape, dtype, raw = msgpack.unpackb(data, raw=True)
+        return Arr(shape, dtype.decode(), raw)
+    if code == 2:
+        re, im = msgpack.unpackb(data)
+        return {"real": re, "imag": im}
+    return msgpack.ExtType(code, data)
+
+
+def independent(path):
+    """(tensors {name: Arr}, values {name: value}) by python3-msgpack."""
+    with open(path, "rb") as f:
+        doc = msgpack.unpackb(f.read(), ext_hook=ext_hook, raw=False, strict_map_key=False)
+    tensors, values = {}, {}
+
+    def walk(v, name):
+        if isinstance(v, Arr):
+            tensors[name] = v
+        elif isinstance(v, dict) and "__msgpack_chunked_array__" in v:
+            parts = [v["chunks"][str(i)] for i in range(len(v["chunks"]))]
+            shape = [v["shape"][str(i)] for i in range(len(v["shape"]))]
+            tensors[name] = Arr(shape, parts[0].dtype, b"".join(p.raw for p in parts))
+        elif isinstance(v, dict) and set(v) != {"real", "imag"}:
+            for k, x in v.items():
+                walk(x, "%s.%s" % (name, k) if name else str(k))
+        else:
+            values[name] = v
+    walk(doc, "")
+    return tensors, values
+
+
+def check_model(c, t, model, expect, mount):
+    if expect is None or expect.get("expect") != "readable":
+        return
+    name = os.path.basename(model)
+    tensors, values = independent(model)
+    mnt = mount()
+    doc = json.loads(mfstest.read_bytes(os.path.join(mnt, "model.json")))
+    got = {x["name"]: x for x in doc["tensors"]}
+    c.equal(sorted(got), sorted(tensors), "%s: tensors vs python3-msgpack" % name)
+    for n, a in tensors.items():
+        x = got.get(n)
+        if x is None:
+            continue
+        c.equal((x["dtype"], x["shape"], x["nbytes"]), (a.dtype, a.shape, len(a.raw)),
+                "%s: %s dtype, shape, nbytes vs python3-msgpack" % (name, n))
+        c.check(mfstest.read_bytes(os.path.join(mnt, x["path"])) == a.raw,
+                "%s: %s bytes through the mount vs python3-msgpack" % (name, n))
+    meta = {v["name"]: v["value"] for v in doc["metadata"].get("values", [])}
+    c.equal(meta, values, "%s: metadata values vs python3-msgpack" % name)
+    if "values" in expect:
+        c.equal(meta, expect["values"], "%s: metadata values vs the generator" % name)
+    t.flax_models = getattr(t, "flax_models", []) + [(model, expect)]
+
+
+def check_second_reader(c, t):
+    models = getattr(t, "flax_models", [])
+    if not models:
+        return
+    r = subprocess.run([FETCH, os.path.join(t.build, "npm-msgpack")], capture_output=True, text=True,
+                       timeout=400)
+    if r.returncode != 0:
+        c.skip("@msgpack/msgpack not available (%s): the second reader is not run"
+               % r.stderr.strip()[-200:])
+        return
+    pkg = r.stdout.strip()
+    r = subprocess.run(["node", NODE_READER, pkg] + [m for m, _ in models], capture_output=True,
+                       text=True, timeout=60)
+    if not c.check(r.returncode == 0, "node reader ran: %s" % r.stderr[-300:]):
+        return
+    res = json.loads(r.stdout)
+    for model, expect in models:
+        name = os.path.basename(model)
+        want = {x["name"]: [x["dtype"], x["shape"], x["nbytes"], x["sha256"]] for x in expect["tensors"]}
+        got = {n: [x["dtype"], x["shape"], x["nbytes"], x["sha256"]]
+               for n, x in res[model]["tensors"].items()}
+        c.equal(got, want, "%s: tensors by @msgpack/msgpack vs the mount's expectation" % name)
+
+
+def check_skeleton(c, t):
+    work = tempfile.mkdtemp(prefix="modelfs-flax-")
+    try:
+        rng = np.random.default_rng(7)
+        layers = {"layer_%d" % i: {"kernel": rng.standard_normal((256, 128)).astype(np.float32),
+                                   "bias": np.full(128, i, np.float32)} for i in range(8)}
+        pay = lambda a: msgpack.ExtType(1, msgpack.packb((a.shape, a.dtype.name, a.tobytes()),
+                                                         use_bin_type=True))
+        data = msgpack.packb({"params": layers, "step": 3}, default=pay, use_bin_type=True)
+        path = os.path.join(work, "big.msgpack")
+        with open(path, "wb") as f:
+            f.write(data)
+        ls = os.path.join(t.build, "modelfs-ls")
+        log = os.path.join(work, "ranges")
+        whole = subprocess.run([ls, path, "model.json"], capture_output=True, env=t.env, timeout=60)
+        renv = dict(t.env, MODELFS_SOURCE="read", MODELFS_SOURCE_LOG=log)
+        skel = subprocess.run([ls, path, "model.json"], capture_output=True, env=renv, timeout=60)
+        c.check(whole.returncode == 0 and skel.returncode == 0 and whole.stdout == skel.stdout,
+                "big.msgpack: model.json by the skeleton equals the mapped load's (exit %d, %d)"
+                % (whole.returncode, skel.returncode))
+        with open(log) as f:
+            got = sum(int(line.split()[2]) for line in f if line.startswith("get "))
+        c.check(got < len(data) // 8, "big.msgpack (%d bytes): the load read %d bytes, not its arrays"
+                % (len(data), got))
+        k = subprocess.run([ls, path, "tensors/params.layer_5.kernel"], capture_output=True, env=renv,
+                           timeout=60)
+        c.equal(hashlib.sha256(k.stdout).hexdigest(),
+                hashlib.sha256(layers["layer_5"]["kernel"].tobytes()).hexdigest(),
+                "big.msgpack: a tensor read through that source")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+EXTRAS = (check_second_reader, check_skeleton)
