@@ -108,7 +108,7 @@ def check_second_reader(c, t):
         c.skip("@msgpack/msgpack not available (%s): the second reader is not run"
                % r.stderr.strip()[-200:])
         return
-    pkg = r.stdout.strip()
+    pkg = os.path.abspath(r.stdout.strip())
     r = subprocess.run(["node", NODE_READER, pkg] + [m for m, _ in models], capture_output=True,
                        text=True, timeout=60)
     if not c.check(r.returncode == 0, "node reader ran: %s" % r.stderr[-300:]):
