@@ -17,7 +17,9 @@ and the problem):
   - the skeleton (flax_skeleton.c): a file of 1 MiB of arrays loaded
     through a source that reads each range (MODELFS_SOURCE=read, as a
     remote source does) gives the same model.json reading a few KiB, not
-    its arrays.
+    its arrays; and a file of 4 MiB mounted from http:// on loopback
+    (tests/mount/rangeserver.py) fetches a fraction of it at mount and
+    serves the same model.json and tensors as the local file.
 """
 import hashlib
 import json
@@ -28,6 +30,7 @@ import tempfile
 
 import mfstest
 import msgpack
+import rangeserver
 import numpy as np
 
 DIRS = ("gen/flax",)
@@ -122,6 +125,50 @@ def check_second_reader(c, t):
         c.equal(got, want, "%s: tensors by @msgpack/msgpack vs the mount's expectation" % name)
 
 
+def flax_file(path, layers, shape, seed):
+    """A Flax file of `layers` modules of a kernel of `shape` and a bias;
+    returns the arrays by name."""
+    rng = np.random.default_rng(seed)
+    tree = {"layer_%d" % i: {"kernel": rng.standard_normal(shape).astype(np.float32),
+                             "bias": np.full(shape[-1], i, np.float32)} for i in range(layers)}
+    pay = lambda a: msgpack.ExtType(1, msgpack.packb((a.shape, a.dtype.name, a.tobytes()),
+                                                     use_bin_type=True))
+    with open(path, "wb") as f:
+        f.write(msgpack.packb({"params": tree, "step": 3}, default=pay, use_bin_type=True))
+    return {"params.%s.%s" % (m, k): a for m, d in tree.items() for k, a in d.items()}
+
+
+def check_remote(c, t):
+    if not mfstest.can_mount():
+        return
+    work = tempfile.mkdtemp(prefix="modelfs-flax-")
+    srv = rangeserver.start(work)
+    try:
+        path = os.path.join(work, "flax_model.msgpack")
+        arrays = flax_file(path, 4, (512, 1024), 11)   # 2 MiB kernels, as mount.remote's ONNX
+        size = os.path.getsize(path)
+        url = srv.url + "/flax_model.msgpack"
+        ls = os.path.join(t.build, "modelfs-ls")
+        local = subprocess.run([ls, path, "model.json"], capture_output=True, env=t.env, timeout=60)
+        extra = ("-o", "cache_dir=" + os.path.join(work, "cache"))
+        with mfstest.mounted(t.modelfs, url, t.env, extra) as mnt:
+            fetched = mfstest.range_bytes(srv.log)
+            c.check(fetched <= size // 4, "flax_model.msgpack over http: the mount fetched %d bytes "
+                    "of %d" % (fetched, size))
+            c.equal(mfstest.read_bytes(os.path.join(mnt, "model.json")), local.stdout,
+                    "flax_model.msgpack over http: model.json as the local file's")
+            doc = json.loads(local.stdout)
+            ok = all(mfstest.read_bytes(os.path.join(mnt, x["path"])) == arrays[x["name"]].tobytes()
+                     for x in doc["tensors"])
+            c.check(ok and len(doc["tensors"]) == len(arrays),
+                    "flax_model.msgpack over http: every tensor's bytes")
+    except RuntimeError as e:
+        c.check(False, "flax_model.msgpack over http: mount: %s" % e)
+    finally:
+        srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def check_skeleton(c, t):
     work = tempfile.mkdtemp(prefix="modelfs-flax-")
     try:
@@ -155,4 +202,4 @@ def check_skeleton(c, t):
         shutil.rmtree(work, ignore_errors=True)
 
 
-EXTRAS = (check_second_reader, check_skeleton)
+EXTRAS = (check_second_reader, check_skeleton, check_remote)
