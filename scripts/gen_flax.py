@@ -49,6 +49,8 @@ def ext_default(x):
     """What Flax's _msgpack_ext_pack does, written from its facts."""
     if isinstance(x, BF16):
         return msgpack.ExtType(EXT_NDARRAY, array_payload(x.shape, "bfloat16", x.tobytes()))
+    if isinstance(x, Unknown):
+        return msgpack.ExtType(EXT_NDARRAY, array_payload(x.shape, x.name, x.raw))
     if isinstance(x, np.ndarray):
         return msgpack.ExtType(EXT_NDARRAY, array_payload(x.shape, x.dtype.name, x.tobytes("C")))
     if isinstance(x, np.generic):
@@ -81,11 +83,23 @@ def leaves(tree, prefix=""):
             yield name, np.concatenate(parts).reshape(shape), "chunked"
         elif isinstance(v, dict):
             yield from leaves(v, name)
-        elif isinstance(v, (np.ndarray, BF16, np.generic)):
+        elif isinstance(v, (np.ndarray, BF16, Unknown, np.generic)):
             yield name, v, "in_place"
 
 
+class Unknown:
+    """An array of a dtype name modelfs does not read (a newer ml_dtypes
+    type): its bytes as they are."""
+
+    def __init__(self, shape, name, raw):
+        self.shape, self.name, self.raw = tuple(shape), name, raw
+
+
 def describe(name, a, storage):
+    if isinstance(a, Unknown):
+        return {"name": name, "dtype": None, "shape": list(a.shape), "nbytes": len(a.raw),
+                "sha256": hashlib.sha256(a.raw).hexdigest(), "storage": storage,
+                "declared_dtype": a.name, "problem": True}
     if isinstance(a, BF16):
         dtype, shape, raw = "bfloat16", list(a.shape), a.tobytes()
     else:
@@ -155,6 +169,7 @@ def dtypes_tree(rng):
             "mask": np.array([[True, False], [False, True]]),
             "c64": (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64),
             "zero_size": np.zeros((0, 3), np.float32),
+            "f6": Unknown((2, 2), "float6_e3m2fn", bytes([1, 2, 3, 4])),
             "empty": {},
         },
         "batch_stats": {"mean": np.float32(0.25), "count": np.int64(7)},

@@ -8,8 +8,8 @@
  * reads each header through a window of the file, copies it into an
  * image of the file (an anonymous mapping of its size: untouched pages
  * cost nothing), copies every str, and leaves out the payload of each
- * long bin (an array's bytes, which the walk only measures) and of each
- * long ext that is no Flax array. An ext 1 or 3 (a Flax array) is
+ * long bin inside a Flax array (its bytes, which the walk only measures)
+ * and of each long ext that is no Flax array. An ext 1 or 3 (a Flax array) is
  * entered: its payload is items too, which must end at its end. The walk
  * (flax_walk.c) then reads the image as it reads a mapped file. Anything
  * unexpected (a reserved byte, a payload past the end, an array's items
@@ -102,10 +102,14 @@ static int run(scan *w)
             ext_end = pos + it.len;
             continue;
         }
-        if (it.kind == MFS_MP_STR || it.len < SKIP_MIN || it.ext_type == FLAX_EXT_COMPLEX) {
-            if (copy(w, pos, it.len) != 0)
-                return -1;
-        }
+        /* Left out: an array's bytes (a bin inside a Flax array) and an
+         * ext of another type, of which the walk keeps the size only.
+         * Copied: every str, and a bin elsewhere, which may be a map key. */
+        bool skip = it.len >= SKIP_MIN &&
+                    ((it.kind == MFS_MP_BIN && in_ext) ||
+                     (it.kind == MFS_MP_EXT && it.ext_type != FLAX_EXT_COMPLEX));
+        if (!skip && copy(w, pos, it.len) != 0)
+            return -1;
         pos += it.len;
     }
     return in_ext && pos != ext_end ? 1 : 0;

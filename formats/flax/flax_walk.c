@@ -233,8 +233,10 @@ int flax_walk(mfs_model *m, mfs_span file, mfs_err *e)
     w.path.buf[0] = '\0';
     int r = walk(&w, stack);
     mfs_sb_free(&w.path);
-    if (r == 0 && m->err.code != MFS_OK) {
-        *e = m->err;
+    /* A tensor the layout could not add failed the walk with m->err. */
+    if (m->err.code != MFS_OK && (r == 0 || (e != NULL && e->code == MFS_OK))) {
+        if (e != NULL)
+            *e = m->err;
         return -1;
     }
     return r;
