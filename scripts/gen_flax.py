@@ -169,7 +169,7 @@ def dtypes_tree(rng):
             "mask": np.array([[True, False], [False, True]]),
             "c64": (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64),
             "zero_size": np.zeros((0, 3), np.float32),
-            "f6": Unknown((2, 2), "float6_e3m2fn", bytes([1, 2, 3, 4])),
+            "f8b11": Unknown((2, 2), "float8_e4m3b11fnuz", bytes([1, 2, 3, 4])),
             "empty": {},
         },
         "batch_stats": {"mean": np.float32(0.25), "count": np.int64(7)},
