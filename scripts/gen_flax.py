@@ -215,6 +215,11 @@ def main():
                   "claims more items than bytes are left")
     write_corrupt(out, "ext_bomb.msgpack", b"\x81\xa1w\xc9\xff\xff\xff\x00\x01" + ok_ext[6:],
                   "ext runs past the end")
+    # Many leaves under a long name: what the table would keep passes the
+    # budget (64 MiB + 16 bytes per byte of the file) long before memory.
+    write_corrupt(out, "budget.msgpack",
+                  b"\x82" + packh("w") + packh(arr((2,), "float32", b"\0" * 8)) + packh("k" * 65000)
+                  + b"\xde\x03\xe8" + b"\xa1a\xc0" * 1000, "needs more memory than modelfs allows")
     # Lying shapes: the shape's elements are not the bytes.
     write_corrupt(out, "lying_shape.msgpack", packh({"w": arr((1000, 1000), "float32", b"\0" * 16)}),
                   "holds 16 bytes")
