@@ -98,6 +98,15 @@ def check_model(c, t, model, expect, mount):
                 "%s: %s dtype, shape, nbytes vs python3-msgpack" % (name, n))
         c.check(mfstest.read_bytes(os.path.join(mnt, x["path"])) == a.raw,
                 "%s: %s bytes through the mount vs python3-msgpack" % (name, n))
+        # f32/ views of the types numpy lacks or widens, from the bits.
+        if x["dtype"] in ("bfloat16", "float16") and c.check("f32" in x, "%s: %s has an f32 view"
+                                                              % (name, n)):
+            bits = np.frombuffer(a.raw, np.uint16)
+            want = ((bits.astype(np.uint32) << 16).view(np.float32) if x["dtype"] == "bfloat16"
+                    else bits.view(np.float16).astype(np.float32)).reshape(a.shape)
+            got32 = np.load(os.path.join(mnt, x["f32"]))
+            c.check(got32.dtype == np.float32 and np.array_equal(got32, want, equal_nan=True),
+                    "%s: %s f32 view vs its bits" % (name, n))
     meta = {v["name"]: v["value"] for v in doc["metadata"].get("values", [])}
     c.equal(meta, values, "%s: metadata values vs python3-msgpack" % name)
     if "values" in expect:
@@ -207,4 +216,29 @@ def check_skeleton(c, t):
         shutil.rmtree(work, ignore_errors=True)
 
 
-EXTRAS = (check_second_reader, check_skeleton, check_remote)
+def check_folder(c, t):
+    """A Hub repository's folder: flax_model.msgpack is a model beside the
+    others (recognised by its bytes, whatever its name)."""
+    work = tempfile.mkdtemp(prefix="modelfs-flax-")
+    try:
+        repo = os.path.join(work, "repo")
+        os.makedirs(repo)
+        src = os.path.join(t.gen, "flax", "flax_model.msgpack")
+        shutil.copy(src, os.path.join(repo, "flax_model.msgpack"))
+        shutil.copy(os.path.join(t.gen, "flax", "dtypes.msgpack"), os.path.join(repo, "weights.bin"))
+        ls = os.path.join(t.build, "modelfs-ls")
+        r = subprocess.run([ls, work], capture_output=True, text=True, env=t.env, timeout=60)
+        paths = {line.split()[-1] for line in r.stdout.splitlines()}
+        c.check(r.returncode == 0 and "repo/flax_model.msgpack/model.json" in paths and
+                "repo/weights.bin/tensors/params.bf16.embedding" in paths,
+                "a folder: both Flax files are models (exit %d)" % r.returncode)
+        one = subprocess.run([ls, work, "repo/flax_model.msgpack/model.json"], capture_output=True,
+                             env=t.env, timeout=60)
+        alone = subprocess.run([ls, src, "model.json"], capture_output=True, env=t.env, timeout=60)
+        c.equal(json.loads(one.stdout)["tensors"], json.loads(alone.stdout)["tensors"],
+                "a folder: the model's table as the file's alone")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+EXTRAS = (check_second_reader, check_skeleton, check_remote, check_folder)
