@@ -123,9 +123,12 @@ static int read_tensor(pte_ctx *c, const mfs_fbt *t, tinfo *ti)
     }
     if (!ti->has_fqn)
         ti->fqn = "", ti->fqn_len = 0;
-    /* Each dimension is shown a few times (graph.json, the table, the
-     * xattr); the name up to three times its length once encoded. */
-    return pte_spend(c, 32ull * MFS_VAL_COST + 4ull * MFS_VAL_COST * (ti->sizes.count + ti->dim_order.count) +
+    /* A table entry of some sixteen keys (graph.json's values are
+     * streamed), each dimension shown a few times (the table, the xattr,
+     * stored_shape); the name up to three times its length once encoded,
+     * in a few places. A writer's Tensor takes some 80 bytes of the file:
+     * aliased tables are what this stops. */
+    return pte_spend(c, 16ull * MFS_VAL_COST + 3ull * MFS_VAL_COST * (ti->sizes.count + ti->dim_order.count) +
                             8ull * ti->fqn_len, mfs_fbt_offset(t));
 }
 
