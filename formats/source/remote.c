@@ -103,6 +103,7 @@ bool mfs_remote_is_model_name(const char *name)
      * sharded safetensors folder one model). */
     static const char *const ext[] = {
         ".rten", ".ptd", ".tb", ".carton", ".safetensors", ".npy", ".npz", ".onnx", ".pb",
+        ".pte",                 /* ExecuTorch programs */
         ".gguf", ".pt", ".pth", ".bin", ".ckpt", ".tflite", NULL,
     };
     size_t n = strlen(name);
