@@ -24,6 +24,8 @@ Models:
                   a delegate call
   flagged.pte     tensors whose data slot or layout is wrong, served raw with
                   a problem, beside a good one
+  header24.pte    an extended header of 24 bytes (before ExecuTorch 1.0: no
+                  segment_data_size); two plans of the same name
   bad_*.pte       refused files (corrupt): truncated, header too short,
                   segments past the end or overflowing, program_size past
                   the end, segments without a header, an unsupported
@@ -247,7 +249,7 @@ class Program:
                 data += b"\0" * (aligned(len(data), TENSOR_ALIGNMENT) - len(data))
         return bytes(data), offs
 
-    def write(self, outdir, truncate=None, mutate=None):
+    def write(self, outdir, truncate=None, mutate=None, header_length=HEADER_LEN):
         doc = {"version": 0, "execution_plan": self.plans}
         blobs = []
         if self.inline:
@@ -287,9 +289,10 @@ class Program:
         if self.inline:
             out = fb
         else:
-            out, base, psize = insert_header(fb, bytes(seg_data))
-            header = {"magic": "eh00", "length": HEADER_LEN, "program_size": psize,
-                      "segment_base_offset": base, "segment_data_size": len(seg_data)}
+            out, base, psize = insert_header(fb, bytes(seg_data), length=header_length)
+            header = {"magic": "eh00", "length": header_length, "program_size": psize,
+                      "segment_base_offset": base,
+                      "segment_data_size": len(seg_data) if header_length >= 32 else None}
         # Where the constants are, found in the file for the expectation:
         # inline storage is wherever flatc put it (its bytes are unique).
         for e in self.expect:
@@ -447,6 +450,19 @@ def flagged_model(outdir):
     g.expectation(outdir, out, header, segs, base)
 
 
+def header24_model(outdir):
+    """An extended header of 24 bytes, as files before ExecuTorch 1.0 have
+    it (no segment_data_size); a mutable buffer's state in the second plan."""
+    r = rng(44)
+    g = Program("header24.pte")
+    p = g.plan("forward")
+    g.array(p, 6, r.standard_normal((2, 2)).astype(np.float32), fqn="w")
+    q = g.plan("forward")                       # a second plan of the same name
+    g.tensor(q, 4, [3], fqn="state", alloc=(0, 0), mutable=values_bytes(r, 4, [3]))
+    out, header, segs, base = g.write(outdir, header_length=24)
+    g.expectation(outdir, out, header, segs, base)
+
+
 def refused(outdir, name, error, data):
     with open(os.path.join(outdir, name), "wb") as f:
         f.write(data)
@@ -554,6 +570,7 @@ def main(argv):
     inline_model(outdir)
     segment_model(outdir)
     flagged_model(outdir)
+    header24_model(outdir)
     refused_models(outdir)
     return 0
 

@@ -14,7 +14,10 @@ each plan's tensor values are: constant, mutable_initial, planned,
 runtime, external, flagged), external_tensors, segments and header are
 the generator's; named_data files hold their blobs. The refused files
 (bad_*.pte) are refused by modelfs-ls with exit 5 and their message (the
-generic part mounts them too)."""
+generic part mounts them too), and so are flatbuffers made here by hand
+(python3-flatbuffers, then patched): offsets that wrap around 2^32 back
+onto a table (a loop, were offsets added in 32 bits), vector counts past
+the end, a vtable outside the file."""
 import hashlib
 import json
 import os
@@ -216,4 +219,107 @@ def check_refusals(c, t):
     shutil.rmtree(t.pte_tmp, ignore_errors=True)
 
 
-EXTRAS = (check_refusals,)
+# ---- hostile files written here ------------------------------------------------
+
+def field_pos(buf, table, fid):
+    """Where field `fid` of the table at `table` is (0: absent)."""
+    vt = table - struct.unpack_from("<i", buf, table)[0]
+    vtsize = struct.unpack_from("<H", buf, vt)[0]
+    if 4 + 2 * fid + 2 > vtsize:
+        return 0
+    o = struct.unpack_from("<H", buf, vt + 4 + 2 * fid)[0]
+    return table + o if o else 0
+
+
+def tiny_program():
+    """One plan with one EValue (a Tensor with sizes [2]); the bytes and
+    the positions of the EValue, the Tensor, the values and sizes vectors."""
+    import flatbuffers
+    b = flatbuffers.Builder(256)
+    b.StartVector(4, 1, 4)
+    b.PrependInt32(2)
+    sizes = b.EndVector()
+    b.StartObject(10)
+    b.PrependInt8Slot(0, 6, 0)
+    b.PrependUOffsetTRelativeSlot(2, sizes, 0)
+    tensor = b.EndObject()
+    b.StartObject(2)
+    b.PrependUint8Slot(0, 5, 0)
+    b.PrependUOffsetTRelativeSlot(1, tensor, 0)
+    ev = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(ev)
+    values = b.EndVector()
+    b.StartObject(10)
+    b.PrependUOffsetTRelativeSlot(2, values, 0)
+    plan = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(plan)
+    plans = b.EndVector()
+    b.StartObject(8)
+    b.PrependUOffsetTRelativeSlot(1, plans, 0)
+    b.Finish(b.EndObject(), file_identifier=b"ET12")
+    out = bytearray(b.Output())
+    pos = lambda off: len(out) - off  # noqa: E731  (the Builder counts from the end)
+    return out, {"evalue": pos(ev), "tensor": pos(tensor), "values": pos(values), "sizes": pos(sizes)}
+
+
+def hostile_files():
+    """(name, bytes, what the refusal says): offsets that wrap around 2^32
+    back onto a table (a loop, if offsets were added in 32 bits), counts
+    past the end, a vtable pointing outside."""
+    out = []
+    buf, at = tiny_program()
+    ok = bytes(buf)
+    out.append(("ok", ok, None))
+    # EValue.val pointing back at the EValue itself, modulo 2^32.
+    b = bytearray(ok)
+    f = field_pos(b, at["evalue"], 1)
+    struct.pack_into("<I", b, f, (at["evalue"] - f) % (1 << 32))
+    out.append(("loop_evalue", bytes(b), "points past the end"))
+    # The Tensor's sizes pointing back at the Program's root.
+    b = bytearray(ok)
+    f = field_pos(b, at["tensor"], 2)
+    struct.pack_into("<I", b, f, (0 - f) % (1 << 32))
+    out.append(("loop_sizes", bytes(b), "points past the end"))
+    # The values vector claims 2^31 - 1 entries.
+    b = bytearray(ok)
+    struct.pack_into("<I", b, at["values"], 0x7fffffff)
+    out.append(("values_count", bytes(b), "runs past the end"))
+    # The sizes vector claims 2^30 int32s (4 GiB).
+    b = bytearray(ok)
+    struct.pack_into("<I", b, at["sizes"], 1 << 30)
+    out.append(("sizes_count", bytes(b), "runs past the end"))
+    # The Tensor's vtable offset points before the file.
+    b = bytearray(ok)
+    struct.pack_into("<i", b, at["tensor"], at["tensor"] + 64)
+    out.append(("vtable_outside", bytes(b), "vtable out of range"))
+    return out
+
+
+def check_hostile(c, t):
+    """Hand-made flatbuffers: refused with exit 5 and one line naming the
+    file (or, the unharmed one, listed), in bounded time."""
+    try:
+        files = hostile_files()
+    except ImportError:
+        c.skip("python3-flatbuffers is not installed: no hand-made hostile programs")
+        return
+    tmp = tempfile.mkdtemp(prefix="modelfs-pte-hostile-")
+    try:
+        for name, data, want in files:
+            model = os.path.join(tmp, name + ".pte")
+            with open(model, "wb") as f:
+                f.write(data)
+            r = subprocess.run([t.modelfs_ls, model], capture_output=True, text=True, env=t.env, timeout=60)
+            if name == "ok":
+                c.equal(r.returncode, 0, "hostile: the unharmed program lists (%s)" % r.stderr.strip())
+                continue
+            c.equal(r.returncode, 5, "hostile %s: modelfs-ls exit" % name)
+            c.check(model in r.stderr and want in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+                    "hostile %s: one line naming the file and saying %r: %r" % (name, want, r.stderr))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+EXTRAS = (check_refusals, check_hostile)
