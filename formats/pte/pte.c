@@ -10,8 +10,8 @@
  *
  * What is refused (the whole file): an identifier other than ET12, an
  * extended header that is too short or points past the end of the file,
- * a non-empty segment outside the file, segments without an extended
- * header, an unreadable flatbuffer, a description bigger than the file
+ * a non-empty segment outside the file or without an extended header
+ * to place it, an unreadable flatbuffer, a description bigger than the file
  * can justify (tables shared by many references). A tensor whose data
  * slot or layout is wrong is served with a `problem` (pte_tensors.c). */
 #include <stdio.h>
@@ -135,10 +135,6 @@ static int read_segments(pte_ctx *c, const mfs_fbt *root, bool seg_size_known)
     mfs_val *list = mfs_obj_set(c->m->extra, "segments", mfs_arr());
     if (!present || v.count == 0)
         return 0;
-    if (!c->has_header)
-        return MFS_CORRUPT(c->e, mfs_fbv_offset(&v),
-                           "the program lists %u segments but has no eh00 extended header to locate them",
-                           v.count);
     if (pte_spend(c, (uint64_t)v.count * (sizeof(pte_seg) + 4 * MFS_VAL_COST), mfs_fbv_offset(&v)) != 0)
         return -1;
     c->nseg = v.count;
@@ -146,9 +142,16 @@ static int read_segments(pte_ctx *c, const mfs_fbt *root, bool seg_size_known)
     for (uint32_t i = 0; i < v.count; i++) {
         mfs_fbt t;
         uint64_t rel, size, abs, end;
-        if (mfs_fbv_table(&v, i, &t, c->e) != 0 || mfs_fb_u64(&t, SEG_OFFSET, 0, &rel, NULL, c->e) != 0 ||
-            mfs_fb_u64(&t, SEG_SIZE, 0, &size, NULL, c->e) != 0)
+        if (mfs_fbv_table(&v, i, &t, c->e) != 0 || pte_fb_u64(&t, SEG_OFFSET, 0, &rel, NULL, c->e) != 0 ||
+            pte_fb_u64(&t, SEG_SIZE, 0, &size, NULL, c->e) != 0)
             return -1;
+        /* Without the header the runtime has no segment base: it fails
+         * a segment only when something loads it (ExecuTorch writes an
+         * empty one with no header into programs without constants). */
+        if (!c->has_header && size > 0)
+            return MFS_CORRUPT(c->e, mfs_fbt_offset(&t),
+                               "segment %u holds %llu bytes but the program has no eh00 extended header to locate it",
+                               i, (unsigned long long)size);
         if (!mfs_add_u64(c->seg_base, rel, &abs) || !mfs_add_u64(abs, size, &end) || end > c->file_size)
             return MFS_CORRUPT(c->e, mfs_fbt_offset(&t),
                                "segment %u [%llu, +%llu) (relative to the segment base %llu) runs past the end of the file (%llu bytes)",
@@ -169,7 +172,7 @@ static int read_subseg(pte_ctx *c, const mfs_fbt *t, pte_subseg *s)
 {
     bool present;
     s->present = true;
-    if (mfs_fb_u32(t, SUBSEG_SEGMENT_INDEX, 0, &s->segment_index, NULL, c->e) != 0 ||
+    if (pte_fb_u32(t, SUBSEG_SEGMENT_INDEX, 0, &s->segment_index, NULL, c->e) != 0 ||
         mfs_fb_vec(t, SUBSEG_OFFSETS, 8, &s->offsets, &present, c->e) != 0)
         return -1;
     if (!present)
@@ -243,7 +246,7 @@ static int read_named_data(pte_ctx *c, const mfs_fbt *root)
         uint32_t key_len = 0, si;
         if (mfs_fbv_table(&v, i, &t, c->e) != 0 ||
             mfs_fb_str(&t, ND_KEY, &key, &key_len, NULL, c->e) != 0 ||
-            mfs_fb_u32(&t, ND_SEGMENT_INDEX, 0, &si, NULL, c->e) != 0 ||
+            pte_fb_u32(&t, ND_SEGMENT_INDEX, 0, &si, NULL, c->e) != 0 ||
             pte_spend(c, 8 * MFS_VAL_COST + 4ull * key_len, mfs_fbt_offset(&t)) != 0)
             return -1;
         mfs_val *o = mfs_arr_push(list, mfs_obj());
@@ -332,7 +335,7 @@ static int load_program(pte_ctx *c, const char *ident, const pte_header *h)
     mfs_fbt root;
     uint32_t version;
     bool present;
-    if (mfs_fb_root(c->fb, &root, c->e) != 0 || mfs_fb_u32(&root, PROG_VERSION, 0, &version, NULL, c->e) != 0)
+    if (mfs_fb_root(c->fb, &root, c->e) != 0 || pte_fb_u32(&root, PROG_VERSION, 0, &version, NULL, c->e) != 0)
         return -1;
     mfs_model_set_format(c->m, "pte", version);
     header_metadata(c->m, ident, h, version);

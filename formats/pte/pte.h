@@ -108,6 +108,15 @@ int pte_tensor(pte_ctx *c, pte_plan *p, uint32_t i, const mfs_fbt *t, mfs_val *o
  * on the way (pte_tensor). */
 int pte_graph_json(pte_ctx *c, pte_plan *plans, uint32_t n);
 
+/* Scalar fields as mfs_fb_* reads them, but checked against the
+ * flatbuffer rather than the table's declared size, as ExecuTorch's
+ * runtime checks them (pte_fields.c). */
+int pte_fb_u8(const mfs_fbt *t, unsigned id, uint8_t def, uint8_t *out, bool *present, mfs_err *e);
+int pte_fb_u32(const mfs_fbt *t, unsigned id, uint32_t def, uint32_t *out, bool *present, mfs_err *e);
+int pte_fb_i32(const mfs_fbt *t, unsigned id, int32_t def, int32_t *out, bool *present, mfs_err *e);
+int pte_fb_u64(const mfs_fbt *t, unsigned id, uint64_t def, uint64_t *out, bool *present, mfs_err *e);
+int pte_fb_i64(const mfs_fbt *t, unsigned id, int64_t def, int64_t *out, bool *present, mfs_err *e);
+
 /* ExecuTorch's ScalarType: its name and the dtype modelfs gives it (NULL
  * for a number it does not know). */
 const char *pte_scalar_name(int type);

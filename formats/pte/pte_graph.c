@@ -154,7 +154,7 @@ static mfs_val *value_entry(pte_ctx *c, pte_plan *p, uint32_t i)
     uint8_t type;
     bool present;
     if (mfs_fbv_table(&p->values, i, &ev, c->e) != 0 ||
-        mfs_fb_u8(&ev, EVALUE_VAL_TYPE, 0, &type, NULL, c->e) != 0 ||
+        pte_fb_u8(&ev, EVALUE_VAL_TYPE, 0, &type, NULL, c->e) != 0 ||
         mfs_fb_table(&ev, EVALUE_VAL, &val, &present, c->e) != 0 ||
         pte_spend(c, 4 * MFS_VAL_COST, mfs_fbt_offset(&ev)) != 0)
         return NULL;
@@ -172,14 +172,14 @@ static mfs_val *value_entry(pte_ctx *c, pte_plan *p, uint32_t i)
     switch (type) {
     case KT_INT: {
         int64_t x;
-        r = mfs_fb_i64(&val, 0, 0, &x, NULL, c->e);
+        r = pte_fb_i64(&val, 0, 0, &x, NULL, c->e);
         if (r == 0)
             mfs_obj_set(o, "int_val", mfs_int(x));
         break;
     }
     case KT_BOOL: {
         uint8_t x;
-        r = mfs_fb_u8(&val, 0, 0, &x, NULL, c->e);
+        r = pte_fb_u8(&val, 0, 0, &x, NULL, c->e);
         if (r == 0)
             mfs_obj_set(o, "bool_val", mfs_bool(x != 0));
         break;
@@ -187,7 +187,7 @@ static mfs_val *value_entry(pte_ctx *c, pte_plan *p, uint32_t i)
     case KT_DOUBLE: {
         uint64_t bits;
         double d;
-        r = mfs_fb_u64(&val, 0, 0, &bits, NULL, c->e);
+        r = pte_fb_u64(&val, 0, 0, &bits, NULL, c->e);
         memcpy(&d, &bits, sizeof d);
         if (r == 0)
             mfs_obj_set(o, "double_val", mfs_float(d));
@@ -263,7 +263,7 @@ static mfs_val *instruction_entry(pte_ctx *c, const mfs_fbv *instrs, uint32_t i,
     uint8_t type;
     bool present;
     if (mfs_fbv_table(instrs, i, &in, c->e) != 0 ||
-        mfs_fb_u8(&in, INSTR_ARGS_TYPE, 0, &type, NULL, c->e) != 0 ||
+        pte_fb_u8(&in, INSTR_ARGS_TYPE, 0, &type, NULL, c->e) != 0 ||
         mfs_fb_table(&in, INSTR_ARGS, &args, &present, c->e) != 0 ||
         pte_spend(c, 8 * MFS_VAL_COST, mfs_fbt_offset(&in)) != 0)
         return NULL;
@@ -284,7 +284,7 @@ static mfs_val *instruction_entry(pte_ctx *c, const mfs_fbv *instrs, uint32_t i,
         { "value_index", NULL },
     };
     int32_t a = 0;
-    int r = mfs_fb_i32(&args, 0, 0, &a, NULL, c->e);
+    int r = pte_fb_i32(&args, 0, 0, &a, NULL, c->e);
     if (r == 0)
         mfs_obj_set(o, fields[type][0], mfs_int(a));
     if (r == 0 && type == IA_KERNEL_CALL && a >= 0 && (uint32_t)a < ops->count) {
@@ -300,7 +300,7 @@ static mfs_val *instruction_entry(pte_ctx *c, const mfs_fbv *instrs, uint32_t i,
         r = set_vec(c, o, "args", &args, 1, 'i');
     } else if (r == 0 && fields[type][1] != NULL) {
         int32_t b = 0;
-        r = mfs_fb_i32(&args, 1, 0, &b, NULL, c->e);
+        r = pte_fb_i32(&args, 1, 0, &b, NULL, c->e);
         if (r == 0)
             mfs_obj_set(o, fields[type][1], mfs_int(b));
     }
@@ -428,8 +428,8 @@ static mfs_val *delegate_entry(pte_ctx *c, const mfs_fbv *dv, uint32_t k)
     if (has_pr) {
         uint8_t loc;
         uint32_t idx;
-        if (mfs_fb_u8(&pr, BDR_LOCATION, 0, &loc, NULL, c->e) != 0 ||
-            mfs_fb_u32(&pr, BDR_INDEX, 0, &idx, NULL, c->e) != 0) {
+        if (pte_fb_u8(&pr, BDR_LOCATION, 0, &loc, NULL, c->e) != 0 ||
+            pte_fb_u32(&pr, BDR_INDEX, 0, &idx, NULL, c->e) != 0) {
             mfs_val_free(o);
             return NULL;
         }
@@ -475,9 +475,9 @@ static mfs_val *buffer_devices(pte_ctx *c, const mfs_fbt *plan)
         mfs_fbt t;
         int32_t bi;
         uint8_t dt, di;
-        if (mfs_fbv_table(&v, k, &t, c->e) != 0 || mfs_fb_i32(&t, NCBD_BUFFER_IDX, 0, &bi, NULL, c->e) != 0 ||
-            mfs_fb_u8(&t, NCBD_DEVICE_TYPE, 0, &dt, NULL, c->e) != 0 ||
-            mfs_fb_u8(&t, NCBD_DEVICE_INDEX, 0, &di, NULL, c->e) != 0) {
+        if (mfs_fbv_table(&v, k, &t, c->e) != 0 || pte_fb_i32(&t, NCBD_BUFFER_IDX, 0, &bi, NULL, c->e) != 0 ||
+            pte_fb_u8(&t, NCBD_DEVICE_TYPE, 0, &dt, NULL, c->e) != 0 ||
+            pte_fb_u8(&t, NCBD_DEVICE_INDEX, 0, &di, NULL, c->e) != 0) {
             mfs_val_free(a);
             return NULL;
         }

@@ -88,15 +88,15 @@ static int read_tensor(pte_ctx *c, const mfs_fbt *t, tinfo *ti)
     bool has_sizes;
     mfs_fbt alloc, eti;
     memset(ti, 0, sizeof *ti);
-    if (mfs_fb_u8(t, TENSOR_SCALAR_TYPE, 0, &st, NULL, c->e) != 0 ||
-        mfs_fb_i32(t, TENSOR_STORAGE_OFFSET, 0, &ti->storage_offset, NULL, c->e) != 0 ||
+    if (pte_fb_u8(t, TENSOR_SCALAR_TYPE, 0, &st, NULL, c->e) != 0 ||
+        pte_fb_i32(t, TENSOR_STORAGE_OFFSET, 0, &ti->storage_offset, NULL, c->e) != 0 ||
         mfs_fb_vec(t, TENSOR_SIZES, 4, &ti->sizes, &has_sizes, c->e) != 0 ||
         mfs_fb_vec(t, TENSOR_DIM_ORDER, 1, &ti->dim_order, &ti->has_dim_order, c->e) != 0 ||
-        mfs_fb_u8(t, TENSOR_REQUIRES_GRAD, 0, &ti->requires_grad, NULL, c->e) != 0 ||
-        mfs_fb_u32(t, TENSOR_DATA_BUFFER_IDX, 0, &ti->dbi, NULL, c->e) != 0 ||
+        pte_fb_u8(t, TENSOR_REQUIRES_GRAD, 0, &ti->requires_grad, NULL, c->e) != 0 ||
+        pte_fb_u32(t, TENSOR_DATA_BUFFER_IDX, 0, &ti->dbi, NULL, c->e) != 0 ||
         mfs_fb_table(t, TENSOR_ALLOCATION_INFO, &alloc, &ti->has_alloc, c->e) != 0 ||
-        mfs_fb_u8(t, TENSOR_LAYOUT, 0, &lay, NULL, c->e) != 0 ||
-        mfs_fb_u8(t, TENSOR_SHAPE_DYNAMISM, 0, &ti->shape_dynamism, NULL, c->e) != 0 ||
+        pte_fb_u8(t, TENSOR_LAYOUT, 0, &lay, NULL, c->e) != 0 ||
+        pte_fb_u8(t, TENSOR_SHAPE_DYNAMISM, 0, &ti->shape_dynamism, NULL, c->e) != 0 ||
         mfs_fb_table(t, TENSOR_EXTRA_TENSOR_INFO, &eti, &ti->has_eti, c->e) != 0)
         return -1;
     ti->scalar_type = (int8_t)st;
@@ -105,16 +105,16 @@ static int read_tensor(pte_ctx *c, const mfs_fbt *t, tinfo *ti)
         ti->sizes.count = 0;
     if (!ti->has_dim_order)
         ti->dim_order.count = 0;
-    if (ti->has_alloc && (mfs_fb_u32(&alloc, ALLOC_MEMORY_ID, 0, &ti->memory_id, NULL, c->e) != 0 ||
-                          mfs_fb_u32(&alloc, ALLOC_MEMORY_OFFSET_LOW, 0, &ti->off_lo, NULL, c->e) != 0 ||
-                          mfs_fb_u32(&alloc, ALLOC_MEMORY_OFFSET_HIGH, 0, &ti->off_hi, NULL, c->e) != 0))
+    if (ti->has_alloc && (pte_fb_u32(&alloc, ALLOC_MEMORY_ID, 0, &ti->memory_id, NULL, c->e) != 0 ||
+                          pte_fb_u32(&alloc, ALLOC_MEMORY_OFFSET_LOW, 0, &ti->off_lo, NULL, c->e) != 0 ||
+                          pte_fb_u32(&alloc, ALLOC_MEMORY_OFFSET_HIGH, 0, &ti->off_hi, NULL, c->e) != 0))
         return -1;
     ti->fqn = "";
-    if (ti->has_eti && (mfs_fb_u64(&eti, ETI_MUTABLE_DATA_SEGMENTS_IDX, 0, &ti->msi, NULL, c->e) != 0 ||
+    if (ti->has_eti && (pte_fb_u64(&eti, ETI_MUTABLE_DATA_SEGMENTS_IDX, 0, &ti->msi, NULL, c->e) != 0 ||
                         mfs_fb_str(&eti, ETI_FULLY_QUALIFIED_NAME, &ti->fqn, &ti->fqn_len, &ti->has_fqn, c->e) != 0 ||
-                        mfs_fb_u8(&eti, ETI_LOCATION, 0, &loc, NULL, c->e) != 0 ||
-                        mfs_fb_u8(&eti, ETI_DEVICE_TYPE, 0, &dt, NULL, c->e) != 0 ||
-                        mfs_fb_u8(&eti, ETI_DEVICE_INDEX, 0, &di, NULL, c->e) != 0))
+                        pte_fb_u8(&eti, ETI_LOCATION, 0, &loc, NULL, c->e) != 0 ||
+                        pte_fb_u8(&eti, ETI_DEVICE_TYPE, 0, &dt, NULL, c->e) != 0 ||
+                        pte_fb_u8(&eti, ETI_DEVICE_INDEX, 0, &di, NULL, c->e) != 0))
         return -1;
     if (ti->has_eti) {
         ti->location = loc;
@@ -330,7 +330,7 @@ static int mutable_bytes(pte_ctx *c, const tinfo *ti, tview *v, tbytes *b)
     pte_subseg s = { .present = true };
     bool present;
     if (mfs_fbv_table(&c->mutable_segments, (uint32_t)ti->msi, &t, c->e) != 0 ||
-        mfs_fb_u32(&t, SUBSEG_SEGMENT_INDEX, 0, &s.segment_index, NULL, c->e) != 0 ||
+        pte_fb_u32(&t, SUBSEG_SEGMENT_INDEX, 0, &s.segment_index, NULL, c->e) != 0 ||
         mfs_fb_vec(&t, SUBSEG_OFFSETS, 8, &s.offsets, &present, c->e) != 0)
         return -1;
     if (!present)

@@ -322,4 +322,37 @@ def check_hostile(c, t):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-EXTRAS = (check_refusals, check_hostile)
+def check_short_tables(c, t):
+    """ExecuTorch's serializer writes DataSegment tables whose vtable
+    declares an inline size too small for their u64 fields (its arduino
+    and Qualcomm example programs do); its runtime, with flatbuffers'
+    Verifier, reads them. segment.pte with every DataSegment's declared
+    size cut to 4 bytes lists the same tensors at the same offsets."""
+    model = os.path.join(t.gen, "pte", "segment.pte")
+    data = bytearray(read(model))
+    root = struct.unpack_from("<I", data, 0)[0]
+    fp = field_pos(data, root, 4)            # Program.segments
+    vec = fp + struct.unpack_from("<I", data, fp)[0]
+    for i in range(struct.unpack_from("<I", data, vec)[0]):
+        el = vec + 4 + 4 * i
+        table = el + struct.unpack_from("<I", data, el)[0]
+        vt = table - struct.unpack_from("<i", data, table)[0]
+        struct.pack_into("<H", data, vt + 2, 4)
+    tmp = tempfile.mkdtemp(prefix="modelfs-pte-short-")
+    try:
+        short = os.path.join(tmp, "short.pte")
+        with open(short, "wb") as f:
+            f.write(data)
+        docs = []
+        for m in (model, short):
+            r = subprocess.run([t.modelfs_ls, m, "model.json"], capture_output=True, env=t.env, timeout=60)
+            c.equal(r.returncode, 0, "short tables: modelfs-ls %s: %s" % (os.path.basename(m), r.stderr.decode().strip()))
+            docs.append(json.loads(r.stdout) if r.returncode == 0 else {"tensors": None})
+        c.equal([(e["name"], e["offset"], e["nbytes"]) for e in docs[1]["tensors"] or []],
+                [(e["name"], e["offset"], e["nbytes"]) for e in docs[0]["tensors"] or []],
+                "short tables: the same tensors at the same offsets")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+EXTRAS = (check_refusals, check_hostile, check_short_tables)
