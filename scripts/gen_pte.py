@@ -13,7 +13,7 @@ Models:
                   extended header): float, int64, half, a 0-dim scalar, an
                   empty tensor, dim_order (1, 0), padded storage; an input,
                   a planned activation; every other EValue type; kernel,
-                  move, jump and free instructions
+                  move, jump and free instructions; an inline delegate blob
   segment.pte     constants in the constant segment behind the extended
                   header; two plans sharing constants; every scalar type
                   (quantized, float8, bfloat16, bool, uint16/32/64...);
@@ -136,6 +136,7 @@ class Program:
         self.buffers = [b""]          # data_buffer_idx 0: the placeholder
         self.mutable = [b""]          # mutable_data_segments[0].offsets[0]: placeholder
         self.named = []               # (key, bytes)
+        self.delegate_data = []       # Program.backend_delegate_data blobs
         self.expect = []              # per tensor file, in plan order
         self.external = []
         self.counts = []
@@ -251,6 +252,8 @@ class Program:
 
     def write(self, outdir, truncate=None, mutate=None, header_length=HEADER_LEN):
         doc = {"version": 0, "execution_plan": self.plans}
+        if self.delegate_data:
+            doc["backend_delegate_data"] = [{"data": list(b)} for b in self.delegate_data]
         blobs = []
         if self.inline:
             doc["constant_buffer"] = [
@@ -319,6 +322,7 @@ class Program:
                "external_tensors": self.external,
                "segments": [{"offset": base + s["offset"], "size": s["size"]} for s in segs],
                "named_data": [{"key": k, "sha256": sha(b), "size": len(b)} for k, b in self.named],
+               "backend_delegate_data": [{"sha256": sha(b), "size": len(b)} for b in self.delegate_data],
                "notes": "Tensors match by name in plan order. sha256 is of the bytes as stored "
                         "(in dim_order memory order). dtype null: served raw with a problem."}
         with open(os.path.join(outdir, self.name + ".expect.json"), "w", encoding="utf-8") as f:
@@ -358,6 +362,10 @@ def inline_model(outdir):
     g.plans[p]["inputs"] = [x]
     g.plans[p]["outputs"] = [y]
     g.plans[p]["container_meta_type"] = {"encoded_inp_str": "T([T([*]), D()])", "encoded_out_str": "*"}
+    # An inline delegate blob, and a delegate that uses it.
+    g.delegate_data.append(bytes(range(7, 47)))
+    g.plans[p]["delegates"] = [{"id": "VulkanBackend", "processed": {"location": "INLINE", "index": 0},
+                                "compile_specs": [{"key": "storage", "value": [1]}]}]
     mm = g.op(p, "aten::mm", "out")
     add = g.op(p, "aten::add", "out")
     g.op(p, "aten::sum", "")

@@ -3,7 +3,9 @@
  * Every Tensor value of every execution plan whose bytes are in the file
  * is a file, served in place: plan 0's in tensors/, plan i's (i > 0) in
  * plans/NAME/tensors/ (NAME its name by the names rule, made unique). Each
- * NamedData entry (delegate blobs kept by key) is a file named_data/KEY.
+ * NamedData entry (delegate blobs kept by key) is a file named_data/KEY,
+ * each segment segments/I, each inline delegate blob
+ * backend_delegate_data/I.
  * model.json gets the header, the segments, where the constants are, and
  * a summary of each plan (what its tensor values are); graph.json every
  * plan's values, operators, chains and delegates.
@@ -124,6 +126,21 @@ static void header_metadata(mfs_model *m, const char *ident, const pte_header *h
 
 /* ---- segments ----------------------------------------------------------- */
 
+/* Blob `i` as the file DIR/i, in place, and its path in `o`. */
+static int add_blob(pte_ctx *c, const char *dir, uint32_t i, uint64_t off, uint64_t size, mfs_val *o)
+{
+    uint32_t d = mfs_model_mkdirs(c->m, MFS_ROOT, dir);
+    char name[16];
+    snprintf(name, sizeof name, "%u", i);
+    uint32_t node = mfs_model_add_stored(c->m, d, name, off, size);
+    if (node == MFS_NONE)
+        return mfs_fail(c->e, MFS_E_INTERNAL, MFS_NO_OFFSET, "internal error: cannot add %s/%u", dir, i);
+    char *path = mfs_model_path(c->m, node);
+    mfs_obj_set(o, "path", mfs_str(path));
+    free(path);
+    return 0;
+}
+
 /* Program.segments: each checked against the file and listed (absolute
  * offsets) in model.json's top-level "segments". */
 static int read_segments(pte_ctx *c, const mfs_fbt *root, bool seg_size_known)
@@ -164,6 +181,8 @@ static int read_segments(pte_ctx *c, const mfs_fbt *root, bool seg_size_known)
         mfs_val *o = mfs_arr_push(list, mfs_obj());
         mfs_obj_set(o, "offset", mfs_u64(abs));
         mfs_obj_set(o, "size", mfs_u64(size));
+        if (add_blob(c, "segments", i, abs, size, o) != 0)
+            return -1;
     }
     return 0;
 }
@@ -270,6 +289,35 @@ static int read_named_data(pte_ctx *c, const mfs_fbt *root)
     return 0;
 }
 
+/* Program.backend_delegate_data: each inline blob as the file
+ * backend_delegate_data/I, in place (inside the flatbuffer). */
+static int read_delegate_data(pte_ctx *c, const mfs_fbt *root)
+{
+    mfs_fbv v;
+    bool present;
+    if (mfs_fb_vec(root, PROG_BACKEND_DELEGATE_DATA, 4, &v, &present, c->e) != 0)
+        return -1;
+    c->ndelegate_data = present ? v.count : 0;
+    mfs_val *list = mfs_obj_set(c->m->metadata, "backend_delegate_data", mfs_arr());
+    if (pte_spend(c, (uint64_t)c->ndelegate_data * 8 * MFS_VAL_COST, mfs_fbv_offset(&v)) != 0)
+        return -1;
+    for (uint32_t i = 0; i < c->ndelegate_data; i++) {
+        mfs_fbt t;
+        mfs_fbv data;
+        bool has_data;
+        if (mfs_fbv_table(&v, i, &t, c->e) != 0 || mfs_fb_vec(&t, 0, 1, &data, &has_data, c->e) != 0)
+            return -1;
+        uint64_t off = has_data ? mfs_fbv_offset(&data) : mfs_fbt_offset(&t);
+        uint64_t size = has_data ? data.count : 0;
+        mfs_val *o = mfs_arr_push(list, mfs_obj());
+        mfs_obj_set(o, "offset", mfs_u64(off));
+        mfs_obj_set(o, "size", mfs_u64(size));
+        if (add_blob(c, "backend_delegate_data", i, off, size, o) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ---- plans --------------------------------------------------------------- */
 
 /* Each plan: its table, name and folder (plan 0: the root and tensors/;
@@ -343,10 +391,8 @@ static int load_program(pte_ctx *c, const char *ident, const pte_header *h)
         read_named_data(c, &root) != 0)
         return -1;
     mfs_obj_set(c->m->metadata, "segment_count", mfs_int(c->nseg));
-    mfs_fbv bdd;
-    if (mfs_fb_vec(&root, PROG_BACKEND_DELEGATE_DATA, 4, &bdd, &present, c->e) != 0)
+    if (read_delegate_data(c, &root) != 0)
         return -1;
-    mfs_obj_set(c->m->metadata, "backend_delegate_data_count", mfs_int(present ? bdd.count : 0));
 
     mfs_fbv pv;
     if (mfs_fb_vec(&root, PROG_EXECUTION_PLAN, 4, &pv, &present, c->e) != 0)

@@ -71,6 +71,7 @@ typedef struct pte_ctx {
     uint64_t seg_base, seg_size;
     pte_seg *segs;
     uint32_t nseg;
+    uint32_t ndelegate_data;    /* Program.backend_delegate_data entries */
     mfs_fbv constant_buffer;    /* count 0 when absent */
     pte_subseg constant_segment;
     bool use_segment;           /* constants in constant_segment (it has offsets) */

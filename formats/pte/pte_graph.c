@@ -8,7 +8,8 @@
  * has one), operators (index, name, overload), chains (inputs, outputs,
  * instructions: index, type (the InstructionArguments member) and its
  * fields, a KernelCall's operator as "name.overload" too; stacktrace_count),
- * delegates (id, processed, compile_specs), non_const_buffer_sizes and
+ * delegates (id, processed (location, index and the path of the blob's
+ * file), compile_specs), non_const_buffer_sizes and
  * non_const_buffer_device. Values and instructions are written one at a
  * time, compressed as they come, so a program of a million values is
  * never held as values. Indexes are shown as stored, not checked: a dump. */
@@ -436,6 +437,14 @@ static mfs_val *delegate_entry(pte_ctx *c, const mfs_fbv *dv, uint32_t k)
         mfs_val *p = mfs_obj_set(o, "processed", mfs_obj());
         mfs_obj_set(p, "location", loc == 0 ? mfs_str("INLINE") : loc == 1 ? mfs_str("SEGMENT") : mfs_int(loc));
         mfs_obj_set(p, "index", mfs_int(idx));
+        /* The blob's file, when the reference names one. */
+        char path[48];
+        path[0] = '\0';
+        if (loc == 0 && idx < c->ndelegate_data)
+            snprintf(path, sizeof path, "backend_delegate_data/%u", idx);
+        else if (loc == 1 && idx < c->nseg)
+            snprintf(path, sizeof path, "segments/%u", idx);
+        mfs_obj_set(p, "path", path[0] ? mfs_str(path) : mfs_null());
     } else {
         mfs_obj_set(o, "processed", mfs_null());
     }

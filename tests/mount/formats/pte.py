@@ -12,8 +12,8 @@ table entry with its plan and value index, and those with bytes in the
 file are exactly the table's entries. model.json's plan summaries (what
 each plan's tensor values are: constant, mutable_initial, planned,
 runtime, external, flagged), external_tensors, segments and header are
-the generator's; named_data files hold their blobs. The refused files
-(bad_*.pte) are refused by modelfs-ls with exit 5 and their message (the
+the generator's; named_data/KEY, segments/I and backend_delegate_data/I
+hold their bytes. The refused files (bad_*.pte) are refused by modelfs-ls with exit 5 and their message (the
 generic part mounts them too), and so are flatbuffers made here by hand
 (python3-flatbuffers, then patched): offsets that wrap around 2^32 back
 onto a table (a loop, were offsets added in 32 bits), vector counts past
@@ -139,8 +139,15 @@ def check_graph(c, name, g, fj, table):
                     want = o["name"] + ("." + o["overload"] if o.get("overload") else "")
                     c.equal(gi.get("op"), want, "%s instruction %d op" % (cw, ii))
         fdel = fp.get("delegates", [])
-        c.equal([(d["id"], d["processed"]) for d in gp["delegates"]],
+        c.equal([(d["id"], d["processed"] and {k: d["processed"][k] for k in ("location", "index")})
+                 for d in gp["delegates"]],
                 [(d.get("id"), d.get("processed")) for d in fdel], what + " delegates")
+        for d in gp["delegates"]:
+            pr = d["processed"] or {}
+            if pr.get("location") == "SEGMENT" and pr["index"] < len(fj.get("segments", [])):
+                c.equal(pr.get("path"), "segments/%d" % pr["index"], what + " delegate blob path")
+            if pr.get("location") == "INLINE" and pr["index"] < len(fj.get("backend_delegate_data", [])):
+                c.equal(pr.get("path"), "backend_delegate_data/%d" % pr["index"], what + " delegate blob path")
         c.equal(gp["non_const_buffer_sizes"], fp.get("non_const_buffer_sizes"), what + " non_const_buffer_sizes")
     c.equal(seen, set(by_value), name + ": every table entry is a tensor value of graph.json")
 
@@ -165,7 +172,10 @@ def check_model(c, t, model, expect, mount):
     md = doc["metadata"]
     for k, v in expect["metadata"].items():
         c.equal(md.get(k), v, "%s: metadata %s" % (name, k))
-    c.equal(doc["segments"], expect["segments"], name + ": segments")
+    c.equal([{k: sg[k] for k in ("offset", "size")} for sg in doc["segments"]], expect["segments"],
+            name + ": segments")
+    c.equal([sg.get("path") for sg in doc["segments"]], ["segments/%d" % i for i in range(len(expect["segments"]))],
+            name + ": segment files")
     c.equal(doc["external_tensors"], expect["external_tensors"], name + ": external_tensors")
     c.equal([{k: p[k] for k in ("index", "name", "value_count", "tensor_values")} for p in doc["plans"]],
             expect["plans"], name + ": plan summaries")
@@ -181,6 +191,18 @@ def check_model(c, t, model, expect, mount):
                 (w["name"], w["plan"], w["value_index"], w["kind"], w["data_buffer_idx"], w["scalar_type"],
                  w["dim_order"], w.get("stored_shape"), bool(w.get("problem"))),
                 "%s: tensor %r keys" % (name, w["name"]))
+    # Every segment is a file, its bytes the file's at the generator's range.
+    for i, sg in enumerate(expect["segments"]):
+        p = os.path.join(mnt, "segments", str(i))
+        c.equal(mfstest.read_bytes(p) if os.path.isfile(p) else None, data[sg["offset"]:sg["offset"] + sg["size"]],
+                "%s: segments/%d bytes" % (name, i))
+    # Inline delegate blobs, in place.
+    bdd = md.get("backend_delegate_data", [])
+    c.equal(len(bdd), len(expect.get("backend_delegate_data", [])), name + ": backend_delegate_data count")
+    for i, (got, w) in enumerate(zip(bdd, expect.get("backend_delegate_data", []))):
+        raw = mfstest.read_bytes(os.path.join(mnt, got["path"]))
+        c.equal((hashlib.sha256(raw).hexdigest(), len(raw), raw == data[got["offset"]:got["offset"] + got["size"]]),
+                (w["sha256"], w["size"], True), "%s: backend_delegate_data/%d bytes" % (name, i))
     # named_data blobs, in place.
     nd = {n["key"]: n for n in md.get("named_data", [])}
     c.equal(sorted(nd), sorted(n["key"] for n in expect["named_data"]), name + ": named_data keys")
