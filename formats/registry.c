@@ -22,6 +22,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_gguf,
     &mfs_format_tflite,
     &mfs_format_flax,
+    &mfs_format_pte,
     NULL,
 };
 

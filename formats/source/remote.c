@@ -104,6 +104,7 @@ bool mfs_remote_is_model_name(const char *name)
     static const char *const ext[] = {
         ".rten", ".ptd", ".tb", ".carton", ".safetensors", ".npy", ".npz", ".onnx", ".pb",
         ".msgpack",
+        ".pte",                 /* ExecuTorch programs */
         ".gguf", ".pt", ".pth", ".bin", ".ckpt", ".tflite", NULL,
     };
     size_t n = strlen(name);

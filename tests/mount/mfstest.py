@@ -571,6 +571,7 @@ def stored_path(model, t):
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
                   "pytorch", "gguf", "tflite"}
 STORED_FORMATS.add("flax")
+STORED_FORMATS.add("pte")
 
 
 def stored_bytes(model, fmt, t):
