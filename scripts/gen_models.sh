@@ -37,7 +37,7 @@ run "$here/gen_numpy.py" "$out/numpy"
 run "$here/gen_onnx.py" "$out/onnx"
 run "$here/gen_onnx_tensor.py" "$out/onnx_tensor"
 run "$here/gen_tflite.py" "$out/tflite"
-run "$here/gen_tfjs.py" "$out/tfjs"
+run "$here/gen_tfjs.py" "$out/tfjs" "$out/tfjs_repo"
 # Not models: the zip layer's archives for unit.test_zip, made once here
 # (70,000 entries through Python's zipfile take seconds).
 run "$here/gen_zips.py" "$out/zips"

@@ -8,12 +8,12 @@ length and the bytes, quantized weights as uint8/uint16 (value = q *
 scale + min) or float16. Shards are cut at a small byte count, as
 tfjs-converter's weight_shard_size_bytes does, so weights span shards.
 
-usage: gen_tfjs.py OUTDIR
+usage: gen_tfjs.py OUTDIR REPODIR
 
 Writes OUTDIR/NAME.json (+ NAME-groupG-shardIofN.bin) with NAME.json.expect.json
 (ground truth from numpy: dtype, shape, nbytes, sha256 of the stored
 bytes; strings' values; a quantized weight's dequantized float32 sha256),
-and OUTDIR/repo/ (a folder holding model.json and its shards, as a
+and REPODIR (a folder holding model.json and its shards, as a
 Hub repository has them, with model.json.expect.json).
 """
 import hashlib
@@ -120,7 +120,7 @@ def main():
     with open(os.path.join(out, "groups.json.expect.json"), "w") as f:
         json.dump(exp, f, indent=1)
     # A folder as a repository has it: model.json and shards.
-    repo = os.path.join(out, "repo")
+    repo = sys.argv[2]
     os.makedirs(repo, exist_ok=True)
     exp = write_model(repo, "model.json", "",
                       [[weight("w", rng.standard_normal((6, 6)).astype(np.float32), "float32"),

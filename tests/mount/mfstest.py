@@ -569,7 +569,8 @@ def stored_path(model, t):
 # The formats whose table the generic checks (format_checks.py) check
 # offset by offset (with made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
-                  "pytorch", "gguf", "tflite"}
+                  "pytorch", "gguf", "tflite",
+                  "tfjs"}
 
 
 def stored_bytes(model, fmt, t):
