@@ -6,7 +6,9 @@
  * generatedBy, convertedBy, signature, userDefinedMetadata,
  * trainingConfig...) the metadata. Recognised by its bytes: a JSON object
  * with "weightsManifest" in its first or last 64 KiB (TF.js writes it
- * after the topology, which may be long), whatever the file's name.
+ * after the topology, which may be long), whatever the file's name; and a
+ * weights manifest file alone (a JSON list of groups, each with "paths"
+ * and "weights", as tf.io.loadWeights takes and face-api.js ships).
  *
  * The shards are opened as the manifest names them, below the model's
  * folder one component at a time with no symlink followed ("..", ".", an
@@ -38,10 +40,10 @@ typedef unsigned long long ull;
 
 #define PROBE_SPAN (64u << 10)
 
-static bool has_manifest(mfs_span s)
+/* Whether `key` (quoted) is a key somewhere in s: followed by a ':'. */
+static bool has_key(mfs_span s, const char *key)
 {
-    static const char key[] = "\"weightsManifest\"";
-    size_t k = sizeof key - 1;
+    size_t k = strlen(key);
     for (uint64_t i = 0; s.len >= k && i <= s.len - k; i++) {
         if (s.p[i] != '"' || memcmp(s.p + i, key, k) != 0)
             continue;
@@ -64,16 +66,22 @@ static int probe(mfs_src *src)
     size_t i = 0;
     while (i < h.len && (h.p[i] == ' ' || h.p[i] == '\n' || h.p[i] == '\r' || h.p[i] == '\t'))
         i++;
-    bool obj = i < h.len && h.p[i] == '{', found = obj && has_manifest(h);
+    bool obj = i < h.len && h.p[i] == '{', found = obj && has_key(h, "\"weightsManifest\"");
+    /* A manifest file alone: a list of objects with "paths" and "weights". */
+    size_t j = i + 1;
+    while (j < h.len && (h.p[j] == ' ' || h.p[j] == '\n' || h.p[j] == '\r' || h.p[j] == '\t'))
+        j++;
+    bool list = i < h.len && h.p[i] == '[' && j < h.len && h.p[j] == '{' &&
+                has_key(h, "\"paths\"") && has_key(h, "\"weights\"");
     mfs_src_release(src, h);
     if (obj && !found && src->size > PROBE_SPAN) {
         mfs_span t;
         if (mfs_src_get_tail(src, PROBE_SPAN, &t, NULL) == 0) {
-            found = has_manifest(t);
+            found = has_key(t, "\"weightsManifest\"");
             mfs_src_release(src, t);
         }
     }
-    return found ? 24 : 0;
+    return found ? 24 : list ? 16 : 0;
 }
 
 typedef struct loader {
@@ -203,13 +211,16 @@ int tfjs_load(mfs_model *m, mfs_src *src, tfjs_open_fn *open, void *arg, mfs_err
     mfs_src_release(src, got);
     if (doc == NULL)
         return mfs_fail(e, MFS_E_CORRUPT, (int64_t)je.offset, "not valid JSON: %s", je.msg);
-    const mfs_val *man = doc->type == MFS_V_OBJ ? mfs_obj_get(doc, "weightsManifest") : NULL;
+    /* A weights manifest file alone (WeightsManifestConfig: what
+     * tf.io.loadWeights reads, what face-api.js ships) is the list itself. */
+    const mfs_val *man = doc->type == MFS_V_OBJ ? mfs_obj_get(doc, "weightsManifest")
+                         : doc->type == MFS_V_ARR ? doc : NULL;
     if (man == NULL || man->type != MFS_V_ARR) {
         mfs_val_free(doc);
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "no \"weightsManifest\" list in a JSON object");
     }
     mfs_model_set_format(m, "tfjs", 0);
-    for (size_t i = 0; i < doc->u.obj.n; i++) {
+    for (size_t i = 0; doc->type == MFS_V_OBJ && i < doc->u.obj.n; i++) {
         const char *k = doc->u.obj.keys[i];
         size_t kl = doc->u.obj.klens[i];
         bool topo = kl == 13 && memcmp(k, "modelTopology", 13) == 0;

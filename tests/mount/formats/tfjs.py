@@ -36,7 +36,7 @@ def read_manifest(model):
     with open(model) as f:
         doc = json.load(f)
     out = []
-    for gi, g in enumerate(doc["weightsManifest"]):
+    for gi, g in enumerate(doc if isinstance(doc, list) else doc["weightsManifest"]):
         data = b""
         for p in g["paths"]:
             with open(os.path.join(os.path.dirname(model), p), "rb") as f:
@@ -111,19 +111,28 @@ def check_weights(c, name, model, mnt, want=None):
                 c.check(f.read(len(raw)) == raw, what + " location and offset point at its bytes")
         q = w.get("quantization")
         stored = np.frombuffer(raw, dtype=NP[q["dtype"] if q else w["dtype"]]).reshape(w["shape"])
-        if q and q["dtype"] in ("uint8", "uint16"):
+        if q and q["dtype"] in ("uint8", "uint16") and w["dtype"] == "int32":
+            # decodeWeights rounds these to int32: no float32 view.
+            c.check("f32" not in t, what + " (quantized int32) has no f32/ view")
+        elif q and q["dtype"] in ("uint8", "uint16"):
             deq = (stored.astype(np.float64) * q["scale"] + q["min"]).astype("<f4")
             if c.check("f32" in t, what + " has a dequantized f32/ view"):
                 view = mfstest.np_load(np, os.path.join(mnt, t["f32"]))
                 c.equal(view.dtype.str, "<f4", what + " f32 view dtype")
                 c.check(view.shape == deq.shape and view.tobytes() == deq.tobytes(),
                         what + " f32 view = q * scale + min")
-                if w["name"] in expect and "dequantized_sha256" in expect[w["name"]]:
-                    c.equal(hashlib.sha256(view.tobytes()).hexdigest(),
-                            expect[w["name"]]["dequantized_sha256"], what + " f32 view vs the expectation")
+                # dequantized_sha256: numpy's (gen_tfjs.py); f32_sha256: tfjs's decodeWeights.
+                for key in ("dequantized_sha256", "f32_sha256"):
+                    if key in expect.get(w["name"], {}):
+                        c.equal(hashlib.sha256(view.tobytes()).hexdigest(), expect[w["name"]][key],
+                                what + " f32 view vs the expectation's " + key)
         elif q and q["dtype"] == "float16":
             view = mfstest.np_load(np, os.path.join(mnt, t["f32"]))
             c.check(view.tobytes() == stored.astype("<f4").tobytes(), what + " float16 f32 view")
+    if isinstance(doc, list):
+        c.equal(table["metadata"], {}, name + ": a manifest alone has no metadata")
+        c.check(not os.path.exists(os.path.join(mnt, "graph.json")), name + ": a manifest alone has no graph.json")
+        return
     if "modelTopology" in doc:
         with open(os.path.join(mnt, "graph.json")) as f:
             c.equal(json.load(f), doc["modelTopology"], name + ": graph.json is modelTopology")
@@ -351,4 +360,34 @@ def check_hub(c, t):
         shutil.rmtree(tmp)
 
 
-EXTRAS = (check_folder, check_hostile, check_npm, check_remote, check_hub)
+def check_shipped(c, t):
+    """The weights npm's @vladmandic/face-api ships (face-api.js's seven
+    networks, uint8-quantized weights manifests: scripts/fetch_tfjs_models.sh),
+    each against the shards read in Python and against @tensorflow/tfjs's
+    own decodeWeights (scripts/tfjs_decode.js): stored bytes and f32/ views."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.normpath(os.path.join(here, "..", "..", ".."))
+    d = os.path.join(t.build, "tfjs-models")
+    r = subprocess.run(["sh", os.path.join(src, "scripts", "fetch_tfjs_models.sh"), d], capture_output=True,
+                       text=True, timeout=400)
+    if r.returncode == 77:
+        return c.skip("face-api.js models from npm: %s" % r.stderr.strip())
+    if not c.equal(r.returncode, 0, "fetch_tfjs_models.sh: %s" % r.stderr.strip()):
+        return
+    if not os.path.isdir(os.path.join(t.build, "npm-tfjs", "node_modules", "@tensorflow", "tfjs")):
+        return c.skip("face-api.js models: no @tensorflow/tfjs to decode them (see check_npm)")
+    models = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith("-weights_manifest.json"))
+    env = dict(os.environ, NODE_PATH=os.path.join(t.build, "npm-tfjs", "node_modules"))
+    r = subprocess.run(["node", os.path.join(src, "scripts", "tfjs_decode.js")] + models, capture_output=True,
+                       text=True, env=env, timeout=120)
+    if not c.equal(r.returncode, 0, "tfjs_decode.js: %s" % r.stderr[-2000:]):
+        return
+    for model in models:
+        with open(model + ".expect.json") as f:
+            want = json.load(f)
+        with mfstest.mounted(t.modelfs, model, t.env) as mnt:
+            check_weights(c, "face-api " + os.path.basename(model), model, mnt, want)
+    print("tfjs: %d models shipped by @vladmandic/face-api checked" % len(models), flush=True)
+
+
+EXTRAS = (check_folder, check_hostile, check_npm, check_shipped, check_remote, check_hub)
