@@ -9,6 +9,7 @@
 #include "fuzz_common.h"
 #include "mem.h"
 #include "tfjs.h"
+#include "xalloc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,7 +41,12 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
         return -1;
     const uint8_t *nul = memchr(all.p, 0, (size_t)all.len);
     size_t k = nul ? (size_t)(nul - all.p) : (size_t)all.len;
-    shard_bytes b = { nul ? nul + 1 : all.p + all.len, nul ? (size_t)all.len - k - 1 : 0 };
+    /* The shard's bytes outlive the load: the tree's files read them. */
+    size_t n = nul ? (size_t)all.len - k - 1 : 0;
+    uint8_t *copy = mfs_model_own(m, mfs_xmalloc(n ? n : 1));
+    if (n > 0)
+        memcpy(copy, nul + 1, n);
+    shard_bytes b = { copy, n };
     mfs_src *json = mfs_src_mem_copying(all.p, k, "model.json");
     int r = tfjs_load(m, json, open_mem, &b, e);
     mfs_src_close(json);
