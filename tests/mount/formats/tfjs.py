@@ -221,6 +221,15 @@ def check_hostile(c, t):
         os.symlink(os.path.join(tmp, "outside.bin"), os.path.join(d, "link.bin"))
         p = write(d, "link.json", one([f32], ["link.bin"]), {})
         refused(c, t, p, "a shard that is a symlink out", "symlinks are not followed")
+        os.makedirs(os.path.join(tmp, "elsewhere"))
+        with open(os.path.join(tmp, "elsewhere", "x.bin"), "wb") as f:
+            f.write(b"\0" * 16)
+        os.symlink(os.path.join(tmp, "elsewhere"), os.path.join(d, "sub"))
+        p = write(d, "subdir.json", one([f32], ["sub/x.bin"]), {})
+        refused(c, t, p, "a shard below a symlinked folder", "symlinks are not followed")
+        p = write(d, "manyweights.json", '{"weightsManifest": [{"paths": [], "weights": [' +
+                  ",".join(["{}"] * ((1 << 20) + 1)) + "]}]}", {})
+        refused(c, t, p, "2^20 + 1 weights", "more than 1048576 weights")
         p = write(d, "missing.json", one([f32], ["nope.bin"]), {})
         refused(c, t, p, "a missing shard", "cannot open shard nope.bin")
         p = write(d, "deep.json", '{"weightsManifest": [], "modelTopology": ' + "[" * 5000 + "]" * 5000 + "}", {})
