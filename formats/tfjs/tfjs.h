@@ -79,7 +79,7 @@ typedef struct tfjs_weight {
 } tfjs_weight;
 
 /* Reads `len` bytes at `off` of group `g` into `out`; -1 with e. */
-int tfjs_group_read(tfjs_group *g, uint64_t off, uint64_t len, uint8_t *out, mfs_err *e);
+int tfjs_group_read(const tfjs_group *g, uint64_t off, uint64_t len, uint8_t *out, mfs_err *e);
 
 /* Checks weight `w` of group `g` (manifest entry `v`, its place `where`
  * as "weightsManifest[0].weights[3]") beginning at *at of the group, and

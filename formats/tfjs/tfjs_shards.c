@@ -84,7 +84,7 @@ static int read_piece(const tfjs_shard *sh, uint64_t off, uint64_t n, uint8_t *o
     return 0;
 }
 
-int tfjs_group_read(tfjs_group *g, uint64_t off, uint64_t len, uint8_t *out, mfs_err *e)
+int tfjs_group_read(const tfjs_group *g, uint64_t off, uint64_t len, uint8_t *out, mfs_err *e)
 {
     if (off > g->total || len > g->total - off)
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET,
@@ -107,8 +107,7 @@ int tfjs_copy_range(const tfjs_group *g, uint64_t at, uint64_t len, uint8_t **ou
     uint8_t *buf = len < SIZE_MAX ? malloc(len ? (size_t)len : 1) : NULL;
     if (buf == NULL)
         return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for %llu bytes", (ull)len);
-    /* The read changes nothing of the group: it only reads its shards. */
-    if (tfjs_group_read((tfjs_group *)g, at, len, buf, e) != 0) {
+    if (tfjs_group_read(g, at, len, buf, e) != 0) {
         free(buf);
         return -1;
     }
