@@ -29,10 +29,12 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "hash.h"
 #include "json_parse.h"
 #include "local.h"
 #include "path.h"
 #include "remote.h"
+#include "table.h"
 #include "tfjs.h"
 #include "xalloc.h"
 
@@ -195,7 +197,27 @@ static int load_group(loader *l, const mfs_val *v, size_t gi, mfs_val *groups)
     return 0;
 }
 
-int tfjs_load(mfs_model *m, mfs_src *src, tfjs_open_fn *open, void *arg, mfs_err *e)
+/* Every path of every group (up to the shard limit; past it the load
+ * refuses the model anyway). */
+static void prepare_all(loader *l, const mfs_val *man, tfjs_prepare_fn *prepare)
+{
+    size_t n = 0;
+    const mfs_val **paths = NULL;
+    for (size_t i = 0; i < man->u.arr.n; i++) {
+        const mfs_val *g = man->u.arr.items[i];
+        const mfs_val *p = g->type == MFS_V_OBJ ? mfs_obj_get(g, "paths") : NULL;
+        for (size_t k = 0; p && p->type == MFS_V_ARR && k < p->u.arr.n && n < TFJS_MAX_SHARDS; k++) {
+            if (n % 1024 == 0)
+                paths = mfs_xrealloc(paths, (n + 1024) * sizeof *paths);
+            paths[n++] = p->u.arr.items[k];
+        }
+    }
+    prepare(l->arg, l->m, paths, n);
+    free(paths);
+}
+
+int tfjs_load(mfs_model *m, mfs_src *src, tfjs_prepare_fn *prepare, tfjs_open_fn *open, void *arg,
+              mfs_err *e)
 {
     uint64_t size = src->size;
     if (size > TFJS_JSON_MAX)
@@ -230,6 +252,8 @@ int tfjs_load(mfs_model *m, mfs_src *src, tfjs_open_fn *open, void *arg, mfs_err
             mfs_obj_setn(m->metadata, k, kl, mfs_val_clone(doc->u.obj.vals[i]));
     }
     mfs_val *groups = mfs_obj_set(m->extra, "groups", mfs_arr());
+    if (prepare != NULL)
+        prepare_all(&l, man, prepare);
     int r = 0;
     for (size_t i = 0; r == 0 && i < man->u.arr.n; i++)
         r = load_group(&l, man->u.arr.items[i], i, groups);
@@ -242,11 +266,65 @@ int tfjs_load(mfs_model *m, mfs_src *src, tfjs_open_fn *open, void *arg, mfs_err
 typedef struct beside {
     char *dir;                   /* the model.json's folder (a path or a URL) */
     const mfs_folder *root;      /* opened on the first local shard */
+    /* A remote model.json: its shards opened at once (prepare_remote),
+     * each path once, found by name (hashed: no square in 65536). */
+    const mfs_val **rel;
+    mfs_src **src;
+    mfs_err *err;
+    size_t n;
+    mfs_table index;
 } beside;
 
 static void close_src(void *arg)
 {
     mfs_src_close(arg);
+}
+
+typedef struct rel_key {
+    const beside *b;
+    const char *p;
+    size_t len;
+} rel_key;
+
+static bool rel_match(const void *key, uint32_t i)
+{
+    const rel_key *k = key;
+    const mfs_val *v = k->b->rel[i];
+    return v->u.s.len == k->len && memcmp(v->u.s.p, k->p, k->len) == 0;
+}
+
+static uint32_t rel_find(const beside *b, const char *p, size_t len)
+{
+    rel_key k = { b, p, len };
+    return mfs_table_find(&b->index, mfs_hash(0x746a, p, len), rel_match, &k);
+}
+
+static void prepare_remote(void *arg, mfs_model *m, const mfs_val *const *paths, size_t n)
+{
+    beside *b = arg;
+    if (b->dir == NULL || !mfs_is_remote(b->dir) || m->opts == NULL || m->opts->http == NULL)
+        return;
+    b->rel = mfs_xcalloc(n ? n : 1, sizeof *b->rel);
+    char **urls = mfs_xcalloc(n ? n : 1, sizeof *urls);
+    for (size_t i = 0; i < n; i++) {
+        const mfs_val *v = paths[i];
+        /* Only paths that will pass the check, each once. */
+        if (v->type != MFS_V_STR || !mfs_path_ok(v->u.s.p, v->u.s.len) || strlen(v->u.s.p) != v->u.s.len ||
+            rel_find(b, v->u.s.p, v->u.s.len) != MFS_TABLE_NONE)
+            continue;
+        mfs_table_add(&b->index, mfs_hash(0x746a, v->u.s.p, v->u.s.len), (uint32_t)b->n);
+        urls[b->n] = mfs_remote_sibling(b->dir, v->u.s.p);
+        b->rel[b->n++] = v;
+    }
+    b->src = mfs_xcalloc(b->n ? b->n : 1, sizeof *b->src);
+    b->err = mfs_xcalloc(b->n ? b->n : 1, sizeof *b->err);
+    mfs_remote_open_many((const char *const *)urls, b->n, m->opts->http, b->src, b->err);
+    for (size_t i = 0; i < b->n; i++) {
+        free(urls[i]);
+        if (b->src[i] != NULL)
+            mfs_model_on_destroy(m, close_src, b->src[i]);   /* the model's, used or not */
+    }
+    free(urls);
 }
 
 static int open_beside(void *arg, mfs_model *m, const char *rel, tfjs_shard *sh, mfs_err *e)
@@ -255,6 +333,15 @@ static int open_beside(void *arg, mfs_model *m, const char *rel, tfjs_shard *sh,
     if (b->dir == NULL)
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "shard %s: the model's folder is not known here",
                         rel);
+    uint32_t at = b->rel != NULL ? rel_find(b, rel, strlen(rel)) : MFS_TABLE_NONE;
+    if (at != MFS_TABLE_NONE) {
+        if (b->src[at] == NULL)
+            return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "cannot open shard %s beside the model: %s",
+                            rel, b->err[at].msg);
+        sh->src = b->src[at];
+        sh->size = sh->src->size;
+        return 0;
+    }
     if (mfs_is_remote(b->dir)) {
         const mfs_http_opts *ho = m->opts ? m->opts->http : NULL;
         char *url = mfs_remote_sibling(b->dir, rel);
@@ -293,14 +380,18 @@ static int open_beside(void *arg, mfs_model *m, const char *rel, tfjs_shard *sh,
 
 static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
 {
-    beside b = { NULL, NULL };
+    beside b = { 0 };
     if (path != NULL) {
         const char *slash = strrchr(path, '/');
         b.dir = slash == NULL ? mfs_xstrdup(".")
                               : mfs_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
     }
-    int r = tfjs_load(m, src, open_beside, &b, e);
+    int r = tfjs_load(m, src, prepare_remote, open_beside, &b, e);
     free(b.dir);
+    free(b.rel);
+    free(b.src);
+    free(b.err);
+    mfs_table_free(&b.index);
     return r;
 }
 

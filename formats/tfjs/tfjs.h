@@ -52,9 +52,15 @@ typedef struct tfjs_group {
  * root + identity); -1 with e. The loader's way to reach files beside the
  * model: a folder, URLs, or the fuzz target's memory. */
 typedef int tfjs_open_fn(void *arg, mfs_model *m, const char *rel, tfjs_shard *sh, mfs_err *e);
+/* Optional, before the first open: every path the manifest names (valid
+ * or not: each is checked when opened), so that remote shards are opened
+ * at once rather than a round trip each. */
+typedef void tfjs_prepare_fn(void *arg, mfs_model *m, const mfs_val *const *paths, size_t n);
 
-/* Loads the model.json in `src`, reaching its shards through `open`. */
-int tfjs_load(mfs_model *m, mfs_src *src, tfjs_open_fn *open, void *arg, mfs_err *e);
+/* Loads the model.json in `src`, reaching its shards through `open`
+ * (after `prepare`, which may be NULL). */
+int tfjs_load(mfs_model *m, mfs_src *src, tfjs_prepare_fn *prepare, tfjs_open_fn *open, void *arg,
+              mfs_err *e);
 
 /* ---- tfjs_manifest.c -------------------------------------------------- */
 

@@ -48,7 +48,7 @@ static int load(mfs_model *m, mfs_src *src, mfs_err *e)
         memcpy(copy, nul + 1, n);
     shard_bytes b = { copy, n };
     mfs_src *json = mfs_src_mem_copying(all.p, k, "model.json");
-    int r = tfjs_load(m, json, open_mem, &b, e);
+    int r = tfjs_load(m, json, NULL, open_mem, &b, e);
     mfs_src_close(json);
     mfs_src_release(src, all);
     return r;
