@@ -34,7 +34,7 @@ static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
 {
     const dequant *d = ctx;
     (void)job;
-    uint8_t *raw;
+    uint8_t *raw = NULL;
     if (tfjs_copy_range(d->g, d->at, d->count * d->qsize, &raw, e) != 0)
         return -1;
     uint64_t len = d->hlen + 4 * d->count;

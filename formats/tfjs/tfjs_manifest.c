@@ -127,7 +127,7 @@ static int read_strings(tfjs_group *g, uint64_t count, uint64_t *at, mfs_budget 
             }
             mfs_arr_push(arr, mfs_strn(p, len));
         } else {
-            uint8_t *big;
+            uint8_t *big = NULL;
             if (off > g->total || len > g->total - off || tfjs_copy_range(g, off, len, &big, &we) != 0) {
                 snprintf(why, sizeof why, "string %llu of %u bytes %.500s", (ull)i, len,
                          we.msg[0] ? we.msg : "runs past the end of the group's shards");

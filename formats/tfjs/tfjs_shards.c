@@ -124,7 +124,7 @@ static int produce_copied(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err
 {
     const tfjs_range *r = ctx;
     (void)job;
-    uint8_t *buf;
+    uint8_t *buf = NULL;
     if (tfjs_copy_range(r->g, r->at, r->len, &buf, e) != 0)
         return -1;
     *out = (mfs_bytes){ .data = buf, .len = r->len, .charge = r->len, .release = free_bytes };
