@@ -23,6 +23,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_tflite,
     &mfs_format_flax,
     &mfs_format_pte,
+    &mfs_format_tfjs,
     NULL,
 };
 

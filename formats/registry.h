@@ -21,6 +21,7 @@ extern const mfs_format mfs_format_gguf;
 extern const mfs_format mfs_format_tflite;
 extern const mfs_format mfs_format_flax;
 extern const mfs_format mfs_format_pte;
+extern const mfs_format mfs_format_tfjs;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];

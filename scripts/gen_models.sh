@@ -40,6 +40,7 @@ run "$here/gen_tflite.py" "$out/tflite"
 run "$here/gen_flax.py" "$out/flax"
 mkdir -p "$out/pte"
 run "$here/gen_pte.py" "$out/pte"
+run "$here/gen_tfjs.py" "$out/tfjs" "$out/tfjs_repo"
 # Not models: the zip layer's archives for unit.test_zip, made once here
 # (70,000 entries through Python's zipfile take seconds).
 run "$here/gen_zips.py" "$out/zips"

@@ -572,6 +572,8 @@ STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx"
                   "pytorch", "gguf", "tflite"}
 STORED_FORMATS.add("flax")
 STORED_FORMATS.add("pte")
+                  "pytorch", "gguf", "tflite",
+                  "tfjs"}
 
 
 def stored_bytes(model, fmt, t):
