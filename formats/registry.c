@@ -21,6 +21,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_pytorch,
     &mfs_format_gguf,
     &mfs_format_tflite,
+    &mfs_format_hdf5,
     NULL,
 };
 

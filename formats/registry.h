@@ -19,6 +19,7 @@ extern const mfs_format mfs_format_onnx_tensor;
 extern const mfs_format mfs_format_pytorch;
 extern const mfs_format mfs_format_gguf;
 extern const mfs_format mfs_format_tflite;
+extern const mfs_format mfs_format_hdf5;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];
