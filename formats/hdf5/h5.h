@@ -106,6 +106,8 @@ int h5_group_links(h5_file *f, const h5_ohdr *oh, h5_links *out);
 int h5_link_parse(h5_file *f, mfs_span s, h5_links *out);
 /* h5_dense.c: the links of a dense group (fractal heap, v2 B-tree). */
 int h5_dense_links(h5_file *f, uint64_t heap, uint64_t btree, h5_links *out);
+/* The attributes of dense attribute storage added to *out (made when NULL). */
+int h5_dense_attrs(h5_file *f, uint64_t heap, uint64_t btree, mfs_val **out);
 void h5_links_free(h5_links *l);
 
 /* h5_type.c */

@@ -243,5 +243,16 @@ int h5_attrs(h5_file *f, const h5_ohdr *oh, mfs_val **out)
         mfs_obj_setn(*out, name, len, v);
         free(name);
     }
+    /* Many attributes (with libver="latest"): dense, in a fractal heap. */
+    const h5_msg *ai = h5_ohdr_find(oh, H5M_ATTR_INFO);
+    if (ai != NULL) {
+        mfs_span s = ai->body;
+        uint64_t heap, tree, off = 2 + ((s.len > 1 && (s.p[1] & 1)) ? 2 : 0);
+        if (s.len < 2 || s.p[0] != 0 || !h5_rd_addr(s, off, f->so, &heap) ||
+            !h5_rd_addr(s, off + f->so, f->so, &tree))
+            return MFS_CORRUPT(f->e, s.base, "HDF5: attribute info message unreadable");
+        if (heap != H5_UNDEF)
+            return h5_dense_attrs(f, heap, tree, out);
+    }
     return 0;
 }

@@ -111,6 +111,11 @@ static int layout(walk *w, const h5_ohdr *oh, place *pl)
         uint64_t addr, size;
         if (!h5_rd_addr(s, 2, f->so, &addr) || !h5_rd_uint(s, 2 + f->so, f->sl, &size))
             return MFS_CORRUPT(f->e, s.base, "HDF5: contiguous layout message cut short");
+        if (addr == H5_UNDEF && size == 0) {
+            /* No elements, no storage: an empty tensor. */
+            *pl = (place){ .stored = true, .offset = 0, .size = 0, .storage = "contiguous" };
+            return 0;
+        }
         if (addr == H5_UNDEF) {
             snprintf(pl->problem, sizeof pl->problem, "no storage allocated (never written)");
             return 0;

@@ -570,6 +570,7 @@ def stored_path(model, t):
 # offset by offset (with made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
                   "pytorch", "gguf", "tflite"}
+STORED_FORMATS.add("hdf5")
 
 
 def stored_bytes(model, fmt, t):

@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""Writes HDF5 test models with Debian's h5py (libhdf5), laid out as Keras 2
+(save_weights_to_hdf5_group / save_model_to_hdf5: a group per layer, the
+attributes layer_names, weight_names, backend, keras_version,
+model_config), transformers' tf_model.h5 (Keras 2 weights whose names
+carry the model's scope) and Keras 3 .weights.h5 (layers/NAME/vars/0...),
+by default and with libver="latest", plus every numeric dtype, compact,
+scalar, empty and big-endian datasets, and what modelfs lists with a
+problem (chunked, strings). Each with NAME.expect.json (fixture-expect/1),
+the ground truth read back by h5py, never by modelfs: every dataset's
+dtype, shape and bytes (as stored: big-endian stays big-endian).
+
+usage: gen_hdf5.py OUTDIR
+"""
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+try:
+    import h5py
+except ImportError:  # python3-h5py (scripts/install-deps.sh) missing: no models
+    h5py = None
+
+
+def rng_array(seed, shape, dtype):
+    r = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return r.standard_normal(shape).astype(dt)
+    if dt.kind == "b":
+        return r.integers(0, 2, shape).astype(bool)
+    info = np.iinfo(dt)
+    return r.integers(info.min, info.max, shape, dtype=dt.newbyteorder("=")).astype(dt)
+
+
+def save_attributes(group, name, data):
+    """Keras 2's save_attributes_to_hdf5_group: a numpy array of byte
+    strings, cut into NAME0, NAME1... when it would pass 64512 bytes."""
+    limit = 64512
+    arr = np.asarray(data)
+    chunks = 1
+    parts = np.array_split(arr, chunks)
+    while any(p.nbytes > limit for p in parts):
+        chunks += 1
+        parts = np.array_split(arr, chunks)
+    if chunks > 1:
+        for i, p in enumerate(parts):
+            group.attrs["%s%d" % (name, i)] = p
+    else:
+        group.attrs[name] = arr
+
+
+def keras2_weights(f, layers):
+    """layers: [(layer_name, [(weight_name, array)])], as Keras 2 saves them."""
+    save_attributes(f, "layer_names", [n.encode("utf8") for n, _ in layers])
+    f.attrs["backend"] = b"tensorflow"
+    f.attrs["keras_version"] = b"2.13.1"
+    for lname, weights in layers:
+        g = f.create_group(lname)
+        save_attributes(g, "weight_names", [w.encode("utf8") for w, _ in weights])
+        for wname, val in weights:
+            ds = g.create_dataset(wname, val.shape, dtype=val.dtype)
+            if not val.shape:
+                ds[()] = val
+            else:
+                ds[:] = val
+
+
+def dense_layers(prefix, sizes, seed):
+    layers = []
+    for i, (a, b) in enumerate(sizes):
+        name = "dense" if i == 0 else "dense_%d" % i
+        layers.append((name, [("%s%s/kernel:0" % (prefix, name), rng_array(seed + i, (a, b), "<f4")),
+                              ("%s%s/bias:0" % (prefix, name), rng_array(seed + 100 + i, (b,), "<f4"))]))
+    return layers
+
+
+def model_keras2_weights(f):
+    keras2_weights(f, dense_layers("", [(4, 8), (8, 3)], 1))
+
+
+def model_keras2_full(f):
+    config = {"class_name": "Sequential", "config": {"name": "sequential", "layers": [
+        {"class_name": "Dense", "config": {"name": "dense", "units": 8}},
+        {"class_name": "Dense", "config": {"name": "dense_1", "units": 3}}]}}
+    f.attrs["keras_version"] = b"2.13.1"
+    f.attrs["backend"] = b"tensorflow"
+    f.attrs["model_config"] = json.dumps(config).encode("utf8")
+    f.attrs["training_config"] = json.dumps({"loss": "mse", "metrics": None}).encode("utf8")
+    keras2_weights(f.create_group("model_weights"), dense_layers("", [(4, 8), (8, 3)], 7))
+    og = f.create_group("optimizer_weights")
+    save_attributes(og, "weight_names", [b"Adam/iter:0"])
+    og.create_dataset("Adam/iter:0", data=np.int64(12))
+
+
+def model_tf_bert(f):
+    """transformers' TF weights: Keras 2 save_weights of a TFBertModel whose
+    one top layer is the main layer "bert", its weights scoped by the model."""
+    s = "tf_bert_model/bert/"
+    weights = [
+        (s + "embeddings/word_embeddings/weight:0", rng_array(3, (30, 16), "<f4")),
+        (s + "embeddings/position_embeddings/embeddings:0", rng_array(4, (12, 16), "<f4")),
+        (s + "embeddings/LayerNorm/gamma:0", np.ones(16, "<f4")),
+        (s + "embeddings/LayerNorm/beta:0", np.zeros(16, "<f4")),
+        (s + "encoder/layer_._0/attention/self/query/kernel:0", rng_array(5, (16, 16), "<f4")),
+        (s + "encoder/layer_._0/attention/self/query/bias:0", rng_array(6, (16,), "<f4")),
+        (s + "pooler/dense/kernel:0", rng_array(8, (16, 16), "<f2")),
+    ]
+    keras2_weights(f, [("bert", weights)])
+
+
+def model_keras3(f):
+    """Keras 3 .weights.h5 (H5IOStore): layers/NAME/vars/INDEX."""
+    for i, (a, b) in enumerate([(4, 8), (8, 3)]):
+        g = f.create_group("layers/%s/vars" % ("dense" if i == 0 else "dense_%d" % i))
+        g.create_dataset("0", data=rng_array(20 + i, (a, b), "<f4"))
+        g.create_dataset("1", data=rng_array(30 + i, (b,), "<f4"))
+    f.create_group("optimizer/vars").create_dataset("0", data=np.int64(3))
+    f.create_group("vars")
+
+
+def model_dtypes(f):
+    for i, dt in enumerate(["i1", "u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8",
+                            "<f2", "<f4", "<f8", ">i2", ">u4", ">f4", ">f8", ">i8", "?"]):
+        f.create_dataset("t_%s" % np.dtype(dt).str.replace("<", "le").replace(">", "be")
+                         .replace("|", ""), data=rng_array(40 + i, (3, 5), dt))
+    f.create_dataset("scalar", data=np.float32(2.5))
+    f.create_dataset("empty", data=np.zeros((0, 4), "<f4"))
+    f.create_dataset("rank3", data=rng_array(60, (2, 3, 4), "<f4"))
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    arr = np.arange(10, dtype="<i4")
+    sid = h5py.h5s.create_simple(arr.shape)
+    dsid = h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I32LE, sid, dcpl=dcpl)
+    dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, arr)
+    d = f["rank3"]
+    d.attrs["note"] = "an attribute of a dataset"
+    d.attrs["scale"] = np.float64(0.5)
+    d.attrs["ints"] = np.arange(4, dtype="<i2").reshape(2, 2)
+    f.attrs["flag"] = np.bool_(True)
+    f.attrs["utf8"] = "grüße"
+
+
+def model_problems(f):
+    """What modelfs lists but does not serve as a tensor: strings, chunked
+    data (not read yet), a dataset never written."""
+    f.create_dataset("names", data=np.array([b"abc", b"de"]))
+    f.create_dataset("chunked", data=np.arange(100, dtype="<f4"), chunks=(10,), compression="gzip")
+    f.create_dataset("unwritten", (4, 4), dtype="<f4")
+    f.create_dataset("ok", data=np.arange(6, dtype="<f8"))
+
+
+def model_dense(f):
+    """libver="latest" past the compact limits (8 links, 8 attributes):
+    links and attributes in a fractal heap indexed by a v2 B-tree."""
+    g = f.create_group("layer")
+    for i in range(150):
+        g.create_dataset("w%03d:0" % i, data=rng_array(200 + i, (i % 4 + 1,), "<f4"))
+    for i in range(20):
+        g.attrs["attr_%02d" % i] = np.arange(i + 1, dtype="<i8")
+    f.attrs["weight_names"] = np.array([("w%03d:0" % i).encode() for i in range(150)])
+    f.attrs["backend"] = b"tensorflow"
+
+
+MODELS = [
+    ("keras2.weights.h5", model_keras2_weights, "earliest"),
+    ("keras2_model.h5", model_keras2_full, "earliest"),
+    ("tf_model.h5", model_tf_bert, "earliest"),
+    ("keras3.weights.h5", model_keras3, "earliest"),
+    ("dtypes.h5", model_dtypes, "earliest"),
+    ("problems.h5", model_problems, "earliest"),
+    ("keras2_latest.weights.h5", model_keras2_weights, "latest"),
+    ("dtypes_latest.h5", model_dtypes, "latest"),
+    ("dense_latest.h5", model_dense, "latest"),
+]
+
+
+def raw_bytes(path, ds):
+    """The dataset's bytes as stored in the file (contiguous/compact), read
+    at the offset libhdf5 reports; b"" when it has none there."""
+    off = ds.id.get_offset()
+    if off is None:
+        return b""
+    with open(path, "rb") as fh:
+        fh.seek(off)
+        return fh.read(ds.id.get_storage_size())
+
+
+def expectation(path):
+    tensors = []
+    with h5py.File(path, "r") as f:
+        items = []
+        f.visititems(lambda n, o: items.append((n, o)) if isinstance(o, h5py.Dataset) else None)
+        for name, ds in items:
+            plist = ds.id.get_create_plist()
+            layout = plist.get_layout()
+            dt = ds.dtype
+            numeric = dt.kind in "biuf" and dt.itemsize in (1, 2, 4, 8)
+            unwritten = layout == h5py.h5d.CONTIGUOUS and ds.id.get_offset() is None and ds.size > 0
+            if layout == h5py.h5d.CHUNKED or unwritten:
+                data = b""
+                want = {"dtype": None, "shape": list(ds.shape), "problem": True}
+            elif numeric:
+                data = np.ascontiguousarray(ds[()]).tobytes()
+                want = {"dtype": dt.name, "shape": list(ds.shape)}
+                if layout == h5py.h5d.CONTIGUOUS and ds.size > 0:
+                    assert data == raw_bytes(path, ds), name
+            else:
+                data = raw_bytes(path, ds)
+                want = {"dtype": None, "shape": list(ds.shape), "problem": True}
+            want.update({"name": name, "nbytes": len(data),
+                         "sha256": hashlib.sha256(data).hexdigest()})
+            tensors.append(want)
+    return tensors
+
+
+def write(outdir, name, fn, libver):
+    path = os.path.join(outdir, name)
+    if os.path.exists(path):
+        os.unlink(path)
+    with h5py.File(path, "w", libver=libver) as f:
+        fn(f)
+    tensors = expectation(path)
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        sb = fh.read(9)[8]
+    expect = {
+        "schema": "fixture-expect/1", "fixture": name, "format": "hdf5", "expect": "readable",
+        "made_by": "modelfs scripts/gen_hdf5.py (h5py %s, HDF5 %s, libver=%s)"
+                   % (h5py.__version__, h5py.version.hdf5_version, libver),
+        "file_size": size, "format_version": sb,
+        "tensor_count": len(tensors), "tensors": tensors,
+    }
+    with open(path + ".expect.json", "w") as f:
+        json.dump(expect, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    if h5py is None:
+        print("SKIP gen_hdf5: no h5py (python3-h5py): no HDF5 models written", file=sys.stderr)
+        return
+    for name, fn, libver in MODELS:
+        write(out, name, fn, libver)
+
+
+if __name__ == "__main__":
+    main()
