@@ -10,6 +10,7 @@ short, each refused with exit 5 and one line naming the file.
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -103,3 +104,122 @@ def check_model(c, t, model, expect, mount):
                     "%s: %s bytes vs h5dump -b FILE" % (name, x["name"]))
     finally:
         shutil.rmtree(tmp)
+
+
+def refused(c, build, path, what, contains, env):
+    r = subprocess.run([os.path.join(build, "modelfs-ls"), path], capture_output=True, text=True,
+                       env=env, timeout=60)
+    c.equal(r.returncode, 5, what + " refused (modelfs-ls exit)")
+    lines = r.stderr.strip().splitlines()
+    c.check(len(lines) == 1 and path in lines[0] and contains in lines[0],
+            "%s: one line naming the file and %r: %r" % (what, contains, r.stderr))
+
+
+def patched(data, at, fmt, *values):
+    b = bytearray(data)
+    struct.pack_into(fmt, b, at, *values)
+    return bytes(b)
+
+
+def small_file(path, libver, dense=False):
+    with h5py.File(path, "w", libver=libver) as f:
+        f.attrs["layer_names"] = np.array([b"dense"])
+        g = f.create_group("dense")
+        g.create_dataset("kernel:0", data=np.arange(6, dtype="<f4").reshape(2, 3))
+        for i in range(12 if dense else 0):
+            f.create_dataset("w%02d" % i, data=np.array([i], "<i4"))
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def hostile_files(tmp):
+    """(name, bytes, what it is, what the message says) for each hostile file,
+    patched from h5py's own output at places found by their signatures."""
+    out = []
+    old = small_file(os.path.join(tmp, "old.h5"), "earliest")
+    root = struct.unpack_from("<Q", old, 64)[0]            # the root entry's object header
+    assert old[root] == 1 and struct.unpack_from("<H", old, root + 16)[0] == 0x10
+    out.append(("cont_loop_v1.h5", patched(old, root + 24, "<Q", root + 16),
+                "a v1 continuation pointing back at its header", "loop back"))
+    tree = old.index(b"TREE")
+    out.append(("btree_level.h5", patched(old, tree + 5, "<B", 1),
+                "a group B-tree leaf claiming level 1", "level"))
+    out.append(("btree_count.h5", patched(old, tree + 6, "<H", 0xffff),
+                "a group B-tree with 65535 entries", "passes the end"))
+    snod = old.index(b"SNOD")
+    out.append(("heap_offset.h5", patched(old, snod + 8, "<Q", 0xfffffff),
+                "a link name offset past its local heap", "past the heap"))
+    heap = old.index(b"HEAP")
+    out.append(("heap_size.h5", patched(old, heap + 8, "<Q", 1 << 40),
+                "a local heap larger than the file", "passes the end"))
+    out.append(("sb_version.h5", patched(old, 8, "<B", 7), "superblock version 7", "version 7"))
+    out.append(("cut.h5", old[:len(old) // 2], "a file cut in half", "passes the end"))
+    out.append(("ohdr_count.h5", patched(old, root + 8, "<I", 0xfffffff0),
+                "an object header larger than the file", "passes the end"))
+    new = small_file(os.path.join(tmp, "new.h5"), "latest", dense=True)
+    ohdr = struct.unpack_from("<Q", new, 36)[0]            # superblock 3: root object header
+    assert new[ohdr:ohdr + 4] == b"OHDR"
+    flags = new[ohdr + 5]
+    start = 6 + (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+    width = 1 << (flags & 3)
+    first = ohdr + start + width
+    frhp = new.index(b"FRHP")
+    tw = 14 + 10 * 8 + 2 * 8
+    out.append(("fheap_width.h5", patched(new, frhp + tw, "<H", 3),
+                "a fractal heap of width 3", "doubling table"))
+    bthd = new.index(b"BTHD")
+    out.append(("bt2_root_count.h5", patched(new, bthd + 16 + 8, "<H", 0xffff),
+                "a v2 B-tree root said to hold 65535 records", "at most"))
+    out.append(("bt2_type.h5", patched(new, bthd + 5, "<B", 6),
+                "a v2 B-tree of the wrong type", "B-tree header"))
+    # A continuation message in the root header pointing at the header's own messages.
+    pos, end = first, first + new[ohdr + start]
+    cont = None
+    while pos + 4 <= end:
+        t, size = new[pos], struct.unpack_from("<H", new, pos + 1)[0]
+        if t == 0x10:
+            cont = pos + 4
+            break
+        pos += 4 + size
+    if cont is not None:
+        out.append(("cont_loop_v2.h5", patched(new, cont, "<Q", first),
+                    "a v2 continuation pointing back at its header", "loop back"))
+    return out
+
+
+def check_hostile(c, t):
+    if h5py is None:
+        c.skip("no h5py: HDF5 hostile files")
+        return
+    tmp = tempfile.mkdtemp(prefix="modelfs-h5-")
+    try:
+        for name, data, what, contains in hostile_files(tmp):
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            refused(c, t.build, path, what, contains, t.env)
+        old = small_file(os.path.join(tmp, "old.h5"), "earliest")
+        # The (2, 3) dataspace: version 1, rank 2, any flags, then the dimensions.
+        ds_sig = re.search(re.escape(bytes([1, 2])) + b"[\\x00-\\x03]" + re.escape(
+            bytes(5) + struct.pack("<QQ", 2, 3)), old, re.S).start()
+        # Dimensions whose product passes 2^64: refused.
+        path = os.path.join(tmp, "overflow_dims.h5")
+        with open(path, "wb") as f:
+            f.write(patched(old, ds_sig + 8, "<QQ", 1 << 62, 1 << 62))
+        refused(c, t.build, path, "dimensions of 2^124 elements", "2^64", t.env)
+        # Dimensions far beyond the storage: listed with a problem, served as its bytes.
+        path = os.path.join(tmp, "huge_dims.h5")
+        with open(path, "wb") as f:
+            f.write(patched(old, ds_sig + 8, "<QQ", 1 << 40, 3))
+        r = subprocess.run([os.path.join(t.build, "modelfs-ls"), path, "model.json"],
+                           capture_output=True, text=True, env=t.env, timeout=60)
+        if c.equal(r.returncode, 0, "huge dimensions: listed"):
+            doc = json.loads(r.stdout)
+            x = [x for x in doc["tensors"] if x["name"] == "dense/kernel:0"]
+            c.check(x and "problem" in x[0] and x[0]["dtype"] == "bytes",
+                    "huge dimensions: flagged with a problem: %r" % x)
+    finally:
+        shutil.rmtree(tmp)
+
+
+EXTRAS = (check_hostile,)
