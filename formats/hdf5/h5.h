@@ -18,6 +18,7 @@
 
 #include "doc.h"
 #include "err.h"
+#include "produce.h"
 #include "source.h"
 #include "span.h"
 
@@ -146,5 +147,19 @@ int h5_attr_parse(h5_file *f, mfs_span s, char **name, size_t *name_len, mfs_val
 int h5_attrs(h5_file *f, const h5_ohdr *oh, mfs_val **out);
 /* Element `i` of `count` of fixed or vlen string type `t` in `data`. */
 mfs_val *h5_string_value(h5_file *f, const h5_type *t, mfs_span data, uint64_t i, int *rc);
+
+/* h5_chunk.c: a chunked dataset's chunks, read at mount and decoded on
+ * first open (h5_chunked_ops, whose context is the h5_chunked). */
+typedef struct h5_chunked h5_chunked;
+struct h5_ohdr;
+/* 0 with *out (NULL and `problem` set when modelfs cannot decode it), or -1 with e. */
+int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_space *sp,
+                    uint32_t esize, h5_chunked **out, char *problem, size_t psize);
+void h5_chunked_free(void *c);
+/* Its memory, for a model that keeps it: the struct and its chunk list. */
+void *h5_chunked_list(h5_chunked *c);
+uint64_t h5_chunked_size(const h5_chunked *c);
+size_t h5_chunked_filters(const h5_chunked *c, const char **names, size_t max);
+extern const mfs_produce_ops h5_chunked_ops;
 
 #endif

@@ -80,10 +80,11 @@ typedef struct place {
     bool stored;
     uint64_t offset, size;
     const char *storage;
+    h5_chunked *chunked;     /* decoded on open */
     char problem[160];
 } place;
 
-static int layout(walk *w, const h5_ohdr *oh, place *pl)
+static int layout(walk *w, const h5_ohdr *oh, const h5_type *t, const h5_space *sp, place *pl)
 {
     h5_file *f = &w->f;
     const h5_msg *lm = h5_ohdr_find(oh, H5M_LAYOUT);
@@ -129,8 +130,14 @@ static int layout(walk *w, const h5_ohdr *oh, place *pl)
         return 0;
     }
     if (cls == 2) {
-        snprintf(pl->problem, sizeof pl->problem, "chunked storage: not read by modelfs yet");
         pl->storage = "chunked";
+        if (h5_chunked_read(f, oh, s, sp, t->size, &pl->chunked, pl->problem, sizeof pl->problem) != 0)
+            return -1;
+        if (pl->chunked != NULL) {
+            mfs_model_own(w->m, h5_chunked_list(pl->chunked));
+            mfs_model_own(w->m, pl->chunked);
+            pl->size = h5_chunked_size(pl->chunked);
+        }
         return 0;
     }
     snprintf(pl->problem, sizeof pl->problem, "data layout class %u: not read by modelfs", cls);
@@ -154,11 +161,11 @@ static int dataset(walk *w, const h5_ohdr *oh, const char *path, size_t plen)
     } else if (h5_type_parse(f, tm->body, &t) != 0) {
         return -1;
     }
-    if (h5_space_parse(f, sm->body, &sp) != 0 || layout(w, oh, &pl) != 0)
+    if (h5_space_parse(f, sm->body, &sp) != 0 || layout(w, oh, &t, &sp, &pl) != 0)
         return -1;
     uint64_t want = 0;
     bool sized = mfs_mul_u64(sp.count, t.size, &want);
-    if (!pl.problem[0] && pl.stored && (!sized || pl.size != want) && t.dtype != NULL)
+    if (!pl.problem[0] && (pl.stored || pl.chunked) && (!sized || pl.size != want) && t.dtype != NULL)
         snprintf(pl.problem, sizeof pl.problem, "its storage holds %llu bytes, its %llu elements "
                  "of %u bytes %s", (unsigned long long)pl.size, (unsigned long long)sp.count,
                  t.size, sized ? "need another size" : "overflow");
@@ -171,10 +178,18 @@ static int dataset(walk *w, const h5_ohdr *oh, const char *path, size_t plen)
         mfs_obj_set(x, "byte_order", mfs_str("big"));
     if (attrs != NULL)
         mfs_obj_set(x, "attributes", attrs);
+    if (pl.chunked != NULL) {
+        const char *names[16];
+        size_t nf = h5_chunked_filters(pl.chunked, names, 16);
+        mfs_val *fl = mfs_obj_set(x, "filters", mfs_arr());
+        for (size_t i = 0; i < nf; i++)
+            mfs_arr_push(fl, mfs_str(names[i]));
+        mfs_obj_set(x, "decoded", mfs_bool(true));
+    }
     uint64_t blob[1];
     mfs_tensor mt = {
         .name = path, .name_len = plen, .dtype = t.dtype, .shape = sp.dims, .ndim = sp.ndim,
-        .stored = pl.stored, .nbytes = pl.stored ? pl.size : 0, .offset = pl.offset,
+        .stored = pl.stored, .nbytes = pl.stored || pl.chunked ? pl.size : 0, .offset = pl.offset,
         .storage = pl.storage, .extra = x,
     };
     if (t.dtype == NULL && !pl.problem[0])
@@ -187,13 +202,16 @@ static int dataset(walk *w, const h5_ohdr *oh, const char *path, size_t plen)
         mt.dtype = "bytes";
         mt.shape = blob;
         mt.ndim = 1;
-        if (!pl.stored)
+        if (!pl.stored && !pl.chunked)
             mt.data = (const uint8_t *)"";
     }
-    if (mfs_model_add_tensor(w->m, w->m->tensors_dir, &mt) == MFS_NONE) {
+    uint32_t node = mfs_model_add_tensor(w->m, w->m->tensors_dir, &mt);
+    if (node == MFS_NONE) {
         *f->e = w->m->err;
         return -1;
     }
+    if (pl.chunked != NULL)
+        mfs_model_set_producer(w->m, node, &h5_chunked_ops, pl.chunked);
     return 0;
 }
 

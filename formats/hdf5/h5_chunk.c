@@ -1,0 +1,437 @@
+/* Chunked datasets: at mount, the filter pipeline and the chunk index (a
+ * version 1 B-tree of type 1, layout message version 3, as libhdf5 writes
+ * by default; or, with version 4, a single chunk) are read into a list of
+ * chunks; on first open the producer decodes each chunk through the
+ * filters it knows (deflate, shuffle, fletcher32) and places it in the
+ * array. Chunks never written read as zeros (h5py's default fill value). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "h5.h"
+#include "guard.h"
+#include "xalloc.h"
+
+#define MAX_FILTERS 16
+#define MAX_CHUNK_BYTES (1ull << 30)
+
+enum { F_DEFLATE = 1, F_SHUFFLE = 2, F_FLETCHER32 = 3 };
+
+typedef struct chunk {
+    uint64_t addr, size;     /* absolute offset and stored size */
+    uint32_t mask;           /* filters skipped for this chunk */
+    uint64_t off[H5_MAX_DIMS];
+} chunk;
+
+struct h5_chunked {
+    mfs_src *src;
+    unsigned ndim;
+    uint32_t esize;
+    uint64_t dims[H5_MAX_DIMS], cdims[H5_MAX_DIMS];
+    uint64_t chunk_bytes, total;
+    uint64_t max_stored;     /* the largest chunk as stored */
+    unsigned nfilters;
+    uint16_t filters[MAX_FILTERS];
+    chunk *chunks;
+    size_t n, cap;
+};
+
+static int filters_parse(h5_file *f, mfs_span s, h5_chunked *c, char *problem, size_t psize)
+{
+    if (s.len < 2 || (s.p[0] != 1 && s.p[0] != 2))
+        return MFS_CORRUPT(f->e, s.base, "HDF5: filter pipeline message version %u",
+                           s.len ? s.p[0] : 0);
+    unsigned v = s.p[0], n = s.p[1];
+    if (n > MAX_FILTERS)
+        return MFS_CORRUPT(f->e, s.base, "HDF5: %u filters (at most %d)", n, MAX_FILTERS);
+    uint64_t off = v == 1 ? 8 : 2;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t id, nlen = 0, flags, nv;
+        if (!h5_rd_uint(s, off, 2, &id))
+            return MFS_CORRUPT(f->e, s.base, "HDF5: filter pipeline message cut short");
+        off += 2;
+        if ((v == 1 || id >= 256) && !h5_rd_uint(s, off, 2, &nlen))
+            return MFS_CORRUPT(f->e, s.base, "HDF5: filter pipeline message cut short");
+        if (v == 1 || id >= 256)
+            off += 2;
+        if (!h5_rd_uint(s, off, 2, &flags) || !h5_rd_uint(s, off + 2, 2, &nv))
+            return MFS_CORRUPT(f->e, s.base, "HDF5: filter pipeline message cut short");
+        off += 4 + (v == 1 ? (nlen + 7) / 8 * 8 : nlen) + 4 * nv + (v == 1 && (nv & 1) ? 4 : 0);
+        if (off > s.len)
+            return MFS_CORRUPT(f->e, s.base, "HDF5: filter pipeline message cut short");
+        if (id != F_DEFLATE && id != F_SHUFFLE && id != F_FLETCHER32) {
+            snprintf(problem, psize, "chunked with filter %llu: not read by modelfs (deflate, "
+                     "shuffle and fletcher32 are)", (unsigned long long)id);
+            return 0;
+        }
+        c->filters[c->nfilters++] = (uint16_t)id;
+    }
+    return 0;
+}
+
+static int add_chunk(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t size, uint32_t mask,
+                     const uint64_t *off, uint64_t at)
+{
+    if (!h5_in_file(f, addr, size))
+        return MFS_CORRUPT(f->e, at, "HDF5: a chunk of %llu bytes at address %llu passes the end "
+                           "of the file", (unsigned long long)size, (unsigned long long)addr);
+    for (unsigned d = 0; d < c->ndim; d++)
+        if (off[d] % c->cdims[d] != 0 || off[d] >= c->dims[d])
+            return MFS_CORRUPT(f->e, at, "HDF5: a chunk at offset %llu of dimension %u, outside "
+                               "the dataset or off its grid", (unsigned long long)off[d], d);
+    if (c->nfilters == 0 && size != c->chunk_bytes)
+        return MFS_CORRUPT(f->e, at, "HDF5: an unfiltered chunk of %llu bytes, not %llu",
+                           (unsigned long long)size, (unsigned long long)c->chunk_bytes);
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->chunks = mfs_xreallocarray(c->chunks, c->cap, sizeof *c->chunks);
+    }
+    if (size > MAX_CHUNK_BYTES + (MAX_CHUNK_BYTES >> 4))
+        return MFS_CORRUPT(f->e, at, "HDF5: a chunk stored in %llu bytes", (unsigned long long)size);
+    if (size > c->max_stored)
+        c->max_stored = size;
+    chunk *k = &c->chunks[c->n++];
+    k->addr = h5_abs(f, addr);
+    k->size = size;
+    k->mask = mask;
+    memcpy(k->off, off, sizeof k->off);
+    return 0;
+}
+
+/* A chunk B-tree node (TREE, type 1): keys of chunk size, filter mask and
+ * offsets; children are nodes one level down or, at level 0, chunks. */
+static int chunk_btree(h5_file *f, h5_chunked *c, uint64_t addr, int want_level)
+{
+    mfs_span s;
+    uint64_t hl = 8 + 2ull * f->so, n = 0, ks = 8 + 8ull * (c->ndim + 1);
+    if (h5_get(f, addr, hl, &s, "a chunk B-tree node") != 0)
+        return -1;
+    int rc = 0, level = s.p[5];
+    if (memcmp(s.p, "TREE", 4) != 0 || s.p[4] != 1)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no chunk B-tree node (TREE, type 1) here");
+    else if ((want_level >= 0 && level != want_level) || level >= H5_MAX_DEPTH)
+        rc = MFS_CORRUPT(f->e, s.base + 5, "HDF5: chunk B-tree node of level %d under a "
+                         "node of level %d", level, want_level + 1);
+    else
+        h5_rd_uint(s, 6, 2, &n);
+    h5_put(f, s);
+    uint64_t step = ks + f->so;
+    if (rc != 0 || h5_get(f, addr, hl + n * step + ks, &s, "a chunk B-tree node") != 0)
+        return -1;
+    uint64_t *kids = level > 0 ? mfs_xcalloc(n ? (size_t)n : 1, sizeof *kids) : NULL;
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        uint64_t k = hl + i * step, size, mask, child, off[H5_MAX_DIMS];
+        h5_rd_uint(s, k, 4, &size);
+        h5_rd_uint(s, k + 4, 4, &mask);
+        for (unsigned d = 0; d < c->ndim; d++)
+            h5_rd_uint(s, k + 8 + 8ull * d, 8, &off[d]);
+        h5_rd_addr(s, k + ks, f->so, &child);
+        if (level == 0)
+            rc = add_chunk(f, c, child, size, (uint32_t)mask, off, s.base + k);
+        else
+            kids[i] = child;
+    }
+    h5_put(f, s);
+    for (uint64_t i = 0; rc == 0 && level > 0 && i < n; i++)
+        rc = chunk_btree(f, c, kids[i], level - 1);
+    free(kids);
+    return rc;
+}
+
+void h5_chunked_free(void *p)
+{
+    h5_chunked *c = p;
+    if (c != NULL)
+        free(c->chunks);
+}
+
+int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_space *sp,
+                    uint32_t esize, h5_chunked **out, char *problem, size_t psize)
+{
+    *out = NULL;
+    mfs_span s = layout;
+    h5_chunked *c = mfs_xcalloc(1, sizeof *c);
+    c->src = f->src;
+    c->esize = esize;
+    c->ndim = sp->ndim;
+    memcpy(c->dims, sp->dims, sizeof c->dims);
+    int rc = 0;
+    uint64_t index = H5_UNDEF, single_size = 0, single_mask = 0;
+    bool single = false;
+    if (s.p[0] == 3) {
+        unsigned nd = s.len > 2 ? s.p[2] : 0;
+        if (nd != sp->ndim + 1 || !h5_rd_addr(s, 3, f->so, &index))
+            rc = MFS_CORRUPT(f->e, s.base, "HDF5: chunked layout of %u dimensions for a "
+                             "dataspace of %u", nd, sp->ndim);
+        for (unsigned d = 0; rc == 0 && d < sp->ndim; d++)
+            if (!h5_rd_uint(s, 3 + f->so + 4ull * d, 4, &c->cdims[d]))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: chunked layout message cut short");
+    } else {
+        /* Version 4: flags, rank + 1, the width of the dimensions, the
+         * dimensions, the index type and its fields, the index address. */
+        if (s.len < 5 || s.p[3] != sp->ndim + 1 || s.p[4] == 0 || s.p[4] > 8)
+            rc = MFS_CORRUPT(f->e, s.base, "HDF5: chunked layout (version 4) unreadable");
+        uint64_t w = rc == 0 ? s.p[4] : 0, at = 5;
+        for (unsigned d = 0; rc == 0 && d < sp->ndim; d++, at += w)
+            if (!h5_rd_uint(s, at, (unsigned)w, &c->cdims[d]))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: chunked layout message cut short");
+        at += w;
+        uint8_t flags = s.p[2], type = rc == 0 && at < s.len ? s.p[at] : 0;
+        at++;
+        if (rc == 0 && type == 1) {
+            single = true;
+            if (flags & 0x02) {
+                if (!h5_rd_uint(s, at, f->sl, &single_size) || !h5_rd_uint(s, at + f->sl, 4, &single_mask))
+                    rc = MFS_CORRUPT(f->e, s.base, "HDF5: single-chunk index cut short");
+                at += f->sl + 4;
+            }
+            if (rc == 0 && !h5_rd_addr(s, at, f->so, &index))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: single-chunk index cut short");
+        } else if (rc == 0) {
+            static const char *const names[] = { "?", "single chunk", "implicit", "fixed array",
+                                                 "extensible array", "v2 B-tree" };
+            snprintf(problem, psize, "chunked with a %s index: not read by modelfs yet",
+                     type < 6 ? names[type] : "unknown");
+        }
+    }
+    c->chunk_bytes = esize;
+    for (unsigned d = 0; rc == 0 && d < sp->ndim; d++)
+        if (c->cdims[d] == 0 || !mfs_mul_u64(c->chunk_bytes, c->cdims[d], &c->chunk_bytes) ||
+            c->chunk_bytes > MAX_CHUNK_BYTES)
+            rc = MFS_CORRUPT(f->e, s.base, "HDF5: chunks of dimension %llu, or of more than "
+                             "%llu bytes", (unsigned long long)c->cdims[d],
+                             (unsigned long long)MAX_CHUNK_BYTES);
+    if (rc == 0 && !mfs_mul_u64(sp->count, esize, &c->total))
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: a dataset of more than 2^64 bytes");
+    const h5_msg *fm = h5_ohdr_find(oh, H5M_FILTERS);
+    if (rc == 0 && !problem[0] && fm != NULL)
+        rc = filters_parse(f, fm->body, c, problem, psize);
+    if (rc == 0 && !problem[0] && index != H5_UNDEF && sp->count > 0) {
+        if (single) {
+            uint64_t zero[H5_MAX_DIMS] = { 0 };
+            rc = add_chunk(f, c, index, c->nfilters ? single_size : c->chunk_bytes,
+                           (uint32_t)single_mask, zero, s.base);
+        } else {
+            rc = chunk_btree(f, c, index, -1);
+        }
+    }
+    if (rc != 0 || problem[0]) {
+        h5_chunked_free(c);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void *h5_chunked_list(h5_chunked *c)
+{
+    return c->chunks;
+}
+
+uint64_t h5_chunked_size(const h5_chunked *c)
+{
+    return c->total;
+}
+
+size_t h5_chunked_filters(const h5_chunked *c, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < c->nfilters && n < max; i++)
+        names[n++] = c->filters[i] == F_DEFLATE ? "deflate" : c->filters[i] == F_SHUFFLE ? "shuffle"
+                                                                                        : "fletcher32";
+    return n;
+}
+
+/* HDF5's Fletcher-32: 16-bit words taken high byte first, a lone last
+ * byte as the high half of a word. */
+static uint32_t fletcher32(const uint8_t *p, uint64_t len)
+{
+    uint64_t a = 0, b = 0;
+    for (uint64_t i = 0; i + 1 < len; i += 2) {
+        a = (a + ((uint32_t)p[i] << 8 | p[i + 1])) % 65535;
+        b = (b + a) % 65535;
+    }
+    if (len & 1) {
+        a = (a + ((uint32_t)p[len - 1] << 8)) % 65535;
+        b = (b + a) % 65535;
+    }
+    return (uint32_t)(b << 16 | a);
+}
+
+typedef struct decoding {
+    const h5_chunked *c;
+    const mfs_job *job;
+    uint8_t *out, *buf, *tmp;
+    mfs_err *e;
+} decoding;
+
+/* One chunk's stored bytes through its filters, last first, into g->buf
+ * (chunk_bytes long). 0, or -1 with e. */
+static int unfilter(decoding *g, const chunk *k, const uint8_t *p, uint64_t len)
+{
+    const h5_chunked *c = g->c;
+    const uint8_t *data = p;
+    uint64_t dlen = len;
+    for (unsigned i = c->nfilters; i-- > 0;) {
+        if (k->mask & (1u << i))
+            continue;
+        switch (c->filters[i]) {
+        case F_FLETCHER32: {
+            if (dlen < 4)
+                return mfs_fail(g->e, MFS_E_CORRUPT, (int64_t)k->addr, "HDF5: a chunk too short for its checksum");
+            uint32_t want = (uint32_t)data[dlen - 4] | (uint32_t)data[dlen - 3] << 8 |
+                            (uint32_t)data[dlen - 2] << 16 | (uint32_t)data[dlen - 1] << 24;
+            if (fletcher32(data, dlen - 4) != want)
+                return mfs_fail(g->e, MFS_E_CORRUPT, (int64_t)k->addr,
+                                "HDF5: a chunk's Fletcher-32 checksum does not match");
+            dlen -= 4;
+            break;
+        }
+        case F_DEFLATE: {
+            uLongf n = (uLongf)c->chunk_bytes;
+            uint8_t *dst = data == g->buf ? g->tmp : g->buf;
+            int zr = uncompress(dst, &n, data, (uLong)dlen);
+            if (zr != Z_OK)
+                return mfs_fail(g->e, MFS_E_CORRUPT, (int64_t)k->addr,
+                                "HDF5: a chunk does not inflate (zlib %d)", zr);
+            data = dst;
+            dlen = n;
+            break;
+        }
+        case F_SHUFFLE: {
+            if (dlen > c->chunk_bytes)
+                return mfs_fail(g->e, MFS_E_CORRUPT, (int64_t)k->addr,
+                                "HDF5: a chunk of %llu bytes to unshuffle, more than %llu",
+                                (unsigned long long)dlen, (unsigned long long)c->chunk_bytes);
+            uint8_t *dst = data == g->buf ? g->tmp : g->buf;
+            uint64_t m = dlen / c->esize;
+            for (uint64_t b = 0; b < c->esize; b++)
+                for (uint64_t j = 0; j < m; j++)
+                    dst[j * c->esize + b] = data[b * m + j];
+            memcpy(dst + m * c->esize, data + m * c->esize, (size_t)(dlen - m * c->esize));
+            data = dst;
+            break;
+        }
+        }
+    }
+    if (dlen != c->chunk_bytes)
+        return mfs_fail(g->e, MFS_E_CORRUPT, (int64_t)k->addr, "HDF5: a chunk decodes to %llu "
+                        "bytes, not %llu", (unsigned long long)dlen, (unsigned long long)c->chunk_bytes);
+    if (data != g->buf)
+        memcpy(g->buf, data, (size_t)dlen);
+    return 0;
+}
+
+/* The chunk in g->buf into the array at its offsets, clipped at the edges. */
+static void place(decoding *g, const chunk *k)
+{
+    const h5_chunked *c = g->c;
+    unsigned nd = c->ndim;
+    if (nd == 0) {
+        memcpy(g->out, g->buf, c->esize);
+        return;
+    }
+    uint64_t idx[H5_MAX_DIMS] = { 0 };
+    uint64_t run = c->cdims[nd - 1];
+    if (k->off[nd - 1] + run > c->dims[nd - 1])
+        run = c->dims[nd - 1] - k->off[nd - 1];
+    for (;;) {
+        bool inside = true;
+        uint64_t dst = 0, src = 0;
+        for (unsigned d = 0; d < nd; d++) {
+            uint64_t pos = k->off[d] + idx[d];
+            if (pos >= c->dims[d])
+                inside = false;
+            dst = dst * c->dims[d] + pos;
+            src = src * c->cdims[d] + idx[d];
+        }
+        if (inside)
+            memcpy(g->out + dst * c->esize, g->buf + src * c->esize, (size_t)(run * c->esize));
+        /* The next row: the last dimension is copied whole. */
+        int d = (int)nd - 2;
+        for (; d >= 0; d--) {
+            if (++idx[d] < c->cdims[d])
+                break;
+            idx[d] = 0;
+        }
+        if (d < 0)
+            break;
+    }
+}
+
+static void release_free(mfs_bytes *b)
+{
+    free((void *)(uintptr_t)b->data);
+}
+
+/* The one read of the mapping: guarded (a file cut while mounted). */
+typedef struct copy_arg {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t n;
+} copy_arg;
+
+static int copy_run(void *arg)
+{
+    copy_arg *a = arg;
+    memcpy(a->dst, a->src, a->n);
+    return 0;
+}
+
+static int produce(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
+{
+    const h5_chunked *c = ctx;
+    if (c->total > SIZE_MAX || c->max_stored > SIZE_MAX)
+        return mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "%llu bytes cannot be held here",
+                        (unsigned long long)c->total);
+    decoding g = { c, job, calloc(1, c->total ? (size_t)c->total : 1),
+                   malloc((size_t)c->chunk_bytes + 1), malloc((size_t)c->chunk_bytes + 1), e };
+    uint8_t *copy = malloc((size_t)c->max_stored + 1);
+    int rc = 0;
+    if (g.out == NULL || g.buf == NULL || g.tmp == NULL || copy == NULL)
+        rc = mfs_fail(e, MFS_E_NOMEM, MFS_NO_OFFSET, "out of memory for a chunked dataset of %llu bytes",
+                      (unsigned long long)c->total);
+    for (size_t i = 0; rc == 0 && i < c->n; i++) {
+        const chunk *k = &c->chunks[i];
+        if (mfs_job_cancelled(job)) {
+            rc = mfs_fail(e, MFS_E_CANCELLED, MFS_NO_OFFSET, "decoding was cancelled");
+            break;
+        }
+        mfs_span s;
+        if (mfs_src_get(c->src, k->addr, k->size, &s, e) != 0) {
+            rc = -1;
+            break;
+        }
+        copy_arg a = { copy, s.p, (size_t)k->size };
+        int gr = mfs_guard_run(copy_run, &a);
+        mfs_src_release(c->src, s);
+        if (gr != 0) {
+            rc = mfs_fail(e, MFS_E_CHANGED, (int64_t)k->addr, "HDF5: a chunk could not be read "
+                          "(the model file changed?)");
+            break;
+        }
+        /* Without filters the stored bytes are the chunk (its size checked at mount). */
+        if (c->nfilters == 0)
+            memcpy(g.buf, copy, (size_t)c->chunk_bytes);
+        else
+            rc = unfilter(&g, k, copy, k->size);
+        if (rc == 0)
+            place(&g, k);
+    }
+    free(copy);
+    free(g.buf);
+    free(g.tmp);
+    if (rc != 0) {
+        free(g.out);
+        return -1;
+    }
+    out->data = g.out;
+    out->len = c->total;
+    out->charge = c->total;
+    out->release = release_free;
+    return 0;
+}
+
+const mfs_produce_ops h5_chunked_ops = { .produce = produce, .in_memory = true };
