@@ -157,6 +157,8 @@ def model_chunked(f):
     d = f.create_dataset("partly_written", (20, 20), dtype="<f4", chunks=(5, 5))
     d[0:5, 5:10] = 1.5
     f.create_dataset("bools", data=rng_array(74, (9,), "?"), chunks=(4,), compression="gzip")
+    f.create_dataset("resizable", data=rng_array(76, (3, 4), "<f4"), chunks=(1, 4), maxshape=(None, 4))
+    f.create_dataset("many_chunks", data=np.arange(3000, dtype="<i4"), chunks=(2,))
     f.create_dataset("one_chunk", data=rng_array(75, (4, 5), "<f4"), chunks=(4, 5), compression="gzip",
                      shuffle=True)
 
@@ -212,13 +214,16 @@ def raw_bytes(path, ds):
 
 def chunk_index_read(ds, libver):
     """Whether modelfs decodes this chunked dataset: its chunk index is the
-    version 1 B-tree of libhdf5's default format, or a single chunk
-    (libver="latest", one chunk holds it all), and its filters are
+    version 1 B-tree of libhdf5's default format, or with libver="latest"
+    a single chunk or an unpaged fixed array, and its filters are
     deflate, shuffle and fletcher32 (ids 1 to 3)."""
     plist = ds.id.get_create_plist()
     if any(plist.get_filter(i)[0] not in (1, 2, 3) for i in range(plist.get_nfilters())):
         return False
-    return libver != "latest" or tuple(ds.chunks) == tuple(ds.shape)
+    # latest: a single chunk, or a fixed array (fixed shape) of at most
+    # 1024 chunks (unpaged); not the extensible array of a resizable one.
+    grid = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
+    return libver != "latest" or ds.maxshape == ds.shape and grid <= 1024
 
 
 def expectation(path, libver):

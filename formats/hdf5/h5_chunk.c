@@ -1,7 +1,7 @@
 /* Chunked datasets: at mount, the filter pipeline and the chunk index (a
  * version 1 B-tree of type 1, layout message version 3, as libhdf5 writes
- * by default; or, with version 4, a single chunk) are read into a list of
- * chunks; on first open the producer decodes each chunk through the
+ * by default; or, with version 4, a single chunk or an unpaged fixed
+ * array) are read into a list of chunks; on first open the producer decodes each chunk through the
  * filters it knows (deflate, shuffle, fletcher32) and places it in the
  * array. Chunks never written read as zeros (h5py's default fill value). */
 #include <stdio.h>
@@ -139,6 +139,66 @@ static int chunk_btree(h5_file *f, h5_chunked *c, uint64_t addr, int want_level)
     return rc;
 }
 
+/* A fixed array index (FAHD, then its data block FADB): one entry per
+ * chunk of the grid in C order, an address (and for filtered chunks the
+ * stored size and filter mask). Paged data blocks are not read. */
+static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, size_t psize)
+{
+    mfs_span s;
+    if (h5_get(f, addr, 12 + f->sl + f->so, &s, "a fixed array header") != 0)
+        return -1;
+    uint64_t n, db;
+    unsigned client = s.p[5], esz = s.p[6], bits = s.p[7];
+    h5_rd_uint(s, 8, f->sl, &n);
+    h5_rd_addr(s, 8 + f->sl, f->so, &db);
+    int rc = 0;
+    if (memcmp(s.p, "FAHD", 4) != 0 || s.p[4] != 0 || client > 1)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fixed array header (FAHD, version 0) here");
+    h5_put(f, s);
+    if (rc != 0)
+        return -1;
+    uint64_t grid = 1, pos[H5_MAX_DIMS], g[H5_MAX_DIMS];
+    for (unsigned d = 0; d < c->ndim; d++) {
+        g[d] = (c->dims[d] + c->cdims[d] - 1) / c->cdims[d];
+        if (!mfs_mul_u64(grid, g[d], &grid))
+            return MFS_CORRUPT(f->e, s.base, "HDF5: a chunk grid of more than 2^64 chunks");
+    }
+    unsigned need = client ? f->so + 1 + 4 : f->so;
+    if (n != grid || esz < need || (client && esz - f->so - 4 > 8))
+        return MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array of %llu entries of %u bytes for a "
+                           "grid of %llu chunks", (unsigned long long)n, esz, (unsigned long long)grid);
+    if (bits < 64 && n > (1ull << bits)) {
+        snprintf(problem, psize, "chunked with a paged fixed array index: not read by modelfs yet");
+        return 0;
+    }
+    uint64_t hl = 6 + f->so, len;
+    if (!mfs_mul_u64(n, esz, &len) || !mfs_add_u64(len, hl, &len) ||
+        h5_get(f, db, len, &s, "a fixed array data block") != 0)
+        return MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array data block passes the end of the file");
+    if (memcmp(s.p, "FADB", 4) != 0)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fixed array data block (FADB) here");
+    memset(pos, 0, sizeof pos);
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        uint64_t e = hl + i * esz, caddr, size = c->chunk_bytes, mask = 0, off[H5_MAX_DIMS];
+        h5_rd_addr(s, e, f->so, &caddr);
+        if (client) {
+            h5_rd_uint(s, e + f->so, esz - f->so - 4, &size);
+            h5_rd_uint(s, e + esz - 4, 4, &mask);
+        }
+        for (unsigned d = 0; d < c->ndim; d++)
+            off[d] = pos[d] * c->cdims[d];
+        if (caddr != H5_UNDEF)
+            rc = add_chunk(f, c, caddr, size, (uint32_t)mask, off, s.base + e);
+        for (int d = (int)c->ndim - 1; d >= 0; d--) {
+            if (++pos[d] < g[d])
+                break;
+            pos[d] = 0;
+        }
+    }
+    h5_put(f, s);
+    return rc;
+}
+
 void h5_chunked_free(void *p)
 {
     h5_chunked *c = p;
@@ -158,7 +218,7 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
     memcpy(c->dims, sp->dims, sizeof c->dims);
     int rc = 0;
     uint64_t index = H5_UNDEF, single_size = 0, single_mask = 0;
-    bool single = false;
+    bool single = false, fixed = false;
     if (s.p[0] == 3) {
         unsigned nd = s.len > 2 ? s.p[2] : 0;
         if (nd != sp->ndim + 1 || !h5_rd_addr(s, 3, f->so, &index))
@@ -188,10 +248,15 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             }
             if (rc == 0 && !h5_rd_addr(s, at, f->so, &index))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: single-chunk index cut short");
+        } else if (rc == 0 && type == 3) {
+            /* Fixed array: page bits, then the array header's address. */
+            fixed = true;
+            if (!h5_rd_addr(s, at + 1, f->so, &index))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: fixed array index cut short");
         } else if (rc == 0) {
             static const char *const names[] = { "?", "single chunk", "implicit", "fixed array",
                                                  "extensible array", "v2 B-tree" };
-            snprintf(problem, psize, "chunked with a %s index: not read by modelfs yet",
+            snprintf(problem, psize, "chunked with the %s index: not read by modelfs yet",
                      type < 6 ? names[type] : "unknown");
         }
     }
@@ -212,6 +277,8 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             uint64_t zero[H5_MAX_DIMS] = { 0 };
             rc = add_chunk(f, c, index, c->nfilters ? single_size : c->chunk_bytes,
                            (uint32_t)single_mask, zero, s.base);
+        } else if (fixed) {
+            rc = fixed_array(f, c, index, problem, psize);
         } else {
             rc = chunk_btree(f, c, index, -1);
         }
