@@ -8,6 +8,7 @@ of the dataset; hostile files (EXTRAS): object header continuations and
 B-trees that loop, heap offsets past the end, huge counts, a file cut
 short, each refused with exit 5 and one line naming the file.
 """
+import errno
 import json
 import os
 import re
@@ -218,8 +219,35 @@ def check_hostile(c, t):
             x = [x for x in doc["tensors"] if x["name"] == "dense/kernel:0"]
             c.check(x and "problem" in x[0] and x[0]["dtype"] == "bytes",
                     "huge dimensions: flagged with a problem: %r" % x)
+        check_bad_chunks(c, t, tmp)
     finally:
         shutil.rmtree(tmp)
+
+
+def check_bad_chunks(c, t, tmp):
+    """A chunk whose bytes are damaged: the mount lists the dataset (the
+    index is sound) and the other tensors read; the damaged one does not
+    (a checksum that does not match, deflate data that does not inflate)."""
+    ls = os.path.join(t.build, "modelfs-ls")
+    for what, kw in [("fletcher32", {"fletcher32": True}), ("deflate", {"compression": "gzip"})]:
+        path = os.path.join(tmp, "bad_%s.h5" % what)
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=np.arange(64, dtype="<i4"), chunks=(64,), **kw)
+            f.create_dataset("ok", data=np.arange(4, dtype="<f4"))
+            off = f["x"].id.get_chunk_info(0).byte_offset
+        with open(path, "r+b") as fh:
+            fh.seek(off + 2)
+            b = fh.read(1)
+            fh.seek(off + 2)
+            fh.write(bytes([b[0] ^ 0x5a]))
+        r = subprocess.run([ls, path, "tensors/ok"], capture_output=True, env=t.env, timeout=60)
+        c.equal(r.stdout, np.arange(4, dtype="<f4").tobytes(), "damaged %s chunk: the other tensor reads" % what)
+        r = subprocess.run([ls, path, "tensors/x"], capture_output=True, text=False, env=t.env, timeout=60)
+        c.check(r.returncode != 0 and b"HDF5" in r.stderr and r.stdout == b"",
+                "damaged %s chunk: its tensor refused (%d, %r)" % (what, r.returncode, r.stderr))
+        with mfstest.mounted(t.modelfs, path, t.env) as mnt:
+            c.equal(mfstest.read_or_errno(os.path.join(mnt, "tensors", "x")), (None, errno.EIO),
+                    "damaged %s chunk: EIO through the mount" % what)
 
 
 EXTRAS = (check_hostile,)
