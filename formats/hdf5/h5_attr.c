@@ -225,9 +225,21 @@ int h5_attr_parse(h5_file *f, mfs_span s, char **name, size_t *name_len, mfs_val
     return rc;
 }
 
+static int attrs_of(h5_file *f, const h5_ohdr *oh, mfs_val **out);
+
+/* On failure nothing is kept: *out is freed and NULL. */
 int h5_attrs(h5_file *f, const h5_ohdr *oh, mfs_val **out)
 {
     *out = NULL;
+    if (attrs_of(f, oh, out) == 0)
+        return 0;
+    mfs_val_free(*out);
+    *out = NULL;
+    return -1;
+}
+
+static int attrs_of(h5_file *f, const h5_ohdr *oh, mfs_val **out)
+{
     for (size_t i = 0; i < oh->n; i++) {
         if (oh->msgs[i].type != H5M_ATTR)
             continue;
