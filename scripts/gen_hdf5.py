@@ -4,7 +4,8 @@
 attributes layer_names, weight_names, backend, keras_version,
 model_config), transformers' tf_model.h5 (Keras 2 weights whose names
 carry the model's scope) and Keras 3 .weights.h5 (layers/NAME/vars/0...),
-by default and with libver="latest", plus every numeric dtype, compact,
+by default and with libver="latest", Keras 3 .keras zips (stored, and
+one deflated that modelfs refuses), plus every numeric dtype, compact,
 scalar, empty and big-endian datasets, and what modelfs lists with a
 problem (chunked, strings). Each with NAME.expect.json (fixture-expect/1),
 the ground truth read back by h5py, never by modelfs: every dataset's
@@ -13,9 +14,11 @@ dtype, shape and bytes (as stored: big-endian stays big-endian).
 usage: gen_hdf5.py OUTDIR
 """
 import hashlib
+import io
 import json
 import os
 import sys
+import zipfile
 
 import numpy as np
 try:
@@ -276,6 +279,48 @@ def write(outdir, name, fn, libver):
         f.write("\n")
 
 
+def write_keras(outdir, name, compression=None):
+    """A Keras 3 .keras file as saving_lib writes it: a zip (stored, zipfile's
+    default) of metadata.json, config.json and model.weights.h5, the
+    weights made by h5py in memory and written with writestr."""
+    path = os.path.join(outdir, name)
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        model_keras3(f)
+    weights = buf.getvalue()
+    config = {"module": "keras", "class_name": "Sequential", "config": {"name": "sequential",
+              "layers": [{"class_name": "Dense", "config": {"units": 8}},
+                         {"class_name": "Dense", "config": {"units": 3}}]}}
+    metadata = {"keras_version": "3.0.5", "date_saved": "2024-03-01@12:00:00"}
+    kw = {} if compression is None else {"compression": compression}
+    with zipfile.ZipFile(path, "w", **kw) as zf:
+        zf.writestr("metadata.json", json.dumps(metadata))
+        zf.writestr("config.json", json.dumps(config))
+        zf.writestr("model.weights.h5", weights)
+    tensors = []
+    with zipfile.ZipFile(path) as zf, h5py.File(io.BytesIO(zf.read("model.weights.h5")), "r") as f:
+        items = []
+        f.visititems(lambda n, o: items.append((n, o)) if isinstance(o, h5py.Dataset) else None)
+        for n, ds in items:
+            data = np.ascontiguousarray(ds[()]).tobytes()
+            tensors.append({"name": n, "dtype": ds.dtype.name, "shape": list(ds.shape),
+                            "nbytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    expect = {
+        "schema": "fixture-expect/1", "fixture": name, "format": "hdf5",
+        "expect": "readable" if compression is None else "corrupt",
+        "made_by": "modelfs scripts/gen_hdf5.py (h5py %s, HDF5 %s, zipfile)"
+                   % (h5py.__version__, h5py.version.hdf5_version),
+        "file_size": os.path.getsize(path), "format_version": weights[8],
+        "tensor_count": len(tensors), "tensors": tensors,
+        "keras": {"config": config, "metadata": metadata},
+    }
+    if compression is not None:
+        expect["error_contains"] = "compressed"
+    with open(path + ".expect.json", "w") as f:
+        json.dump(expect, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -286,6 +331,8 @@ def main():
         return
     for name, fn, libver in MODELS:
         write(out, name, fn, libver)
+    write_keras(out, "model.keras")
+    write_keras(out, "deflated.keras", zipfile.ZIP_DEFLATED)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@
 typedef struct h5_file {
     mfs_src *src;
     mfs_err *e;
+    uint64_t origin, end;    /* absolute offsets of the HDF5 bytes: the whole
+                                file, or a stored member of a .keras zip */
     uint64_t base;           /* absolute offset of address 0 */
     unsigned so, sl;         /* sizes of offsets and of lengths: 2, 4 or 8 */
     unsigned sb_version;
@@ -42,7 +44,8 @@ typedef struct h5_file {
 } h5_file;
 
 /* h5_file.c */
-int h5_open(h5_file *f, mfs_src *src, mfs_err *e);
+/* The HDF5 file at [origin, origin + size) of `src`. */
+int h5_open(h5_file *f, mfs_src *src, uint64_t origin, uint64_t size, mfs_err *e);
 void h5_close(h5_file *f);
 /* The bytes at address `addr` (relative to the base), `len` of them, or -1 with e. */
 int h5_get(h5_file *f, uint64_t addr, uint64_t len, mfs_span *out, const char *what);

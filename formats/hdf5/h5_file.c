@@ -39,8 +39,8 @@ bool h5_rd_addr(mfs_span s, uint64_t off, unsigned size, uint64_t *out)
 bool h5_in_file(const h5_file *f, uint64_t addr, uint64_t len)
 {
     uint64_t a;
-    return addr != H5_UNDEF && mfs_add_u64(f->base, addr, &a) && a <= f->src->size &&
-           len <= f->src->size - a;
+    return addr != H5_UNDEF && mfs_add_u64(f->base, addr, &a) && a <= f->end &&
+           len <= f->end - a;
 }
 
 int h5_work(h5_file *f, uint64_t n, uint64_t at)
@@ -81,7 +81,7 @@ static int sb_old(h5_file *f, mfs_span s)
     f->so = s.p[13];
     f->sl = s.p[14];
     if (!size_ok(f->so) || !size_ok(f->sl))
-        return MFS_CORRUPT(f->e, 13, "HDF5: superblock sizes of offsets/lengths %u/%u "
+        return MFS_CORRUPT(f->e, s.base + 13, "HDF5: superblock sizes of offsets/lengths %u/%u "
                            "(2, 4 or 8 expected)", f->so, f->sl);
     uint64_t at = f->sb_version == 0 ? 24 : 28;
     uint64_t base, root;
@@ -89,8 +89,8 @@ static int sb_old(h5_file *f, mfs_span s)
      * link name offset, object header address. */
     if (!h5_rd_addr(s, at, f->so, &base) ||
         !h5_rd_addr(s, at + 5ull * f->so, f->so, &root))
-        return MFS_CORRUPT(f->e, at, "HDF5: superblock cut short");
-    f->base = base == H5_UNDEF ? 0 : base;
+        return MFS_CORRUPT(f->e, s.base + at, "HDF5: superblock cut short");
+    f->base = f->origin + (base == H5_UNDEF ? 0 : base);
     f->root = root;
     return 0;
 }
@@ -101,37 +101,42 @@ static int sb_new(h5_file *f, mfs_span s)
     f->so = s.p[9];
     f->sl = s.p[10];
     if (!size_ok(f->so) || !size_ok(f->sl))
-        return MFS_CORRUPT(f->e, 9, "HDF5: superblock sizes of offsets/lengths %u/%u "
+        return MFS_CORRUPT(f->e, s.base + 9, "HDF5: superblock sizes of offsets/lengths %u/%u "
                            "(2, 4 or 8 expected)", f->so, f->sl);
     uint64_t base, root;
     if (!h5_rd_addr(s, 12, f->so, &base) || !h5_rd_addr(s, 12 + 3ull * f->so, f->so, &root))
-        return MFS_CORRUPT(f->e, 12, "HDF5: superblock cut short");
-    f->base = base == H5_UNDEF ? 0 : base;
+        return MFS_CORRUPT(f->e, s.base + 12, "HDF5: superblock cut short");
+    f->base = f->origin + (base == H5_UNDEF ? 0 : base);
     f->root = root;
     return 0;
 }
 
-int h5_open(h5_file *f, mfs_src *src, mfs_err *e)
+int h5_open(h5_file *f, mfs_src *src, uint64_t origin, uint64_t size, mfs_err *e)
 {
     memset(f, 0, sizeof *f);
     f->src = src;
+    if (origin > src->size || size > src->size - origin)
+        return MFS_CORRUPT(e, origin, "HDF5: %llu bytes at %llu pass the end of the file",
+                           (unsigned long long)size, (unsigned long long)origin);
+    f->origin = origin;
+    f->end = origin + size;
     f->e = e;
     f->gcol_addr = H5_UNDEF;
     f->work_left = WORK_EXTRA;
     uint64_t w;
-    if (mfs_mul_u64(src->size, WORK_FACTOR, &w) && mfs_add_u64(w, WORK_EXTRA, &w))
+    if (mfs_mul_u64(size, WORK_FACTOR, &w) && mfs_add_u64(w, WORK_EXTRA, &w))
         f->work_left = w;
     else
         f->work_left = UINT64_MAX;
     f->budget = (mfs_budget){ .left = META_BUDGET };
     mfs_span s;
     /* The longest superblock read here: version 1 with 8-byte fields. */
-    uint64_t want = src->size < 128 ? src->size : 128;
-    if (mfs_src_get(src, 0, want, &s, e) != 0)
+    uint64_t want = size < 128 ? size : 128;
+    if (mfs_src_get(src, origin, want, &s, e) != 0)
         return -1;
     int rc = 0;
     if (!mfs_span_has(s, 0, 16) || memcmp(s.p, SIGNATURE, 8) != 0)
-        rc = MFS_CORRUPT(e, 0, "HDF5: no superblock signature at byte 0");
+        rc = MFS_CORRUPT(e, origin, "HDF5: no superblock signature at byte 0");
     else {
         f->sb_version = s.p[8];
         if (f->sb_version <= 1)
@@ -139,11 +144,13 @@ int h5_open(h5_file *f, mfs_src *src, mfs_err *e)
         else if (f->sb_version <= 3)
             rc = sb_new(f, s);
         else
-            rc = MFS_CORRUPT(e, 8, "HDF5: superblock version %u (0 to 3 are read)", f->sb_version);
+            rc = MFS_CORRUPT(e, origin + 8, "HDF5: superblock version %u (0 to 3 are read)", f->sb_version);
     }
     mfs_src_release(src, s);
+    if (rc == 0 && (f->base < f->origin || f->base > f->end))
+        rc = MFS_CORRUPT(e, origin + 8, "HDF5: the base address lies outside the file");
     if (rc == 0 && !h5_in_file(f, f->root, 1))
-        rc = MFS_CORRUPT(e, 0, "HDF5: the root group's object header address %llu is "
+        rc = MFS_CORRUPT(e, origin, "HDF5: the root group's object header address %llu is "
                          "outside the file", (unsigned long long)f->root);
     return rc;
 }

@@ -127,7 +127,7 @@ static int first_block(reader *r, bool *v2, bool *order)
     uint64_t addr = r->oh->addr;
     mfs_span s;
     /* The longest prefix: v2 with times, attribute limits and an 8-byte size. */
-    uint64_t avail = h5_in_file(f, addr, 1) ? f->src->size - h5_abs(f, addr) : 0;
+    uint64_t avail = h5_in_file(f, addr, 1) ? f->end - h5_abs(f, addr) : 0;
     if (h5_get(f, addr, avail < 40 ? avail : 40, &s, "an object header") != 0)
         return -1;
     int rc = 0;

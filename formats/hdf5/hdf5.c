@@ -9,13 +9,15 @@
  * with none. Attributes go to model.json: a group's under
  * metadata.attributes by its path ("/" for the root), a dataset's in its
  * table entry; a JSON string attribute Keras writes (model_config,
- * training_config) also parsed, under metadata.keras. */
+ * training_config) also parsed, under metadata.keras. A Keras 3 .keras
+ * zip is read through its stored model.weights.h5 (keras_zip.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "h5.h"
 #include "json_parse.h"
+#include "keras_zip.h"
 #include "xalloc.h"
 #include "format.h"
 
@@ -313,23 +315,40 @@ static int probe(mfs_src *src)
         return 0;
     bool ok = s.len == 8 && memcmp(s.p, SIGNATURE, 8) == 0;
     mfs_src_release(src, s);
-    return ok ? 64 : 0;
+    return ok ? 64 : h5_keras_probe(src);
 }
 
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
 {
     walk *w = mfs_xcalloc(1, sizeof *w);
     w->m = m;
-    int rc = h5_open(&w->f, src, e);
+    uint64_t origin = 0, size = src->size;
+    mfs_val *keras = NULL;
+    int rc = 0;
+    if (h5_keras_probe(src) > 0) {
+        /* A .keras zip: the HDF5 file is its stored weights member. */
+        mfs_budget b = { .left = 256ull << 20 };
+        keras = mfs_obj();
+        rc = h5_keras_open(src, keras, &origin, &size, &b, e);
+        mfs_obj_set(m->metadata, "container", mfs_str("keras"));
+        mfs_obj_set(m->metadata, "weights_offset", mfs_u64(origin));
+    }
+    if (rc == 0)
+        rc = h5_open(&w->f, src, origin, size, e);
     if (rc == 0) {
         mfs_model_set_format(m, "hdf5", w->f.sb_version);
         w->group_attrs = mfs_obj();
         rc = object(w, w->f.root, "", 0, 0);
         mfs_obj_set(m->metadata, "superblock_version", mfs_int(w->f.sb_version));
-        if (rc == 0)
+        if (rc == 0 && keras != NULL) {
+            mfs_obj_set(m->metadata, "keras", keras);
+            keras = NULL;
+        } else if (rc == 0) {
             keras_json(w);
+        }
         mfs_obj_set(m->metadata, "attributes", w->group_attrs);
     }
+    mfs_val_free(keras);
     h5_close(&w->f);
     free(w->seen);
     free(w);

@@ -73,6 +73,11 @@ def check_model(c, t, model, expect, mount):
         return
     name = os.path.basename(model)
     doc = json.loads(mfstest.read_bytes(os.path.join(mnt, "model.json")))
+    if model.endswith(".keras"):
+        c.equal(doc["metadata"].get("keras"), expect["keras"],
+                "%s: metadata.keras vs config.json and metadata.json" % name)
+        c.equal(doc["metadata"].get("container"), "keras", "%s: container" % name)
+        return
     meta = doc["metadata"].get("attributes", {})
     by_name = {x["name"]: x for x in doc["tensors"]}
     groups = {}
