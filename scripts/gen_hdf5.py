@@ -172,6 +172,9 @@ def model_problems(f):
     (scale-offset)."""
     f.create_dataset("names", data=np.array([b"abc", b"de"]))
     f.create_dataset("chunked", data=np.arange(100, dtype="<f4"), chunks=(10,), compression="gzip")
+    d = f.create_dataset("filled", (8,), dtype="<f4", chunks=(2,), fillvalue=7.0)
+    d[0:2] = 1.0
+    f.create_dataset("filled_whole", data=np.arange(8, dtype="<f4"), chunks=(2,), fillvalue=7.0)
     f.create_dataset("scaleoffset", data=np.arange(100, dtype="<i4"), chunks=(10,), scaleoffset=0)
     f.create_dataset("unwritten", (4, 4), dtype="<f4")
     f.create_dataset("ok", data=np.arange(6, dtype="<f8"))
@@ -221,11 +224,13 @@ def chunk_index_read(ds, libver):
     a single chunk or an unpaged fixed array, and its filters are
     deflate, shuffle and fletcher32 (ids 1 to 3)."""
     plist = ds.id.get_create_plist()
+    grid = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
+    if ds.fillvalue != 0 and ds.id.get_num_chunks() < grid:
+        return False  # chunks never written would be the fill value: not read
     if any(plist.get_filter(i)[0] not in (1, 2, 3) for i in range(plist.get_nfilters())):
         return False
     # latest: a single chunk, or a fixed array (fixed shape) of at most
     # 1024 chunks (unpaged); not the extensible array of a resizable one.
-    grid = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
     return libver != "latest" or ds.maxshape == ds.shape and grid <= 1024
 
 

@@ -199,6 +199,42 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
     return rc;
 }
 
+/* Whether the dataset defines a fill value with a non-zero byte: chunks
+ * never written are then not zeros. Fill value messages: the old one (a
+ * size and the value), versions 1 and 2 (a "defined" byte, then size and
+ * value), version 3 (flags: bit 5 says a size and value follow). */
+static bool nonzero_fill(const h5_ohdr *oh)
+{
+    uint64_t size = 0, at = 0;
+    const h5_msg *m = h5_ohdr_find(oh, H5M_FILL);
+    mfs_span s;
+    if (m != NULL) {
+        s = m->body;
+        if (s.len < 2)
+            return false;
+        if (s.p[0] == 3) {
+            if (!(s.p[1] & 0x20) || !h5_rd_uint(s, 2, 4, &size))
+                return false;
+            at = 6;
+        } else {
+            if (s.len < 4 || s.p[3] == 0 || !h5_rd_uint(s, 4, 4, &size))
+                return false;
+            at = 8;
+        }
+    } else if ((m = h5_ohdr_find(oh, H5M_FILL_OLD)) != NULL) {
+        s = m->body;
+        if (!h5_rd_uint(s, 0, 4, &size))
+            return false;
+        at = 4;
+    } else {
+        return false;
+    }
+    for (uint64_t i = 0; i < size && mfs_span_has(s, at + i, 1); i++)
+        if (s.p[at + i] != 0)
+            return true;
+    return false;
+}
+
 void h5_chunked_free(void *p)
 {
     h5_chunked *c = p;
@@ -282,6 +318,14 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
         } else {
             rc = chunk_btree(f, c, index, -1);
         }
+    }
+    if (rc == 0 && !problem[0] && sp->count > 0 && nonzero_fill(oh)) {
+        uint64_t grid = 1;
+        for (unsigned d = 0; d < c->ndim; d++)
+            grid *= (c->dims[d] + c->cdims[d] - 1) / c->cdims[d];  /* <= count: no overflow */
+        if (c->n < grid)
+            snprintf(problem, psize, "chunks never written, and a fill value that is not zero: "
+                     "not read by modelfs");
     }
     if (rc != 0 || problem[0]) {
         h5_chunked_free(c);
