@@ -95,7 +95,8 @@ static int add_chunk(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t size, ui
     k->addr = h5_abs(f, addr);
     k->size = size;
     k->mask = mask;
-    memcpy(k->off, off, sizeof k->off);
+    memset(k->off, 0, sizeof k->off);
+    memcpy(k->off, off, c->ndim * sizeof *off);
     return 0;
 }
 
@@ -197,6 +198,35 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
     }
     h5_put(f, s);
     return rc;
+}
+
+/* Chunks by their offsets, C order (unused dimensions are 0 in all). */
+static int cmp_chunk(const void *a, const void *b)
+{
+    const chunk *x = a, *y = b;
+    for (unsigned d = 0; d < H5_MAX_DIMS; d++)
+        if (x->off[d] != y->off[d])
+            return x->off[d] < y->off[d] ? -1 : 1;
+    return 0;
+}
+
+/* Decoding costs at most a few times the array: no chunk twice, and the
+ * grid's chunks together not far beyond the dataset's bytes (a tiny file
+ * cannot declare terabytes of chunks to inflate into a small array). */
+static int bound_work(h5_file *f, h5_chunked *c, uint64_t at, char *problem, size_t psize)
+{
+    if (c->n > 1)
+        qsort(c->chunks, c->n, sizeof *c->chunks, cmp_chunk);
+    for (size_t i = 1; i < c->n; i++)
+        if (cmp_chunk(&c->chunks[i - 1], &c->chunks[i]) == 0)
+            return MFS_CORRUPT(f->e, at, "HDF5: two chunks of a dataset at the same offsets");
+    uint64_t work, limit;
+    if (!mfs_mul_u64(c->n, c->chunk_bytes, &work) || !mfs_mul_u64(c->total, 64, &limit) ||
+        !mfs_add_u64(limit, 64ull << 20, &limit) || work > limit)
+        snprintf(problem, psize, "%llu chunks of %llu bytes for an array of %llu: more decoding "
+                 "than modelfs does", (unsigned long long)c->n, (unsigned long long)c->chunk_bytes,
+                 (unsigned long long)c->total);
+    return 0;
 }
 
 /* Whether the dataset defines a fill value with a non-zero byte: chunks
@@ -319,6 +349,8 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             rc = chunk_btree(f, c, index, -1);
         }
     }
+    if (rc == 0 && !problem[0])
+        rc = bound_work(f, c, s.base, problem, psize);
     if (rc == 0 && !problem[0] && sp->count > 0 && nonzero_fill(oh)) {
         uint64_t grid = 1;
         for (unsigned d = 0; d < c->ndim; d++)

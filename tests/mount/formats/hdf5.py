@@ -162,6 +162,19 @@ def hostile_files(tmp):
     out.append(("cut.h5", old[:len(old) // 2], "a file cut in half", "passes the end"))
     out.append(("ohdr_count.h5", patched(old, root + 8, "<I", 0xfffffff0),
                 "an object header larger than the file", "passes the end"))
+    path = os.path.join(tmp, "chunks.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.arange(8, dtype="<i4"), chunks=(4,))
+    with open(path, "rb") as fh:
+        ch = fh.read()
+    ctree = ch.index(b"TREE\x01")
+    # Keys of a 1-D chunk tree: size, mask, two offsets; the second key's first offset.
+    out.append(("chunk_twice.h5", patched(ch, ctree + 24 + 32 + 8, "<Q", 0),
+                "two chunks at the same offsets", "same offsets"))
+    out.append(("chunk_outside.h5", patched(ch, ctree + 24 + 32 + 8, "<Q", 1 << 40),
+                "a chunk outside its dataset", "outside the dataset"))
+    out.append(("chunk_address.h5", patched(ch, ctree + 24 + 24, "<Q", 1 << 40),
+                "a chunk past the end of the file", "passes the end"))
     new = small_file(os.path.join(tmp, "new.h5"), "latest", dense=True)
     ohdr = struct.unpack_from("<Q", new, 36)[0]            # superblock 3: root object header
     assert new[ohdr:ohdr + 4] == b"OHDR"
