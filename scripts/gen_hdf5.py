@@ -162,6 +162,9 @@ def model_chunked(f):
     f.create_dataset("bools", data=rng_array(74, (9,), "?"), chunks=(4,), compression="gzip")
     f.create_dataset("resizable", data=rng_array(76, (3, 4), "<f4"), chunks=(1, 4), maxshape=(None, 4))
     f.create_dataset("many_chunks", data=np.arange(3000, dtype="<i4"), chunks=(2,))
+    d = f.create_dataset("sparse_pages", (6000,), dtype="<i2", chunks=(2,), compression="gzip")
+    d[2500:2600] = 5
+    d[5990:] = 3
     f.create_dataset("one_chunk", data=rng_array(75, (4, 5), "<f4"), chunks=(4, 5), compression="gzip",
                      shuffle=True)
 
@@ -221,7 +224,7 @@ def raw_bytes(path, ds):
 def chunk_index_read(ds, libver):
     """Whether modelfs decodes this chunked dataset: its chunk index is the
     version 1 B-tree of libhdf5's default format, or with libver="latest"
-    a single chunk or an unpaged fixed array, and its filters are
+    a single chunk or a fixed array, and its filters are
     deflate, shuffle and fletcher32 (ids 1 to 3)."""
     plist = ds.id.get_create_plist()
     grid = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
@@ -229,9 +232,9 @@ def chunk_index_read(ds, libver):
         return False  # chunks never written would be the fill value: not read
     if any(plist.get_filter(i)[0] not in (1, 2, 3) for i in range(plist.get_nfilters())):
         return False
-    # latest: a single chunk, or a fixed array (fixed shape) of at most
-    # 1024 chunks (unpaged); not the extensible array of a resizable one.
-    return libver != "latest" or ds.maxshape == ds.shape and grid <= 1024
+    # latest: a single chunk, or a fixed array (fixed shape); not the
+    # extensible array of a resizable one.
+    return libver != "latest" or ds.maxshape == ds.shape
 
 
 def expectation(path, libver):

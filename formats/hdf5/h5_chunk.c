@@ -1,7 +1,6 @@
 /* Chunked datasets: at mount, the filter pipeline and the chunk index (a
  * version 1 B-tree of type 1, layout message version 3, as libhdf5 writes
- * by default; or, with version 4, a single chunk or an unpaged fixed
- * array) are read into a list of chunks; on first open the producer decodes each chunk through the
+ * by default; or, with version 4, a single chunk or a fixed array) are read into a list of chunks; on first open the producer decodes each chunk through the
  * filters it knows (deflate, shuffle, fletcher32) and places it in the
  * array. Chunks never written read as zeros (h5py's default fill value). */
 #include <stdio.h>
@@ -142,7 +141,7 @@ static int chunk_btree(h5_file *f, h5_chunked *c, uint64_t addr, int want_level)
 
 /* A fixed array index (FAHD, then its data block FADB): one entry per
  * chunk of the grid in C order, an address (and for filtered chunks the
- * stored size and filter mask). Paged data blocks are not read. */
+ * stored size and filter mask), in pages past 2^page_bits entries. */
 static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, size_t psize)
 {
     mfs_span s;
@@ -168,20 +167,26 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
     if (n != grid || esz < need || (client && esz - f->so - 4 > 8))
         return MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array of %llu entries of %u bytes for a "
                            "grid of %llu chunks", (unsigned long long)n, esz, (unsigned long long)grid);
-    if (bits < 64 && n > (1ull << bits)) {
-        snprintf(problem, psize, "chunked with a paged fixed array index: not read by modelfs yet");
-        return 0;
-    }
-    uint64_t hl = 6 + f->so, len;
-    if (!mfs_mul_u64(n, esz, &len) || !mfs_add_u64(len, hl, &len) ||
+    (void)problem;
+    (void)psize;
+    /* More entries than a page holds: the data block has a bitmap of the
+     * pages written, and the pages (entries, then a checksum) follow it. */
+    bool paged = bits < 63 && n > (1ull << bits);
+    uint64_t per = paged ? 1ull << bits : n, pages = paged ? (n + per - 1) / per : 0;
+    uint64_t bm = (pages + 7) / 8, hl = 6 + f->so, first = paged ? hl + bm + 4 : hl, len;
+    if (!mfs_mul_u64(n, esz, &len) || !mfs_add_u64(len, first + 4 * pages, &len) ||
         h5_get(f, db, len, &s, "a fixed array data block") != 0)
-        return MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array data block passes the end of the file");
+        return MFS_CORRUPT(f->e, MFS_NO_OFFSET, "HDF5: a fixed array data block passes the end "
+                           "of the file");
     if (memcmp(s.p, "FADB", 4) != 0)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fixed array data block (FADB) here");
     memset(pos, 0, sizeof pos);
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
-        uint64_t e = hl + i * esz, caddr, size = c->chunk_bytes, mask = 0, off[H5_MAX_DIMS];
+        uint64_t pg = i / per, e = first + pg * (per * esz + 4) + (i % per) * esz, caddr,
+                 size = c->chunk_bytes, mask = 0, off[H5_MAX_DIMS];
         h5_rd_addr(s, e, f->so, &caddr);
+        if (paged && !(s.p[hl + pg / 8] & (0x80 >> (pg % 8))))
+            caddr = H5_UNDEF;  /* a page never written */
         if (client) {
             h5_rd_uint(s, e + f->so, esz - f->so - 4, &size);
             h5_rd_uint(s, e + esz - 4, 4, &mask);
