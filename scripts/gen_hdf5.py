@@ -170,10 +170,14 @@ def model_chunked(f):
 
 
 def model_problems(f):
-    """What modelfs lists but does not serve as a tensor: strings, a
+    """Strings (as JSON string tensors), and what modelfs lists but does not
+    serve as a tensor: a
     dataset never written, a chunked one with a filter it does not know
     (scale-offset)."""
     f.create_dataset("names", data=np.array([b"abc", b"de"]))
+    f.create_dataset("vlen_names", data=np.array(["dense", "dense_1", "grüße", ""], dtype=object),
+                     dtype=h5py.string_dtype())
+    f.create_dataset("one_name", data="kernel:0", dtype=h5py.string_dtype("ascii"))
     f.create_dataset("chunked", data=np.arange(100, dtype="<f4"), chunks=(10,), compression="gzip")
     d = f.create_dataset("filled", (8,), dtype="<f4", chunks=(2,), fillvalue=7.0)
     d[0:2] = 1.0
@@ -251,6 +255,12 @@ def expectation(path, libver):
             if layout == h5py.h5d.CHUNKED and not chunk_index_read(ds, libver) or unwritten:
                 data = b""
                 want = {"dtype": None, "shape": list(ds.shape), "problem": True}
+            elif dt.kind == "S" or h5py.check_string_dtype(dt) is not None:
+                values = [v.decode("utf-8") if isinstance(v, bytes) else v
+                          for v in np.asarray(ds[()]).reshape(-1).tolist()]
+                values = [v.split("\0")[0] for v in values]
+                data = json.dumps(values, ensure_ascii=False, separators=(",", ":")).encode()
+                want = {"dtype": "string", "shape": list(ds.shape), "values": values}
             elif numeric:
                 data = np.ascontiguousarray(ds[()]).tobytes()
                 want = {"dtype": dt.name, "shape": list(ds.shape)}

@@ -17,7 +17,9 @@
 
 #include "h5.h"
 #include "json_parse.h"
+#include "json_write.h"
 #include "keras_zip.h"
+#include "strbuf.h"
 #include "xalloc.h"
 #include "format.h"
 
@@ -146,6 +148,37 @@ static int layout(walk *w, const h5_ohdr *oh, const h5_type *t, const h5_space *
     return 0;
 }
 
+/* A string dataset stored in place: its strings as a flat JSON array
+ * (dtype "string", as the other formats' string tensors), made at mount. */
+#define STRINGS_MAX (64ull << 20)
+
+static int strings_json(walk *w, const h5_type *t, const h5_space *sp, const place *pl,
+                        char **json, size_t *jlen)
+{
+    h5_file *f = &w->f;
+    *json = NULL;
+    if (pl->size > STRINGS_MAX || sp->count > (1u << 20))
+        return 0;  /* left as its bytes, with a problem */
+    mfs_span s;
+    if (mfs_src_get(f->src, pl->offset, pl->size, &s, f->e) != 0)
+        return -1;
+    mfs_val *arr = mfs_arr();
+    int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < sp->count; i++) {
+        mfs_val *v = h5_string_value(f, t, s, i, &rc);
+        if (v != NULL)
+            mfs_arr_push(arr, v);
+    }
+    mfs_src_release(f->src, s);
+    if (rc == 0) {
+        mfs_strbuf sb = { 0 };
+        mfs_json_write(&sb, arr);
+        *json = mfs_sb_take(&sb, jlen);
+    }
+    mfs_val_free(arr);
+    return rc;
+}
+
 static int dataset(walk *w, const h5_ohdr *oh, const char *path, size_t plen)
 {
     h5_file *f = &w->f;
@@ -171,9 +204,16 @@ static int dataset(walk *w, const h5_ohdr *oh, const char *path, size_t plen)
         snprintf(pl.problem, sizeof pl.problem, "its storage holds %llu bytes, its %llu elements "
                  "of %u bytes %s", (unsigned long long)pl.size, (unsigned long long)sp.count,
                  t.size, sized ? "need another size" : "overflow");
-    mfs_val *attrs = NULL;
-    if (h5_attrs(f, oh, &attrs) != 0)
+    char *json = NULL;
+    size_t jlen = 0;
+    if ((t.cls == H5T_STRING || t.vlen_string) && pl.stored && !pl.problem[0] && sized &&
+        pl.size == want && strings_json(w, &t, &sp, &pl, &json, &jlen) != 0)
         return -1;
+    mfs_val *attrs = NULL;
+    if (h5_attrs(f, oh, &attrs) != 0) {
+        free(json);
+        return -1;
+    }
     mfs_val *x = mfs_obj();
     mfs_obj_set(x, "hdf5_type", mfs_str(t.desc));
     if (t.big_endian && t.dtype != NULL && t.size > 1)
@@ -194,7 +234,12 @@ static int dataset(walk *w, const h5_ohdr *oh, const char *path, size_t plen)
         .stored = pl.stored, .nbytes = pl.stored || pl.chunked ? pl.size : 0, .offset = pl.offset,
         .storage = pl.storage, .extra = x,
     };
-    if (t.dtype == NULL && !pl.problem[0])
+    if (json != NULL) {
+        mt.dtype = "string";
+        mt.stored = false;
+        mt.data = mfs_model_own(w->m, json);
+        mt.nbytes = jlen;
+    } else if (t.dtype == NULL && !pl.problem[0])
         snprintf(pl.problem, sizeof pl.problem, "%s: no numpy dtype, served as its bytes", t.desc);
     if (pl.problem[0]) {
         mfs_obj_set(x, "problem", mfs_str(pl.problem));
