@@ -64,6 +64,11 @@ static inline uint64_t h5_abs(const h5_file *f, uint64_t addr)
     return f->base + addr;
 }
 
+/* h5_checksum.c: lookup3 of the bytes, and whether a block's last 4
+ * bytes are the checksum of those before. */
+uint32_t h5_lookup3(const uint8_t *p, size_t len);
+bool h5_checksum_ok(mfs_span s);
+
 /* h5_ohdr.c: an object header's messages, bodies copied. */
 enum {
     H5M_NIL = 0x00, H5M_DATASPACE = 0x01, H5M_LINK_INFO = 0x02, H5M_DATATYPE = 0x03,

@@ -106,6 +106,9 @@ static int sb_new(h5_file *f, mfs_span s)
     uint64_t base, root;
     if (!h5_rd_addr(s, 12, f->so, &base) || !h5_rd_addr(s, 12 + 3ull * f->so, f->so, &root))
         return MFS_CORRUPT(f->e, s.base + 12, "HDF5: superblock cut short");
+    uint64_t end = 12 + 4ull * f->so + 4;
+    if (!mfs_span_has(s, 0, end) || !h5_checksum_ok(mfs_span_sub(s, 0, end)))
+        return MFS_CORRUPT(f->e, s.base + end - 4, "HDF5: the superblock's checksum does not match");
     f->base = f->origin + (base == H5_UNDEF ? 0 : base);
     f->root = root;
     return 0;

@@ -176,6 +176,20 @@ int h5_ohdr_read(h5_file *f, uint64_t addr, h5_ohdr *oh)
     for (; rc == 0 && r->next < r->nblocks; r->next++) {
         block b = r->blocks[r->next];
         mfs_span s;
+        /* The first chunk's checksum covers the header from its signature:
+         * checked before any of its messages is believed. */
+        if (v2 && r->next == 0) {
+            if (h5_get(f, addr, b.addr - addr + b.len + 4, &s, "an object header") != 0) {
+                rc = -1;
+                break;
+            }
+            if (!h5_checksum_ok(s))
+                rc = MFS_CORRUPT(f->e, s.base + s.len - 4, "HDF5: object header's checksum "
+                                 "does not match");
+            h5_put(f, s);
+            if (rc != 0)
+                break;
+        }
         if (h5_get(f, b.addr, b.len, &s, "an object header block") != 0) {
             rc = -1;
             break;
@@ -186,6 +200,9 @@ int h5_ohdr_read(h5_file *f, uint64_t addr, h5_ohdr *oh)
             rc = v2_messages(r, s, order);
         else if (s.len < 8 || memcmp(s.p, "OCHK", 4) != 0)
             rc = MFS_CORRUPT(f->e, s.base, "HDF5: continuation block without its OCHK signature");
+        else if (!h5_checksum_ok(s))
+            rc = MFS_CORRUPT(f->e, s.base + s.len - 4, "HDF5: object header continuation block's "
+                             "checksum does not match");
         else
             rc = v2_messages(r, mfs_span_sub(s, 4, s.len - 8), order);
         h5_put(f, s);

@@ -202,8 +202,12 @@ def hostile_files(tmp):
             break
         pos += 4 + size
     if cont is not None:
+        # Its checksum no longer matches: refused before the loop is seen
+        # (the loop check itself is the v1 case's).
         out.append(("cont_loop_v2.h5", patched(new, cont, "<Q", first),
-                    "a v2 continuation pointing back at its header", "loop back"))
+                    "a v2 continuation pointing back at its header", "checksum does not match"))
+    out.append(("sb3_checksum.h5", patched(new, 20, "<B", new[20] ^ 1),
+                "superblock 3 with a byte changed", "superblock's checksum"))
     return out
 
 
