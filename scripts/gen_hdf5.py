@@ -165,6 +165,15 @@ def model_chunked(f):
     d = f.create_dataset("sparse_pages", (6000,), dtype="<i2", chunks=(2,), compression="gzip")
     d[2500:2600] = 5
     d[5990:] = 3
+    # Space allocated at creation, no filters: with libver="latest" the
+    # implicit chunk index (chunks one after another, no index).
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((2, 3))
+    dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+    arr = rng_array(77, (5, 7), "<i4")
+    sid = h5py.h5s.create_simple(arr.shape)
+    h5py.h5d.create(f.id, b"early", h5py.h5t.STD_I32LE, sid, dcpl=dcpl).write(
+        h5py.h5s.ALL, h5py.h5s.ALL, arr)
     f.create_dataset("one_chunk", data=rng_array(75, (4, 5), "<f4"), chunks=(4, 5), compression="gzip",
                      shuffle=True)
 

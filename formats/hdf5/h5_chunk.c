@@ -1,6 +1,7 @@
 /* Chunked datasets: at mount, the filter pipeline and the chunk index (a
  * version 1 B-tree of type 1, layout message version 3, as libhdf5 writes
- * by default; or, with version 4, a single chunk or a fixed array) are read into a list of chunks; on first open the producer decodes each chunk through the
+ * by default; or, with version 4, a single chunk, the implicit index or a
+ * fixed array) are read into a list of chunks; on first open the producer decodes each chunk through the
  * filters it knows (deflate, shuffle, fletcher32) and places it in the
  * array. Chunks never written read as zeros (h5py's default fill value). */
 #include <stdio.h>
@@ -136,6 +137,36 @@ static int chunk_btree(h5_file *f, h5_chunked *c, uint64_t addr, int want_level)
     for (uint64_t i = 0; rc == 0 && level > 0 && i < n; i++)
         rc = chunk_btree(f, c, kids[i], level - 1);
     free(kids);
+    return rc;
+}
+
+/* The chunks of an implicit index: the whole grid, chunk_bytes each. */
+static int implicit_chunks(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t at)
+{
+    if (c->nfilters != 0)
+        return MFS_CORRUPT(f->e, at, "HDF5: an implicit chunk index with filters");
+    uint64_t g[H5_MAX_DIMS], pos[H5_MAX_DIMS] = { 0 }, grid = 1, off[H5_MAX_DIMS] = { 0 };
+    for (unsigned d = 0; d < c->ndim; d++) {
+        g[d] = (c->dims[d] + c->cdims[d] - 1) / c->cdims[d];
+        grid *= g[d];  /* <= elements: no overflow */
+    }
+    uint64_t span;
+    if (!mfs_mul_u64(grid, c->chunk_bytes, &span) || !h5_in_file(f, addr, span))
+        return MFS_CORRUPT(f->e, at, "HDF5: %llu implicit chunks of %llu bytes pass the end of "
+                           "the file", (unsigned long long)grid, (unsigned long long)c->chunk_bytes);
+    int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < grid; i++) {
+        for (unsigned d = 0; d < c->ndim; d++)
+            off[d] = pos[d] * c->cdims[d];
+        rc = add_chunk(f, c, addr + i * c->chunk_bytes, c->chunk_bytes, 0, off, at);
+        if (rc == 0)
+            rc = h5_work(f, sizeof(chunk), at);
+        for (int d = (int)c->ndim - 1; d >= 0; d--) {
+            if (++pos[d] < g[d])
+                break;
+            pos[d] = 0;
+        }
+    }
     return rc;
 }
 
@@ -289,7 +320,7 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
     memcpy(c->dims, sp->dims, sizeof c->dims);
     int rc = 0;
     uint64_t index = H5_UNDEF, single_size = 0, single_mask = 0;
-    bool single = false, fixed = false;
+    bool single = false, fixed = false, implicit = false;
     if (s.p[0] == 3) {
         unsigned nd = s.len > 2 ? s.p[2] : 0;
         if (nd != sp->ndim + 1 || !h5_rd_addr(s, 3, f->so, &index))
@@ -319,6 +350,12 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             }
             if (rc == 0 && !h5_rd_addr(s, at, f->so, &index))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: single-chunk index cut short");
+        } else if (rc == 0 && type == 2) {
+            /* Implicit: no index; the chunks lie one after another, in C
+             * order of the grid, unfiltered, from this address. */
+            implicit = true;
+            if (!h5_rd_addr(s, at, f->so, &index))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: implicit chunk index cut short");
         } else if (rc == 0 && type == 3) {
             /* Fixed array: page bits, then the array header's address. */
             fixed = true;
@@ -348,6 +385,8 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             uint64_t zero[H5_MAX_DIMS] = { 0 };
             rc = add_chunk(f, c, index, c->nfilters ? single_size : c->chunk_bytes,
                            (uint32_t)single_mask, zero, s.base);
+        } else if (implicit) {
+            rc = implicit_chunks(f, c, index, s.base);
         } else if (fixed) {
             rc = fixed_array(f, c, index, problem, psize);
         } else {
