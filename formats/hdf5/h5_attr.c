@@ -91,10 +91,14 @@ mfs_val *h5_string_value(h5_file *f, const h5_type *t, mfs_span data, uint64_t i
         size_t len = t->size;
         return text(f, data.p + at, len, true, rc);
     }
-    uint64_t n, addr, index;
-    h5_rd_uint(data, at, 4, &n);
-    h5_rd_addr(data, at + 4, f->so, &addr);
-    h5_rd_uint(data, at + 4 + f->so, 4, &index);
+    uint64_t n = 0, addr = H5_UNDEF, index = 0;
+    /* A vlen element: its length, the heap collection, the object's index. */
+    if (t->size < 8ull + f->so || !h5_rd_uint(data, at, 4, &n) ||
+        !h5_rd_addr(data, at + 4, f->so, &addr) || !h5_rd_uint(data, at + 4 + f->so, 4, &index)) {
+        *rc = MFS_CORRUPT(f->e, data.base + at, "HDF5: a variable-length string element of %u "
+                          "bytes", t->size);
+        return NULL;
+    }
     if (n == 0)
         return mfs_str("");
     mfs_span obj;

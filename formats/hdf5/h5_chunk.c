@@ -339,7 +339,7 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             if (!h5_rd_uint(s, at, (unsigned)w, &c->cdims[d]))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: chunked layout message cut short");
         at += w;
-        uint8_t flags = s.p[2], type = rc == 0 && at < s.len ? s.p[at] : 0;
+        uint8_t flags = rc == 0 ? s.p[2] : 0, type = rc == 0 && at < s.len ? s.p[at] : 0;
         at++;
         if (rc == 0 && type == 1) {
             single = true;
