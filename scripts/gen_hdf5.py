@@ -284,16 +284,16 @@ def expectation(path, libver):
     return tensors
 
 
-def write(outdir, name, fn, libver):
+def write(outdir, name, fn, libver, userblock=0):
     path = os.path.join(outdir, name)
     if os.path.exists(path):
         os.unlink(path)
-    with h5py.File(path, "w", libver=libver) as f:
+    with h5py.File(path, "w", libver=libver, userblock_size=userblock) as f:
         fn(f)
     tensors = expectation(path, libver)
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
-        sb = fh.read(9)[8]
+        sb = fh.read(userblock + 9)[userblock + 8]
     expect = {
         "schema": "fixture-expect/1", "fixture": name, "format": "hdf5", "expect": "readable",
         "made_by": "modelfs scripts/gen_hdf5.py (h5py %s, HDF5 %s, libver=%s)"
@@ -358,6 +358,9 @@ def main():
         return
     for name, fn, libver in MODELS:
         write(out, name, fn, libver)
+    # A user block before the superblock (as MATLAB's v7.3 .mat files have).
+    write(out, "userblock.h5", model_keras2_weights, "earliest", userblock=512)
+    write(out, "userblock_latest.h5", model_keras2_weights, "latest", userblock=1024)
     write_keras(out, "model.keras")
     write_keras(out, "deflated.keras", zipfile.ZIP_DEFLATED)
 

@@ -44,7 +44,11 @@ typedef struct h5_file {
 } h5_file;
 
 /* h5_file.c */
-/* The HDF5 file at [origin, origin + size) of `src`. */
+/* Where the superblock is in [origin, origin + size): at 0 or after a
+ * user block of 512, 1024, 2048 or 4096 bytes; -1 when none is there. */
+#define H5_USERBLOCK_MAX 4096u
+int64_t h5_find_superblock(mfs_src *src, uint64_t origin, uint64_t size);
+/* The HDF5 file at [origin, origin + size) of `src` (after its user block). */
 int h5_open(h5_file *f, mfs_src *src, uint64_t origin, uint64_t size, mfs_err *e);
 void h5_close(h5_file *f);
 /* The bytes at address `addr` (relative to the base), `len` of them, or -1 with e. */

@@ -1,12 +1,13 @@
 /* The superblock (versions 0 to 3) and the reader's bounded access to
- * the file. Only a superblock at byte 0 is read (no user block), which is
- * where libhdf5 puts it unless asked otherwise. */
+ * the file. The superblock is looked for at byte 0 and after a user block
+ * of up to 4096 bytes (MATLAB's v7.3 files have 512). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "h5.h"
 
 static const uint8_t SIGNATURE[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+
 
 /* Parsing may look at the file this many times over, plus a constant:
  * enough for any real file, while a header or tree pointing back at
@@ -114,6 +115,20 @@ static int sb_new(h5_file *f, mfs_span s)
     return 0;
 }
 
+int64_t h5_find_superblock(mfs_src *src, uint64_t origin, uint64_t size)
+{
+    mfs_span s;
+    uint64_t want = size < H5_USERBLOCK_MAX + 8 ? size : H5_USERBLOCK_MAX + 8;
+    if (origin > src->size || want > src->size - origin || mfs_src_get(src, origin, want, &s, NULL) != 0)
+        return -1;
+    int64_t at = -1;
+    for (uint64_t o = 0; o + 8 <= s.len && at < 0; o = o ? 2 * o : 512)
+        if (memcmp(s.p + o, SIGNATURE, 8) == 0)
+            at = (int64_t)o;
+    mfs_src_release(src, s);
+    return at;
+}
+
 int h5_open(h5_file *f, mfs_src *src, uint64_t origin, uint64_t size, mfs_err *e)
 {
     memset(f, 0, sizeof *f);
@@ -133,6 +148,15 @@ int h5_open(h5_file *f, mfs_src *src, uint64_t origin, uint64_t size, mfs_err *e
         f->work_left = UINT64_MAX;
     f->budget = (mfs_budget){ .left = META_BUDGET };
     mfs_span s;
+    /* A user block before the superblock (512 bytes, or a larger power of
+     * two): the superblock is read there, while f->origin stays the file's
+     * first byte, which the superblock's base address counts from (it is
+     * the user block's size). */
+    int64_t ub = h5_find_superblock(src, origin, size);
+    if (ub > 0) {
+        origin += (uint64_t)ub;
+        size -= (uint64_t)ub;
+    }
     /* The longest superblock read here: version 1 with 8-byte fields. */
     uint64_t want = size < 128 ? size : 128;
     if (mfs_src_get(src, origin, want, &s, e) != 0)

@@ -351,16 +351,14 @@ static void keras_json(walk *w)
         mfs_obj_set(w->m->metadata, "keras", k);
 }
 
-static const uint8_t SIGNATURE[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
-
+/* The signature at byte 0 (64 bits), or after a user block (a little
+ * less sure: the bytes before it are anyone's). */
 static int probe(mfs_src *src)
 {
-    mfs_span s;
-    if (mfs_src_get_head(src, 8, &s, NULL) != 0)
-        return 0;
-    bool ok = s.len == 8 && memcmp(s.p, SIGNATURE, 8) == 0;
-    mfs_src_release(src, s);
-    return ok ? 64 : h5_keras_probe(src);
+    int64_t at = h5_find_superblock(src, 0, src->size);
+    if (at == 0)
+        return 64;
+    return at > 0 ? 56 : h5_keras_probe(src);
 }
 
 static int load(mfs_model *m, mfs_src *src, mfs_err *e)
