@@ -129,6 +129,10 @@ def model_dtypes(f):
                             "<f2", "<f4", "<f8", ">i2", ">u4", ">f4", ">f8", ">i8", "?"]):
         f.create_dataset("t_%s" % np.dtype(dt).str.replace("<", "le").replace(">", "be")
                          .replace("|", ""), data=rng_array(40 + i, (3, 5), dt))
+    # h5py's complex numbers: a compound of floats r and i.
+    f.create_dataset("complex64", data=(rng_array(80, (2, 3), "<f4") + 1j).astype("<c8"))
+    f.create_dataset("complex128_be", data=(rng_array(81, (4,), "<f8") * 1j).astype(">c16"))
+    f.attrs["a_complex"] = np.complex64(1 + 2j)
     f.create_dataset("scalar", data=np.float32(2.5))
     f.create_dataset("empty", data=np.zeros((0, 4), "<f4"))
     f.create_dataset("rank3", data=rng_array(60, (2, 3, 4), "<f4"))
@@ -259,7 +263,8 @@ def expectation(path, libver):
             plist = ds.id.get_create_plist()
             layout = plist.get_layout()
             dt = ds.dtype
-            numeric = dt.kind in "biuf" and dt.itemsize in (1, 2, 4, 8)
+            numeric = dt.kind in "biuf" and dt.itemsize in (1, 2, 4, 8) or \
+                dt.kind == "c" and dt.itemsize in (8, 16)
             unwritten = layout == h5py.h5d.CONTIGUOUS and ds.id.get_offset() is None and ds.size > 0
             if layout == h5py.h5d.CHUNKED and not chunk_index_read(ds, libver) or unwritten:
                 data = b""

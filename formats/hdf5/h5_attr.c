@@ -206,7 +206,8 @@ int h5_attr_parse(h5_file *f, mfs_span s, char **name, size_t *name_len, mfs_val
         return MFS_CORRUPT(f->e, s.base, "HDF5: attribute %s: its %llu elements of %u bytes "
                            "pass the message's end", *name, (unsigned long long)sp.count, t.size);
     bool str = t.cls == H5T_STRING || t.vlen_string;
-    if (!str && t.dtype == NULL) {
+    /* Numbers only (a complex attribute's pairs are left as a note). */
+    if (!str && (t.dtype == NULL || t.cls == H5T_COMPOUND)) {
         char note[128];
         snprintf(note, sizeof note, "(%s: not read by modelfs)", t.desc);
         *val = mfs_str(note);

@@ -1,7 +1,8 @@
 /* Datatype and dataspace messages. A datatype becomes one of modelfs's
  * numpy names when its bytes are exactly that type's: IEEE floats of 2,
  * 4 or 8 bytes, integers of 1 to 8 bytes using every bit, h5py's booleans
- * (an enum of int8 FALSE/TRUE); the rest is described for a note. */
+ * (an enum of int8 FALSE/TRUE) and complex numbers (a compound r, i); the
+ * rest is described for a note. */
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +71,48 @@ static bool h5py_bool(mfs_span s, unsigned version)
            memcmp(s.p + t, "TRUE", 5) == 0 && s.p[vals] == 0 && s.p[vals + 1] == 1;
 }
 
+/* One compound member at `*at`: its name, byte offset and type (an
+ * IEEE float, the only member type looked at: its message is 20 bytes).
+ * Versions 1 and 2 pad the name to 8 bytes; version 1 adds array
+ * dimensions (28 bytes); version 3 writes the offset in as few bytes as
+ * the compound's size needs. */
+static bool float_member(mfs_span s, unsigned version, uint32_t csize, uint64_t *at,
+                         const char *name, uint64_t *offset, uint32_t *size, bool *big)
+{
+    size_t nl = strlen(name) + 1;
+    if (!mfs_span_has(s, *at, nl) || memcmp(s.p + *at, name, nl) != 0)
+        return false;
+    uint64_t p = *at + (version < 3 ? (nl + 7) / 8 * 8 : nl);
+    unsigned ob = version < 3 ? 4 : csize < 256 ? 1 : csize < 65536 ? 2 : csize < (1u << 24) ? 3 : 4;
+    if (!h5_rd_uint(s, p, ob, offset))
+        return false;
+    p += ob + (version == 1 ? 28 : 0);
+    if (!mfs_span_has(s, p, 20) || (s.p[p] & 0x0f) != H5T_FLOAT)
+        return false;
+    uint64_t msize;
+    h5_rd_uint(s, p + 4, 4, &msize);
+    mfs_span m = mfs_span_sub(s, p, 20);
+    if ((m.p[1] & 0x40) || !ieee(m, (uint32_t)msize))
+        return false;
+    *size = (uint32_t)msize;
+    *big = m.p[1] & 1;
+    *at = p + 20;
+    return true;
+}
+
+/* h5py's complex numbers: a compound of two IEEE floats "r" at 0 and "i"
+ * right after it, of one size and byte order. */
+static bool h5py_complex(mfs_span s, unsigned version, uint32_t size, bool *big)
+{
+    uint64_t n = (uint64_t)s.p[1] | (uint64_t)s.p[2] << 8, at = 8, ro, io;
+    uint32_t rs, is;
+    bool rb, ib;
+    return n == 2 && version >= 1 && version <= 3 &&
+           float_member(s, version, size, &at, "r", &ro, &rs, &rb) &&
+           float_member(s, version, size, &at, "i", &io, &is, &ib) && ro == 0 && io == rs &&
+           rs == is && rb == ib && 2 * rs == size && (rs == 4 || rs == 8) && (*big = rb, true);
+}
+
 int h5_type_parse(h5_file *f, mfs_span s, h5_type *t)
 {
     memset(t, 0, sizeof *t);
@@ -109,6 +152,12 @@ int h5_type_parse(h5_file *f, mfs_span s, h5_type *t)
         if (h5py_bool(s, t->version))
             t->dtype = "bool";
         snprintf(t->desc, sizeof t->desc, "enum of %u bytes", t->size);
+        break;
+    case H5T_COMPOUND:
+        if (h5py_complex(s, t->version, t->size, &t->big_endian))
+            t->dtype = t->size == 8 ? "complex64" : "complex128";
+        snprintf(t->desc, sizeof t->desc, "compound of %u bytes%s", t->size,
+                 t->dtype ? " (h5py's complex: r, i)" : "");
         break;
     default:
         snprintf(t->desc, sizeof t->desc, "datatype class %u of %u bytes", t->cls, t->size);
