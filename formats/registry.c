@@ -24,6 +24,7 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_flax,
     &mfs_format_pte,
     &mfs_format_tfjs,
+    &mfs_format_hdf5,
     NULL,
 };
 

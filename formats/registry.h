@@ -22,6 +22,7 @@ extern const mfs_format mfs_format_tflite;
 extern const mfs_format mfs_format_flax;
 extern const mfs_format mfs_format_pte;
 extern const mfs_format mfs_format_tfjs;
+extern const mfs_format mfs_format_hdf5;
 
 /* NULL-terminated, in probe order. */
 extern const mfs_format *const mfs_formats[];

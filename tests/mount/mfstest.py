@@ -574,6 +574,7 @@ STORED_FORMATS.add("flax")
 STORED_FORMATS.add("pte")
                   "pytorch", "gguf", "tflite",
                   "tfjs"}
+STORED_FORMATS.add("hdf5")
 
 
 def stored_bytes(model, fmt, t):
