@@ -62,8 +62,18 @@ static int probe(mfs_src *src)
 {
     if (src->size < 2 || src->size > TFJS_JSON_MAX)
         return 0;
+    /* The first bytes first: every file of a folder or a remote listing is
+     * probed, and 64 KiB of each (for a fetching source, a range of it) only
+     * for what begins as JSON does. */
     mfs_span h;
-    if (mfs_src_get_head(src, PROBE_SPAN, &h, NULL) != 0)
+    if (mfs_src_get_head(src, 256, &h, NULL) != 0)
+        return 0;
+    size_t w = 0;
+    while (w < h.len && (h.p[w] == ' ' || h.p[w] == '\n' || h.p[w] == '\r' || h.p[w] == '\t'))
+        w++;
+    bool json = w == h.len || h.p[w] == '{' || h.p[w] == '[';
+    mfs_src_release(src, h);
+    if (!json || mfs_src_get_head(src, PROBE_SPAN, &h, NULL) != 0)
         return 0;
     size_t i = 0;
     while (i < h.len && (h.p[i] == ' ' || h.p[i] == '\n' || h.p[i] == '\r' || h.p[i] == '\t'))

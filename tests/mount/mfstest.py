@@ -569,12 +569,7 @@ def stored_path(model, t):
 # The formats whose table the generic checks (format_checks.py) check
 # offset by offset (with made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
-                  "pytorch", "gguf", "tflite"}
-STORED_FORMATS.add("flax")
-STORED_FORMATS.add("pte")
-                  "pytorch", "gguf", "tflite",
-                  "tfjs"}
-STORED_FORMATS.add("hdf5")
+                  "pytorch", "gguf", "tflite", "tfjs", "flax", "pte", "hdf5"}
 
 
 def stored_bytes(model, fmt, t):
