@@ -20,6 +20,7 @@
 #include "json_write.h"
 #include "keras_zip.h"
 #include "strbuf.h"
+#include "hash.h"
 #include "xalloc.h"
 #include "format.h"
 
@@ -34,6 +35,13 @@ typedef struct walk {
     mfs_val *group_attrs;
 } walk;
 
+/* Addresses come from the file: keyed (hash.h), so that no crafted set of
+ * them shares one slot. */
+static uint64_t seen_hash(uint64_t key)
+{
+    return mfs_hash(0x68356772u, &key, sizeof key);
+}
+
 static bool seen_add(walk *w, uint64_t addr)
 {
     uint64_t key = addr + 1;
@@ -43,7 +51,7 @@ static bool seen_add(walk *w, uint64_t addr)
         for (size_t i = 0; i < w->seen_cap; i++) {
             if (w->seen[i] == 0)
                 continue;
-            size_t j = (size_t)(w->seen[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);
+            size_t j = (size_t)seen_hash(w->seen[i]) & (cap - 1);
             while (t[j] != 0)
                 j = (j + 1) & (cap - 1);
             t[j] = w->seen[i];
@@ -52,7 +60,7 @@ static bool seen_add(walk *w, uint64_t addr)
         w->seen = t;
         w->seen_cap = cap;
     }
-    size_t j = (size_t)(key * 0x9e3779b97f4a7c15ull) & (w->seen_cap - 1);
+    size_t j = (size_t)seen_hash(key) & (w->seen_cap - 1);
     while (w->seen[j] != 0) {
         if (w->seen[j] == key)
             return false;
