@@ -99,11 +99,10 @@ configure_and_build() {
 
 # More tests than cores (EXTRA more): many tests wait part of the time (a
 # stalled server for 18 s, hostile peers, a stuck download), and the
-# others fill that. The normal build on 2 cores, warm, the same run:
-# 56.5 s with -j4, 51.3 and 51.7 s with -j5, 53.6 s with -j6 (its waiting
-# tests start together; with -j4 a third of the CPU was idle then). The
-# sanitizer build's fuzz replays keep a core busy each: 98 s with -j3,
-# 106 s with -j4.
+# others fill that. On 2 cores, the same tree, one after the other: the
+# normal build 62 s with -j5, 56 s with -j7 (98 CPU-s either way); the
+# sanitizer build 101 s with -j3, 72 s with -j5, 70 s with -j7 (its fuzz
+# replays, which kept a core busy each, are a third of what they were).
 run_ctest() {
     dir=$1
     labels=$2
@@ -146,12 +145,12 @@ tail -n 1 "$asanlog"
 stage_done "build-asan: what was left of its build after the normal one"
 npm_done
 stage_done "npm test inputs (what was left after the builds)"
-run_ctest build "" 3
+run_ctest build "" 5
 stage_done "build: ctest"
 if [ "${MODELFS_ASAN_ALL:-0}" = 1 ]; then
-    run_ctest build-asan "" 1
+    run_ctest build-asan "" 3
 else
-    run_ctest build-asan "-L asan" 1
+    run_ctest build-asan "-L asan" 3
 fi
 stage_done "build-asan: ctest"
 echo "== the five slowest tests of each build"
