@@ -20,7 +20,6 @@
 #include "fb.h"
 #include "format.h"
 
-#define PTE_MAX_DIMS 64
 
 /* Field ids, in schema order (a union takes two: type, then value). */
 enum { PROG_VERSION, PROG_EXECUTION_PLAN, PROG_CONSTANT_BUFFER, PROG_BACKEND_DELEGATE_DATA,
@@ -117,10 +116,5 @@ int pte_fb_u32(const mfs_fbt *t, unsigned id, uint32_t def, uint32_t *out, bool 
 int pte_fb_i32(const mfs_fbt *t, unsigned id, int32_t def, int32_t *out, bool *present, mfs_err *e);
 int pte_fb_u64(const mfs_fbt *t, unsigned id, uint64_t def, uint64_t *out, bool *present, mfs_err *e);
 int pte_fb_i64(const mfs_fbt *t, unsigned id, int64_t def, int64_t *out, bool *present, mfs_err *e);
-
-/* ExecuTorch's ScalarType: its name and the dtype modelfs gives it (NULL
- * for a number it does not know). */
-const char *pte_scalar_name(int type);
-const char *pte_scalar_dtype(int type);
 
 #endif

@@ -25,43 +25,15 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "et_layout.h"
 #include "pte.h"
 
-#define PROBLEM_MAX 200
+#define PROBLEM_MAX MFS_ET_PROBLEM_MAX
 #define NAME_MAX_LEN 32
 
-/* executorch ScalarType (c10 numbering; 8-10 and 18-21 are commented out
- * in ExecuTorch's schema but keep their numbers) and modelfs's dtype. */
-static const struct { const char *et, *np; } scalar_types[] = {
-    { "BYTE", "uint8" },           { "CHAR", "int8" },
-    { "SHORT", "int16" },          { "INT", "int32" },
-    { "LONG", "int64" },           { "HALF", "float16" },
-    { "FLOAT", "float32" },        { "DOUBLE", "float64" },
-    { "COMPLEXHALF", "complex32" }, { "COMPLEXFLOAT", "complex64" },
-    { "COMPLEXDOUBLE", "complex128" }, { "BOOL", "bool" },
-    { "QINT8", "qint8" },          { "QUINT8", "quint8" },
-    { "QINT32", "qint32" },        { "BFLOAT16", "bfloat16" },
-    { "QUINT4X2", "quint4x2" },    { "QUINT2X4", "quint2x4" },
-    { "BITS1x8", "bits1x8" },      { "BITS2x4", "bits2x4" },
-    { "BITS4x2", "bits4x2" },      { "BITS8", "bits8" },
-    { "BITS16", "bits16" },        { "FLOAT8E5M2", "float8_e5m2" },
-    { "FLOAT8E4M3FN", "float8_e4m3fn" }, { "FLOAT8E5M2FNUZ", "float8_e5m2fnuz" },
-    { "FLOAT8E4M3FNUZ", "float8_e4m3fnuz" }, { "UINT16", "uint16" },
-    { "UINT32", "uint32" },        { "UINT64", "uint64" },
-};
-#define SCALAR_TYPE_COUNT (sizeof scalar_types / sizeof scalar_types[0])
 
 static const char *const dynamism_names[] = { "STATIC", "DYNAMIC_BOUND", "DYNAMIC_UNBOUND" };
 
-const char *pte_scalar_name(int type)
-{
-    return type >= 0 && (size_t)type < SCALAR_TYPE_COUNT ? scalar_types[type].et : NULL;
-}
-
-const char *pte_scalar_dtype(int type)
-{
-    return type >= 0 && (size_t)type < SCALAR_TYPE_COUNT ? scalar_types[type].np : NULL;
-}
 
 /* A Tensor table's fields. */
 typedef struct tinfo {
@@ -134,66 +106,15 @@ static int read_tensor(pte_ctx *c, const mfs_fbt *t, tinfo *ti)
 
 /* ---- the layout ---------------------------------------------------------- */
 
-typedef struct tview {
-    const char *dtype;          /* NULL: no valid layout */
-    uint64_t shape[PTE_MAX_DIMS];
-    size_t ndim;
-    uint64_t nbytes;
-    char problem[PROBLEM_MAX];
-} tview;
+typedef mfs_et_view tview;   /* et_layout.h */
 
 static void check_layout(const tinfo *ti, tview *v)
 {
-    const char *dt = pte_scalar_dtype(ti->scalar_type);
-    if (dt == NULL) {
-        snprintf(v->problem, PROBLEM_MAX, "unknown scalar type %d", ti->scalar_type);
-        return;
-    }
-    if (ti->sizes.count > PTE_MAX_DIMS) {
-        snprintf(v->problem, PROBLEM_MAX, "%u dimensions (modelfs reads at most %d)", ti->sizes.count,
-                 PTE_MAX_DIMS);
-        return;
-    }
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < ti->sizes.count; i++) {
-        int32_t d = 0;
-        mfs_fbv_i32(&ti->sizes, i, &d);
-        if (d < 0) {
-            snprintf(v->problem, PROBLEM_MAX, "size %d of dimension %u is negative", d, i);
-            return;
-        }
-        v->shape[i] = (uint64_t)d;
-        if (!mfs_mul_u64(n, (uint64_t)d, &n)) {
-            snprintf(v->problem, PROBLEM_MAX, "the element count overflows");
-            return;
-        }
-    }
-    if (!mfs_mul_u64(n, mfs_dtype_size(dt), &v->nbytes)) {
-        snprintf(v->problem, PROBLEM_MAX, "the byte size overflows");
-        return;
-    }
-    if (ti->dim_order.count != ti->sizes.count) {
-        snprintf(v->problem, PROBLEM_MAX, "dim_order has %u entries for %u dimensions",
-                 ti->dim_order.count, ti->sizes.count);
-        return;
-    }
-    uint64_t seen = 0;          /* at most 64 dimensions */
-    for (uint32_t i = 0; i < ti->dim_order.count; i++) {
-        uint8_t d = 0;
-        mfs_fbv_u8(&ti->dim_order, i, &d);
-        if (d >= ti->dim_order.count || (seen >> d & 1)) {
-            snprintf(v->problem, PROBLEM_MAX, "dim_order is not a permutation of 0..%u",
-                     ti->dim_order.count - 1);
-            return;
-        }
-        seen |= 1ull << d;
-    }
-    if (ti->storage_offset != 0) {
+    mfs_et_check(ti->scalar_type, &ti->sizes, &ti->dim_order, v);
+    if (v->dtype != NULL && ti->storage_offset != 0) {
+        v->dtype = NULL;
         snprintf(v->problem, PROBLEM_MAX, "storage_offset %d (ExecuTorch reads only 0)", ti->storage_offset);
-        return;
     }
-    v->dtype = dt;
-    v->ndim = ti->sizes.count;
 }
 
 static mfs_val *i32_list(const mfs_fbv *v)
@@ -220,19 +141,8 @@ static mfs_val *u8_list(const mfs_fbv *v)
 
 static mfs_val *scalar_val(int8_t st)
 {
-    const char *n = pte_scalar_name(st);
+    const char *n = mfs_et_scalar_name(st);
     return n ? mfs_str(n) : mfs_int(st);
-}
-
-static bool dim_order_identity(const tinfo *ti)
-{
-    for (uint32_t i = 0; i < ti->dim_order.count; i++) {
-        uint8_t d = 0;
-        mfs_fbv_u8(&ti->dim_order, i, &d);
-        if (d != i)
-            return false;
-    }
-    return true;
 }
 
 /* ---- where the bytes are ------------------------------------------------- */
@@ -409,7 +319,7 @@ static mfs_val *entry_extra(const pte_plan *p, uint32_t i, const tinfo *ti, cons
     if (ti->requires_grad)
         mfs_obj_set(x, "requires_grad", mfs_bool(true));
     if (v->problem[0] != '\0') {
-        const char *dt = pte_scalar_dtype(ti->scalar_type);
+        const char *dt = mfs_et_scalar_dtype(ti->scalar_type);
         mfs_obj_set(x, "problem", mfs_str(v->problem));
         mfs_obj_set(x, "declared_dtype", dt ? mfs_str(dt) : mfs_null());
         mfs_obj_set(x, "declared_shape", i32_list(&ti->sizes));
@@ -417,7 +327,7 @@ static mfs_val *entry_extra(const pte_plan *p, uint32_t i, const tinfo *ti, cons
     }
     /* Bytes stored with the dimensions in dim_order (outermost first):
      * stored_shape is the C-order shape of the bytes as stored. */
-    bool identity = dim_order_identity(ti);
+    bool identity = mfs_et_dim_order_identity(&ti->dim_order);
     mfs_obj_set(x, "memory_order", mfs_str(identity ? "contiguous" : "dim_order"));
     if (!identity) {
         mfs_val *st = mfs_obj_set(x, "stored_shape", mfs_arr());
@@ -433,7 +343,7 @@ static mfs_val *entry_extra(const pte_plan *p, uint32_t i, const tinfo *ti, cons
 static void add_external(pte_ctx *c, const pte_plan *p, uint32_t i, const tinfo *ti)
 {
     mfs_val *o = mfs_arr_push(c->external, mfs_obj());
-    const char *dt = pte_scalar_dtype(ti->scalar_type);
+    const char *dt = mfs_et_scalar_dtype(ti->scalar_type);
     mfs_obj_set(o, "plan", mfs_int(p->index));
     mfs_obj_set(o, "value_index", mfs_int(i));
     mfs_obj_set(o, "fully_qualified_name", ti->has_fqn ? mfs_strn(ti->fqn, ti->fqn_len) : mfs_null());
