@@ -18,7 +18,8 @@
 #include "flax.h"
 
 #include <string.h>
-#include <sys/mman.h>
+
+#include "skel_image.h"
 
 #define WINDOW (4u << 10)    /* bytes asked at a time for headers: the next ones
                                 are mostly within a few of them */
@@ -26,49 +27,8 @@
 
 uint64_t flax_skeleton_min = 512u << 10;
 
-typedef struct scan {
-    mfs_src *src;
-    uint8_t *img;
-    mfs_span win;            /* bytes [win.base, win.base + win.len) held */
-    bool held;
-    mfs_err *e;
-} scan;
-
-/* Makes the window hold [pos, pos + need) (need clipped to the file). */
-static int window(scan *w, uint64_t pos, uint64_t need)
-{
-    uint64_t size = w->src->size;
-    if (need > size - pos)
-        need = size - pos;
-    if (w->held && pos >= w->win.base && pos + need <= w->win.base + w->win.len)
-        return 0;
-    if (w->held)
-        mfs_src_release(w->src, w->win);
-    w->held = false;
-    uint64_t len = size - pos < WINDOW ? size - pos : WINDOW;
-    if (len < need)
-        len = need;
-    if (mfs_src_get(w->src, pos, len, &w->win, w->e) != 0)
-        return -1;
-    w->held = true;
-    return 0;
-}
-
-static int copy(scan *w, uint64_t pos, uint64_t len)
-{
-    while (len > 0) {
-        uint64_t n = len < WINDOW ? len : WINDOW;
-        if (window(w, pos, n) != 0)
-            return -1;
-        memcpy(w->img + pos, w->win.p + (pos - w->win.base), (size_t)n);
-        pos += n;
-        len -= n;
-    }
-    return 0;
-}
-
 /* 0 done, 1 give up, -1 the bytes could not be had. */
-static int run(scan *w)
+static int run(mfs_skel *w)
 {
     uint64_t size = w->src->size, pos = 0, ext_end = 0;
     bool in_ext = false;
@@ -77,7 +37,7 @@ static int run(scan *w)
             in_ext = false;
             continue;
         }
-        if (window(w, pos, 6) != 0)
+        if (mfs_skel_window(w, pos, 6) != 0)
             return -1;
         mfs_span h = { w->win.p + (pos - w->win.base), w->win.base + w->win.len - pos, pos };
         mfs_mp_item it;
@@ -87,7 +47,7 @@ static int run(scan *w)
         uint64_t end = in_ext ? ext_end : size;
         if (it.head > end - pos)
             return 1;
-        if (copy(w, pos, it.head) != 0)
+        if (mfs_skel_copy(w, pos, it.head) != 0)
             return -1;
         pos += it.head;
         if (it.kind != MFS_MP_STR && it.kind != MFS_MP_BIN && it.kind != MFS_MP_EXT)
@@ -108,7 +68,7 @@ static int run(scan *w)
         bool skip = it.len >= SKIP_MIN &&
                     ((it.kind == MFS_MP_BIN && in_ext) ||
                      (it.kind == MFS_MP_EXT && it.ext_type != FLAX_EXT_COMPLEX));
-        if (!skip && copy(w, pos, it.len) != 0)
+        if (!skip && mfs_skel_copy(w, pos, it.len) != 0)
             return -1;
         pos += it.len;
     }
@@ -118,26 +78,15 @@ static int run(scan *w)
 int flax_skeleton(mfs_src *src, uint8_t **image, mfs_err *e)
 {
     *image = NULL;
-    if (src->size == 0)
+    mfs_skel w;
+    if (!mfs_skel_begin(&w, src, WINDOW, e))
         return 1;
-    uint8_t *img = mmap(NULL, (size_t)src->size, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (img == MAP_FAILED)
-        return 1;
-    scan w = { .src = src, .img = img, .e = e };
     int rc = run(&w);
-    if (w.held)
-        mfs_src_release(src, w.win);
-    if (rc != 0) {
-        munmap(img, (size_t)src->size);
-        return rc;
-    }
-    *image = img;
-    return 0;
+    *image = mfs_skel_end(&w, rc == 0);
+    return rc;
 }
 
 void flax_skeleton_free(uint8_t *image, uint64_t size)
 {
-    if (image != NULL)
-        munmap(image, (size_t)size);
+    mfs_skel_free(image, size);
 }
