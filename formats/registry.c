@@ -21,6 +21,10 @@ const mfs_format *const mfs_formats[] = {
     &mfs_format_pytorch,
     &mfs_format_gguf,
     &mfs_format_tflite,
+    &mfs_format_flax,
+    &mfs_format_pte,
+    &mfs_format_tfjs,
+    &mfs_format_hdf5,
     &mfs_format_openvino,
     NULL,
 };

@@ -19,6 +19,10 @@ extern const mfs_format mfs_format_onnx_tensor;
 extern const mfs_format mfs_format_pytorch;
 extern const mfs_format mfs_format_gguf;
 extern const mfs_format mfs_format_tflite;
+extern const mfs_format mfs_format_flax;
+extern const mfs_format mfs_format_pte;
+extern const mfs_format mfs_format_tfjs;
+extern const mfs_format mfs_format_hdf5;
 extern const mfs_format mfs_format_openvino;
 
 /* NULL-terminated, in probe order. */

@@ -23,6 +23,10 @@ done
 # python3-botocore: mount.s3's S3 server checks each request's SigV4
 # signature with botocore's signer.
 # awscli, rclone: mount.real_clients runs them against that S3 server.
+# python3-msgpack: scripts/gen_flax.py writes the Flax msgpack fixtures with it,
+# and mount.flax reads them back with it.
+# python3-h5py, hdf5-tools: scripts/gen_hdf5.py writes the HDF5 models with h5py;
+# mount.hdf5 reads them back with h5py and h5dump, readers independent of modelfs.
 PKGS="build-essential cmake ninja-build pkg-config
       libfuse3-dev fuse3
       libzip-dev libzstd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev
@@ -31,6 +35,8 @@ PKGS="build-essential cmake ninja-build pkg-config
       flatbuffers-compiler jq attr
       python3 python3-numpy python3-flatbuffers python3-zstandard python3-brotli python3-onnx
       python3-botocore
+      python3-msgpack
+      python3-h5py hdf5-tools
       libonnx-testdata
       nginx apache2 lighttpd caddy openssl awscli rclone"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.

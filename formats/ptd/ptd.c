@@ -30,14 +30,14 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "et_layout.h"
 #include "fb.h"
 #include "xalloc.h"
 #include "format.h"
 
 #define FH_POS 8            /* the FH01 header's position */
 #define FH_MIN_LEN 40       /* magic, length and four u64 fields */
-#define MAX_DIMS 64
-#define PROBLEM_MAX 200
+#define PROBLEM_MAX MFS_ET_PROBLEM_MAX
 
 /* Field ids, in schema order. */
 enum { FT_VERSION, FT_SEGMENTS, FT_NAMED_DATA };
@@ -47,27 +47,6 @@ enum { ND_KEY, ND_SEGMENT_INDEX, ND_TENSOR_LAYOUT };
 enum { TL_SCALAR_TYPE, TL_SIZES, TL_DIM_ORDER };     /* TensorLayout */
 enum { TM_NAME, TM_SCALAR_TYPE, TM_SIZES, TM_DIM_ORDER, TM_SEGMENT_INDEX, TM_OFFSET }; /* 0.6 */
 
-/* executorch_flatbuffer.ScalarType (c10 numbering): the schema's enum names
- * (8-10 and 18-21 are commented out there but keep their numbers) and the
- * numpy-style dtype names of formats/layout/dtype.c. */
-static const struct { const char *et, *np; } scalar_types[] = {
-    { "BYTE", "uint8" },           { "CHAR", "int8" },
-    { "SHORT", "int16" },          { "INT", "int32" },
-    { "LONG", "int64" },           { "HALF", "float16" },
-    { "FLOAT", "float32" },        { "DOUBLE", "float64" },
-    { "COMPLEXHALF", "complex32" }, { "COMPLEXFLOAT", "complex64" },
-    { "COMPLEXDOUBLE", "complex128" }, { "BOOL", "bool" },
-    { "QINT8", "qint8" },          { "QUINT8", "quint8" },
-    { "QINT32", "qint32" },        { "BFLOAT16", "bfloat16" },
-    { "QUINT4X2", "quint4x2" },    { "QUINT2X4", "quint2x4" },
-    { "BITS1x8", "bits1x8" },      { "BITS2x4", "bits2x4" },
-    { "BITS4x2", "bits4x2" },      { "BITS8", "bits8" },
-    { "BITS16", "bits16" },        { "FLOAT8E5M2", "float8_e5m2" },
-    { "FLOAT8E4M3FN", "float8_e4m3fn" }, { "FLOAT8E5M2FNUZ", "float8_e5m2fnuz" },
-    { "FLOAT8E4M3FNUZ", "float8_e4m3fnuz" }, { "UINT16", "uint16" },
-    { "UINT32", "uint32" },        { "UINT64", "uint64" },
-};
-#define SCALAR_TYPE_COUNT (sizeof scalar_types / sizeof scalar_types[0])
 
 /* One checked DataSegment: absolute position and size. */
 typedef struct ptd_seg {
@@ -96,14 +75,8 @@ typedef struct ptd_layout {
     bool has_sizes, has_dim_order;
 } ptd_layout;
 
-/* What an entry is served as. */
-typedef struct ptd_view {
-    const char *dtype;
-    uint64_t shape[MAX_DIMS];
-    size_t ndim;
-    uint64_t nbytes;            /* the layout's byte count (when it has one) */
-    char problem[PROBLEM_MAX];
-} ptd_view;
+/* What an entry is served as (et_layout.h), and why not when it is not. */
+typedef mfs_et_view ptd_view;
 
 static bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
@@ -222,20 +195,7 @@ static int read_layout(const mfs_fbt *t, unsigned first, ptd_layout *l, mfs_err 
 
 static const char *layout_dtype(const ptd_layout *l)
 {
-    if (l->scalar_type < 0 || (size_t)l->scalar_type >= SCALAR_TYPE_COUNT)
-        return NULL;
-    return scalar_types[l->scalar_type].np;
-}
-
-static bool dim_order_identity(const ptd_layout *l)
-{
-    for (uint32_t i = 0; i < l->dim_order.count; i++) {
-        uint8_t d = 0;
-        mfs_fbv_u8(&l->dim_order, i, &d);
-        if (d != i)
-            return false;
-    }
-    return true;
+    return mfs_et_scalar_dtype(l->scalar_type);
 }
 
 /* Fills `v` from the layout; on a layout that describes no valid tensor,
@@ -243,59 +203,14 @@ static bool dim_order_identity(const ptd_layout *l)
  * flatbuffers accessors would give it. */
 static void check_layout(const ptd_layout *l, ptd_view *v)
 {
-    const char *dt = layout_dtype(l);
-    if (dt == NULL) {
-        snprintf(v->problem, PROBLEM_MAX, "unknown scalar type %d", l->scalar_type);
-        return;
-    }
-    if (l->sizes.count > MAX_DIMS) {
-        snprintf(v->problem, PROBLEM_MAX, "%u dimensions (modelfs reads at most %d)", l->sizes.count,
-                 MAX_DIMS);
-        return;
-    }
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < l->sizes.count; i++) {
-        int32_t d = 0;
-        mfs_fbv_i32(&l->sizes, i, &d);
-        if (d < 0) {
-            snprintf(v->problem, PROBLEM_MAX, "size %d of dimension %u is negative", d, i);
-            return;
-        }
-        v->shape[i] = (uint64_t)d;
-        if (!mfs_mul_u64(n, (uint64_t)d, &n)) {
-            snprintf(v->problem, PROBLEM_MAX, "the element count overflows");
-            return;
-        }
-    }
-    if (!mfs_mul_u64(n, mfs_dtype_size(dt), &v->nbytes)) {
-        snprintf(v->problem, PROBLEM_MAX, "the byte size overflows");
-        return;
-    }
-    if (l->dim_order.count != l->sizes.count) {
-        snprintf(v->problem, PROBLEM_MAX, "dim_order has %u entries for %u dimensions",
-                 l->dim_order.count, l->sizes.count);
-        return;
-    }
-    uint64_t seen = 0;          /* at most 64 dimensions */
-    for (uint32_t i = 0; i < l->dim_order.count; i++) {
-        uint8_t d = 0;
-        mfs_fbv_u8(&l->dim_order, i, &d);
-        if (d >= l->dim_order.count || (seen >> d & 1)) {
-            snprintf(v->problem, PROBLEM_MAX, "dim_order is not a permutation of 0..%u",
-                     l->dim_order.count - 1);
-            return;
-        }
-        seen |= 1ull << d;
-    }
-    v->dtype = dt;
-    v->ndim = l->sizes.count;
+    mfs_et_check(l->scalar_type, &l->sizes, &l->dim_order, v);
 }
 
 /* The table keys describing the layout itself. */
 static void layout_extra(const ptd_layout *l, const ptd_view *v, mfs_val *x)
 {
     const char *dt = layout_dtype(l);
-    mfs_obj_set(x, "scalar_type", dt ? mfs_str(scalar_types[l->scalar_type].et) : mfs_int(l->scalar_type));
+    mfs_obj_set(x, "scalar_type", dt ? mfs_str(mfs_et_scalar_name(l->scalar_type)) : mfs_int(l->scalar_type));
     mfs_val *dims = mfs_obj_set(x, "dim_order", mfs_arr());
     for (uint32_t i = 0; i < l->dim_order.count; i++) {
         uint8_t d = 0;
@@ -314,7 +229,7 @@ static void layout_extra(const ptd_layout *l, const ptd_view *v, mfs_val *x)
     }
     /* The bytes are stored with the dimensions in dim_order (outermost
      * first): stored_shape is the C-order shape of the bytes as stored. */
-    bool identity = dim_order_identity(l);
+    bool identity = mfs_et_dim_order_identity(&l->dim_order);
     mfs_obj_set(x, "memory_order", mfs_str(identity ? "contiguous" : "dim_order"));
     if (!identity) {
         mfs_val *st = mfs_obj_set(x, "stored_shape", mfs_arr());

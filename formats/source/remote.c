@@ -73,11 +73,17 @@ void mfs_remote_open_many(const char *const *urls, size_t n, const mfs_http_opts
 int mfs_remote_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out, mfs_err *e)
 {
     memset(out, 0, sizeof *out);
+    int rc;
     if (mfs_is_s3_url(url))
-        return mfs_s3_list(url, o, out, e);
-    if (mfs_is_hub_url(url))
-        return mfs_hub_list(url, o, out, e);
-    return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET, "an http(s) URL names one file, not a folder");
+        rc = mfs_s3_list(url, o, out, e);
+    else if (mfs_is_hub_url(url))
+        rc = mfs_hub_list(url, o, out, e);
+    else
+        return mfs_fail(e, MFS_E_USAGE, MFS_NO_OFFSET,
+                        "an http(s) URL names one file, not a folder");
+    if (rc == 0)
+        mfs_remote_drop_parts(out);
+    return rc;
 }
 
 void mfs_remote_listing_add(mfs_remote_listing *l, const char *path, const char *url,
@@ -103,9 +109,18 @@ bool mfs_remote_is_model_name(const char *name)
      * sharded safetensors folder one model). */
     static const char *const ext[] = {
         ".rten", ".ptd", ".tb", ".carton", ".safetensors", ".npy", ".npz", ".onnx", ".pb",
+        ".msgpack",             /* Flax */
+        ".pte",                 /* ExecuTorch programs */
+        ".h5", ".keras",        /* Keras / TensorFlow HDF5 */
+        ".ot",                  /* tch-rs (TorchScript) */
+        ".xml",                 /* OpenVINO IR, when its .bin is beside it */
         ".gguf", ".pt", ".pth", ".bin", ".ckpt", ".tflite", NULL,
     };
     size_t n = strlen(name);
+    /* TensorFlow.js: the name its tools give the model; its shards beside
+     * it are parts (mfs_remote_drop_parts). */
+    if (strcmp(name, "model.json") == 0)
+        return true;
     if (strcmp(name, "model.safetensors.index.json") == 0 ||
         (n > 24 && strcmp(name + n - 24, ".safetensors.index.json") == 0))
         return true;

@@ -54,6 +54,10 @@ typedef struct mfs_remote_listing {
 int mfs_remote_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out,
                     mfs_err *e);
 void mfs_remote_listing_free(mfs_remote_listing *l);
+/* Sorts the listing and removes the files that are part of another
+ * listed file's model (remote_parts.c): an OpenVINO X.bin beside X.xml,
+ * TF.js shards beside model.json, an .xml with no .bin beside it. */
+void mfs_remote_drop_parts(mfs_remote_listing *l);
 /* Adds a file (copies the strings); the list owns it. */
 void mfs_remote_listing_add(mfs_remote_listing *l, const char *path, const char *url,
                             uint64_t size, int64_t mtime);

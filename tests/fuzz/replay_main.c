@@ -1,9 +1,13 @@
 /* Runs a fuzz target without libFuzzer, so corpora and mutations replay in
  * ordinary test runs (and under ASan/UBSan):
- *   replay [--mutate N] FILE|DIR...
+ *   replay [--mutate N] [--cuts M] FILE|DIR... [--mutate N] [--cuts M] FILE...
  * Every file is run as is; with --mutate, also truncated at every offset
- * (every 1/512th of the file past 4 KiB) and with N seeded random byte
- * flips, each input copied into a buffer of exactly its size. A cut
+ * (every 1/512th of the file past 4 KiB; with --cuts, at M offsets at
+ * most, evenly spaced) and with N seeded random byte flips, each input
+ * copied into a buffer of exactly its size. An option holds for the files
+ * after it: a corpus grown by libFuzzer, hundreds of mutants of a few
+ * seeds, gets fewer variants per file than the hand-made seeds and
+ * fixtures after it. A cut
  * whose bytes an earlier file's cut already had (corpus files are often
  * mutants of one another, equal up to some byte) is not run twice: the
  * targets are deterministic, so it would only repeat that run. Ends with
@@ -84,9 +88,27 @@ static bool seen_before(uint64_t len, uint64_t h1, uint64_t h2)
     return false;
 }
 
+static size_t max_cuts;   /* 0: every offset up to 4 KiB, else 512 */
+
+/* The bytes one file's variants may hold in all: a 4 MiB fixture's 512
+ * cuts and 300 flips were 2.2 GB copied and parsed, 7 s of a sanitizer
+ * replay; past this its cuts and flips are thinned alike. */
+#define MUTATED_BYTES_MAX (512ull << 20)
+
 static void mutate(const uint8_t *data, size_t size, unsigned flips)
 {
     size_t step = size <= 4096 ? 1 : size / 512;
+    if (max_cuts > 0)
+        step = size / max_cuts + (size % max_cuts != 0);
+    if (step == 0)
+        step = 1;
+    /* Cuts average half the file, flips are all of it. */
+    uint64_t bytes = (uint64_t)(size / step) * (size / 2) + (uint64_t)flips * size;
+    if (bytes > MUTATED_BYTES_MAX) {
+        double keep = (double)MUTATED_BYTES_MAX / (double)bytes;
+        step = (size_t)((double)step / keep) + 1;
+        flips = (unsigned)((double)flips * keep);
+    }
     /* FNV-1a and a multiply-xorshift mix, both over every byte so far. */
     uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x9e3779b97f4a7c15ull;
     size_t hashed = 0;
@@ -180,17 +202,24 @@ static int run_path(const char *path, unsigned flips)
 int main(int argc, char **argv)
 {
     unsigned flips = 0;
-    int i = 1, rc = 0;
-    if (i + 1 < argc && strcmp(argv[i], "--mutate") == 0) {
-        flips = (unsigned)strtoul(argv[i + 1], NULL, 10);
-        i += 2;
+    int rc = 0, files = 0;
+    for (int i = 1; i < argc; i++) {
+        bool mut = strcmp(argv[i], "--mutate") == 0, cuts = strcmp(argv[i], "--cuts") == 0;
+        if ((mut || cuts) && i + 1 < argc) {
+            unsigned long v = strtoul(argv[++i], NULL, 10);
+            if (mut)
+                flips = (unsigned)v;
+            else
+                max_cuts = (size_t)v;
+            continue;
+        }
+        rc += run_path(argv[i], flips);
+        files++;
     }
-    if (i >= argc) {
-        fprintf(stderr, "usage: %s [--mutate N] FILE|DIR...\n", argv[0]);
+    if (files == 0) {
+        fprintf(stderr, "usage: %s [--mutate N] [--cuts M] FILE|DIR...\n", argv[0]);
         return 2;
     }
-    for (; i < argc; i++)
-        rc += run_path(argv[i], flips);
     printf("%s: %lu passed, %d failed\n", argv[0], runs, rc);
     return rc ? 1 : 0;
 }

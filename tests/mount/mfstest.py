@@ -569,7 +569,7 @@ def stored_path(model, t):
 # The formats whose table the generic checks (format_checks.py) check
 # offset by offset (with made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
-                  "pytorch", "gguf", "tflite",
+                  "pytorch", "gguf", "tflite", "tfjs", "flax", "pte", "hdf5",
                   "openvino"}
 
 
@@ -622,6 +622,33 @@ def walk_tree(root):
             p = os.path.join(d, n)
             out[os.path.relpath(p, root)] = os.stat(p).st_size
     return out
+
+
+def xattrs_of(path):
+    """{name: value} of every xattr of `path`, or "errno N"."""
+    try:
+        return {k: os.getxattr(path, k) for k in sorted(os.listxattr(path))}
+    except OSError as e:
+        return "errno %d" % e.errno
+
+
+def same_mounts(c, what, got, want):
+    """Two mounted trees the same: names, sizes, the bytes and xattrs of
+    every file (`want`, a model mounted from its local file). The bytes
+    are read first: a file made on open (stats.tsv) has its size once
+    read, and `want` may have been read before."""
+    differ = []
+    for p, size in sorted(walk_tree(want).items()):
+        gp, wp = os.path.join(got, p), os.path.join(want, p)
+        if xattrs_of(gp) != xattrs_of(wp) or (size is not None and
+                                             read_or_errno(gp) != read_or_errno(wp)):
+            differ.append(p)
+    tg, tw = walk_tree(got), walk_tree(want)
+    odd = sorted(p for p in set(tg) | set(tw) if tg.get(p, -1) != tw.get(p, -1))
+    c.check(not odd, "%s: tree, against the local file's mount: %d paths differ: %s"
+            % (what, len(odd), [(p, tg.get(p, "absent"), tw.get(p, "absent")) for p in odd[:4]]))
+    c.check(not differ, "%s: %d files differ in bytes or xattrs: %s" % (what, len(differ),
+                                                                       differ[:4]))
 
 
 def ls_tree(modelfs_ls, model, env=None):

@@ -47,27 +47,6 @@ TOKEN = "hf_modelfsTESTtoken0123456789"
 FORMATS = ["safetensors", "gguf", "onnx", "pytorch", "numpy", "tflite"]
 
 
-def xattrs(path):
-    try:
-        return {k: os.getxattr(path, k) for k in sorted(os.listxattr(path))}
-    except OSError as e:
-        return "errno %d" % e.errno
-
-
-def same_mounts(c, what, rmnt, lmnt):
-    """Every file and folder of two mounts: names, sizes, bytes, xattrs."""
-    tree = mfstest.walk_tree(lmnt)
-    c.equal(mfstest.walk_tree(rmnt), tree, "%s: tree, hf:// vs local mount" % what)
-    differ = []
-    for p, size in sorted(tree.items()):
-        rp, lp = os.path.join(rmnt, p), os.path.join(lmnt, p)
-        if xattrs(rp) != xattrs(lp) or (size is not None and
-                                         mfstest.read_or_errno(rp) != mfstest.read_or_errno(lp)):
-            differ.append(p)
-    c.check(not differ, "%s: %d files differ in bytes or xattrs: %s" % (what, len(differ),
-                                                                       differ[:4]))
-
-
 def run(args, env, timeout=60):
     r = subprocess.run(args, capture_output=True, env=env, timeout=timeout)
     return r.returncode, r.stdout.decode("utf-8", "surrogateescape"), \
@@ -127,7 +106,7 @@ def check_formats(c, s, files):
             env = s.env(HF_TOKEN=TOKEN)
             with mfstest.mounted(s.modelfs, url, env) as rmnt, \
                     mfstest.mounted(s.modelfs, local, env) as lmnt:
-                same_mounts(c, url, rmnt, lmnt)
+                mfstest.same_mounts(c, url, rmnt, lmnt)
         except RuntimeError as e:
             c.check(False, "%s: mount: %s" % (url, e))
             continue
@@ -162,10 +141,10 @@ def check_repo(c, s, files, sharded):
             s.hub.add_repo("org/zoo", moved)
             if gguf:
                 with mfstest.mounted(s.modelfs, files[gguf], env) as lmnt:
-                    same_mounts(c, "hf://org/zoo (branch moved): " + gguf,
+                    mfstest.same_mounts(c, "hf://org/zoo (branch moved): " + gguf,
                                 os.path.join(mnt, gguf), lmnt)
             with mfstest.mounted(s.modelfs, sharded, env) as lmnt:
-                same_mounts(c, "hf://org/zoo: the sharded model",
+                mfstest.same_mounts(c, "hf://org/zoo: the sharded model",
                             os.path.join(mnt, "sharded", "model.safetensors.index.json"), lmnt)
             pid = mfstest.daemon_pid(mnt)
             if pid:
@@ -238,7 +217,7 @@ def check_gated(c, s, model):
     try:
         with mfstest.mounted(s.modelfs, url, env) as mnt:
             found = [p for p, size in mfstest.walk_tree(mnt).items()
-                     if TOKEN.encode() in repr(xattrs(os.path.join(mnt, p))).encode() or
+                     if TOKEN.encode() in repr(mfstest.xattrs_of(os.path.join(mnt, p))).encode() or
                      (size is not None and p.endswith((".json", ".toml")) and
                       TOKEN.encode() in mfstest.read_or_errno(os.path.join(mnt, p))[0])]
             c.check(not found, "the token in the mount's files or xattrs: %s" % found)
@@ -301,7 +280,7 @@ def check_hub_cache(c, s, files, path):
         try:
             with mfstest.mounted(s.modelfs, url, s.env(HF_HUB_CACHE=cache, **extra)) as rmnt, \
                     mfstest.mounted(s.modelfs, files[path], s.env()) as lmnt:
-                same_mounts(c, "%s: %s" % (url, what), rmnt, lmnt)
+                mfstest.same_mounts(c, "%s: %s" % (url, what), rmnt, lmnt)
         except RuntimeError as e:
             c.check(False, "%s: %s: mount: %s" % (url, what, e))
         c.equal(len(s.hub.requests(role, since)), 0,

@@ -257,6 +257,17 @@ def check_views(c, root, model, doc, npz, label):
             w = 2  # float16, bfloat16 and complex32's halves
             raw = np.frombuffer(raw, dtype=np.uint8).reshape(-1, w)[:, ::-1].tobytes()
         want = None
+        q = e.get("quantization") or {}
+        if dt in ("uint8", "uint16") and "scale" in q and "min" in q:
+            # TF.js's affine quantization: the view is q * scale + min (in
+            # double, stored as float32, as its decodeWeights gives it);
+            # the tensor's numbers, which stats.tsv has, stay the integers.
+            ints = np.frombuffer(raw, dtype="<u1" if dt == "uint8" else "<u2")
+            want = (ints.astype(np.float64) * q["scale"] + q["min"]).astype(np.float32)
+            bad = same_bits(view, want.reshape(view.shape))
+            c.check(bad is None, "%s: dequantized view differs at value %s" % (what, bad))
+            values[path] = ints
+            continue
         if dt in REF_TYPES:
             want = reference(dt, raw)
             if dt == "float4_e2m1fn" and want.size == view.size + 1:

@@ -579,7 +579,7 @@ static void check_overlap(void)
     at = zb_local(buf, zb_stored("a.bin", 10), data);
     cd = (uint32_t)at;
     for (int i = 0; i < 100; i++) {
-        char name[16];
+        char name[24];   /* room for any int: gcc -O1 checks it */
         snprintf(name, sizeof name, "m%02d.bin", i);
         at += zb_central(buf + at, zb_stored(name, 10), 0);
     }

@@ -1,0 +1,32 @@
+/* The chunk list of a chunked dataset, shared by its reading at mount
+ * (h5_chunk.c) and its decoding on open (h5_chunk_decode.c). */
+#ifndef MFS_H5_CHUNK_H
+#define MFS_H5_CHUNK_H
+
+#include "h5.h"
+
+#define MAX_FILTERS 16
+#define MAX_CHUNK_BYTES (1ull << 30)
+
+enum { F_DEFLATE = 1, F_SHUFFLE = 2, F_FLETCHER32 = 3 };
+
+typedef struct chunk {
+    uint64_t addr, size;     /* absolute offset and stored size */
+    uint32_t mask;           /* filters skipped for this chunk */
+    uint64_t off[H5_MAX_DIMS];
+} chunk;
+
+struct h5_chunked {
+    mfs_src *src;
+    unsigned ndim;
+    uint32_t esize;
+    uint64_t dims[H5_MAX_DIMS], cdims[H5_MAX_DIMS];
+    uint64_t chunk_bytes, total;
+    uint64_t max_stored;     /* the largest chunk as stored */
+    unsigned nfilters;
+    uint16_t filters[MAX_FILTERS];
+    chunk *chunks;
+    size_t n, cap;
+};
+
+#endif

@@ -1,0 +1,337 @@
+/* Dense storage of a group's links or an object's attributes: the
+ * messages are objects of a fractal heap, found through the heap IDs kept
+ * in the records of a version 2 B-tree (type 5: links by name hash; type
+ * 8: attributes by name hash). The B-tree is walked, each record's heap ID
+ * looked up in the heap's doubling table, and the object parsed as the
+ * link or attribute message it is. Checksums are not verified; a heap
+ * with I/O filters and "huge" objects are refused by name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "h5.h"
+#include "xalloc.h"
+
+#define MAX_ROWS 64
+
+typedef struct fheap {
+    uint64_t addr;
+    unsigned id_len;
+    uint32_t max_managed;
+    unsigned width;
+    uint64_t start, max_direct;
+    unsigned max_heap_bits, off_bytes, len_bytes;
+    uint64_t root;
+    unsigned root_rows;
+    unsigned max_dblock_rows;
+    bool checksummed;        /* direct blocks carry a checksum after their header */
+} fheap;
+
+static unsigned log2u(uint64_t v)
+{
+    unsigned r = 0;
+    while (v > 1) {
+        v >>= 1;
+        r++;
+    }
+    return r;
+}
+
+static bool pow2(uint64_t v)
+{
+    return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* Bytes needed to hold the value n. */
+static unsigned ubytes(uint64_t n)
+{
+    unsigned b = 1;
+    while (b < 8 && (n >> (8 * b)) != 0)
+        b++;
+    return b;
+}
+
+static int heap_open(h5_file *f, uint64_t addr, fheap *h)
+{
+    memset(h, 0, sizeof *h);
+    h->addr = addr;
+    uint64_t tw = 14 + 10ull * f->sl + 2ull * f->so;
+    uint64_t len = tw + 2 + 2ull * f->sl + 4 + f->so + 2;
+    mfs_span s;
+    if (h5_get(f, addr, len, &s, "a fractal heap header") != 0)
+        return -1;
+    int rc = 0;
+    uint64_t idl, flen, maxm, width, start, maxd, bits, rows;
+    h5_rd_uint(s, 5, 2, &idl);
+    h5_rd_uint(s, 7, 2, &flen);
+    h5_rd_uint(s, 10, 4, &maxm);
+    h5_rd_uint(s, tw, 2, &width);
+    h5_rd_uint(s, tw + 2, f->sl, &start);
+    h5_rd_uint(s, tw + 2 + f->sl, f->sl, &maxd);
+    h5_rd_uint(s, tw + 2 + 2ull * f->sl, 2, &bits);
+    h5_rd_addr(s, tw + 6 + 2ull * f->sl, f->so, &h->root);
+    h5_rd_uint(s, tw + 6 + 2ull * f->sl + f->so, 2, &rows);
+    if (memcmp(s.p, "FRHP", 4) != 0 || s.p[4] != 0)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fractal heap header (FRHP, version 0) here");
+    else if (flen != 0)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: a fractal heap with I/O filters: not read by modelfs");
+    else if (!pow2(width) || !pow2(start) || !pow2(maxd) || maxd < start || bits == 0 ||
+             bits > 64 || idl < 2 || idl > 64 ||
+             /* every block size of the table fits in 64 bits */
+             log2u(start) + log2u(width) + rows + 2 > 62 || log2u(maxd) > 62)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: fractal heap header with an impossible doubling "
+                         "table (width %llu, blocks %llu to %llu, %llu bits)",
+                         (unsigned long long)width, (unsigned long long)start,
+                         (unsigned long long)maxd, (unsigned long long)bits);
+    h->checksummed = s.p[9] & 0x02;
+    h5_put(f, s);
+    if (rc != 0)
+        return -1;
+    h->id_len = (unsigned)idl;
+    h->max_managed = (uint32_t)maxm;
+    h->width = (unsigned)width;
+    h->start = start;
+    h->max_direct = maxd;
+    h->max_heap_bits = (unsigned)bits;
+    h->off_bytes = (h->max_heap_bits + 7) / 8;
+    h->len_bytes = ubytes(maxd < maxm ? maxd : maxm);
+    h->root_rows = (unsigned)rows;
+    h->max_dblock_rows = log2u(maxd) - log2u(start) + 2;
+    return 0;
+}
+
+static uint64_t block_size(const fheap *h, unsigned row)
+{
+    return row == 0 ? h->start : h->start << (row - 1);
+}
+
+/* The bytes of the managed object at heap offset `off`, `len` long. */
+static int heap_object(h5_file *f, const fheap *h, uint64_t off, uint64_t len, mfs_span *out)
+{
+    uint64_t addr = h->root;
+    unsigned rows = h->root_rows;
+    uint64_t bsize = h->start;
+    for (unsigned depth = 0; rows > 0; depth++) {
+        if (depth > MAX_ROWS)
+            return MFS_CORRUPT(f->e, h5_abs(f, h->addr), "HDF5: fractal heap nested too deep");
+        unsigned r = 0;
+        uint64_t rstart = 0, bs = 0;
+        for (; r < rows; r++) {
+            bs = block_size(h, r);
+            uint64_t span = bs * h->width;
+            if (off - rstart < span)
+                break;
+            rstart += span;
+        }
+        if (r == rows)
+            return MFS_CORRUPT(f->e, h5_abs(f, addr), "HDF5: heap offset %llu is outside its "
+                               "fractal heap", (unsigned long long)off);
+        uint64_t col = (off - rstart) / bs, bstart = rstart + col * bs;
+        unsigned direct_rows = rows < h->max_dblock_rows ? rows : h->max_dblock_rows;
+        uint64_t hl = 5 + f->so + h->off_bytes, entry;
+        if (r < h->max_dblock_rows)
+            entry = hl + ((uint64_t)r * h->width + col) * f->so;
+        else
+            entry = hl + (uint64_t)direct_rows * h->width * f->so +
+                    ((uint64_t)(r - h->max_dblock_rows) * h->width + col) * f->so;
+        mfs_span s;
+        if (h5_get(f, addr, entry + f->so, &s, "a fractal heap indirect block") != 0)
+            return -1;
+        uint64_t child;
+        int rc = 0;
+        if (memcmp(s.p, "FHIB", 4) != 0)
+            rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fractal heap indirect block (FHIB) here");
+        else
+            h5_rd_addr(s, entry, f->so, &child);
+        h5_put(f, s);
+        if (rc != 0)
+            return -1;
+        off -= bstart;
+        addr = child;
+        bsize = bs;
+        if (r < h->max_dblock_rows)
+            break;
+        unsigned child_rows = log2u(bs) - log2u(h->start * h->width) + 1;
+        if (child_rows >= rows || child_rows == 0)
+            return MFS_CORRUPT(f->e, s.base, "HDF5: fractal heap indirect block of %u rows under "
+                               "one of %u", child_rows, rows);
+        rows = child_rows;
+    }
+    uint64_t hl = 5 + f->so + h->off_bytes + (h->checksummed ? 4 : 0);
+    if (off < hl || off > bsize || len > bsize - off)
+        return MFS_CORRUPT(f->e, h5_abs(f, addr), "HDF5: heap object of %llu bytes at %llu is "
+                           "outside its direct block of %llu", (unsigned long long)len,
+                           (unsigned long long)off, (unsigned long long)bsize);
+    mfs_span s;
+    if (h5_get(f, addr, 4, &s, "a fractal heap direct block") != 0)
+        return -1;
+    bool ok = memcmp(s.p, "FHDB", 4) == 0;
+    h5_put(f, s);
+    if (!ok)
+        return MFS_CORRUPT(f->e, h5_abs(f, addr), "HDF5: no fractal heap direct block (FHDB) here");
+    uint64_t at;
+    if (!mfs_add_u64(addr, off, &at))
+        return MFS_CORRUPT(f->e, MFS_NO_OFFSET, "HDF5: heap object address overflows");
+    return h5_get(f, at, len, out, "a fractal heap object");
+}
+
+/* What each record's heap object is: a link or an attribute message. */
+typedef struct dense {
+    h5_file *f;
+    fheap heap;
+    unsigned type;           /* 5 or 8 */
+    h5_links *links;
+    mfs_val **attrs;
+} dense;
+
+static int record(dense *d, mfs_span rec)
+{
+    h5_file *f = d->f;
+    uint64_t at = d->type == 5 ? 4 : 0;
+    if (!mfs_span_has(rec, at, d->heap.id_len))
+        return MFS_CORRUPT(f->e, rec.base, "HDF5: B-tree record too short for a heap ID");
+    mfs_span id = mfs_span_sub(rec, at, d->heap.id_len);
+    unsigned kind = (id.p[0] >> 4) & 3;
+    mfs_span obj;
+    uint8_t *tiny = NULL;
+    if ((id.p[0] >> 6) != 0)
+        return MFS_CORRUPT(f->e, id.base, "HDF5: heap ID version %u", id.p[0] >> 6);
+    if (kind == 0) {
+        uint64_t off, len;
+        if (!h5_rd_uint(id, 1, d->heap.off_bytes, &off) ||
+            !h5_rd_uint(id, 1 + d->heap.off_bytes, d->heap.len_bytes, &len))
+            return MFS_CORRUPT(f->e, id.base, "HDF5: heap ID too short for its heap");
+        if (heap_object(f, &d->heap, off, len, &obj) != 0)
+            return -1;
+    } else if (kind == 2) {
+        uint64_t len = (id.p[0] & 0x0f) + 1ull;
+        if (!mfs_span_has(id, 1, len))
+            return MFS_CORRUPT(f->e, id.base, "HDF5: tiny heap object longer than its ID");
+        tiny = mfs_xmalloc((size_t)len);
+        memcpy(tiny, id.p + 1, (size_t)len);
+        obj = (mfs_span){ tiny, len, id.base + 1 };
+    } else {
+        return MFS_CORRUPT(f->e, id.base, "HDF5: a \"huge\" fractal heap object: not read by modelfs");
+    }
+    int rc;
+    if (d->type == 5) {
+        rc = h5_link_parse(f, obj, d->links);
+    } else {
+        char *name;
+        size_t nlen;
+        mfs_val *v;
+        rc = h5_attr_parse(f, obj, &name, &nlen, &v);
+        if (rc == 0) {
+            if (*d->attrs == NULL)
+                *d->attrs = mfs_obj();
+            mfs_obj_setn(*d->attrs, name, nlen, v);
+        }
+        free(name);
+    }
+    if (tiny != NULL)
+        free(tiny);
+    else
+        h5_put(f, obj);
+    return rc;
+}
+
+/* A version 2 B-tree: per level, the most records a node holds and the
+ * most below it, which size the fields of the child pointers. */
+typedef struct bt2 {
+    uint32_t node_size;
+    uint16_t rec_size;
+    unsigned depth;
+    uint64_t maxrec[MAX_ROWS], cum[MAX_ROWS];
+} bt2;
+
+static int node(dense *d, const bt2 *t, uint64_t addr, unsigned level, uint64_t nrec)
+{
+    h5_file *f = d->f;
+    mfs_span s;
+    if (nrec > t->maxrec[level])
+        return MFS_CORRUPT(f->e, h5_abs(f, addr), "HDF5: B-tree node said to hold %llu records, "
+                           "at most %llu fit", (unsigned long long)nrec,
+                           (unsigned long long)t->maxrec[level]);
+    if (h5_get(f, addr, t->node_size, &s, "a B-tree node") != 0)
+        return -1;
+    int rc = 0;
+    if (memcmp(s.p, level ? "BTIN" : "BTLF", 4) != 0 || s.p[5] != d->type)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no %s B-tree node of type %u here",
+                         level ? "internal" : "leaf", d->type);
+    for (uint64_t i = 0; rc == 0 && i < nrec; i++)
+        rc = record(d, mfs_span_sub(s, 6 + i * t->rec_size, t->rec_size));
+    if (rc != 0 || level == 0) {
+        h5_put(f, s);
+        return rc;
+    }
+    unsigned nb = ubytes(t->maxrec[level - 1]), tb = level > 1 ? ubytes(t->cum[level - 1]) : 0;
+    uint64_t ps = f->so + nb + tb, p = 6 + nrec * t->rec_size;
+    uint64_t n = nrec + 1;
+    uint64_t *kids = mfs_xcalloc((size_t)n, 2 * sizeof *kids);
+    for (uint64_t i = 0; rc == 0 && i < n; i++)
+        if (!h5_rd_addr(s, p + i * ps, f->so, &kids[2 * i]) ||
+            !h5_rd_uint(s, p + i * ps + f->so, nb, &kids[2 * i + 1]))
+            rc = MFS_CORRUPT(f->e, s.base, "HDF5: B-tree node's child pointers pass its end");
+    h5_put(f, s);
+    for (uint64_t i = 0; rc == 0 && i < n; i++)
+        rc = node(d, t, kids[2 * i], level - 1, kids[2 * i + 1]);
+    free(kids);
+    return rc;
+}
+
+static int walk(dense *d, uint64_t tree)
+{
+    h5_file *f = d->f;
+    mfs_span s;
+    if (h5_get(f, tree, 20 + f->so + f->sl, &s, "a B-tree header") != 0)
+        return -1;
+    bt2 t = { 0 };
+    uint64_t ns, rs, depth, root, nroot;
+    h5_rd_uint(s, 6, 4, &ns);
+    h5_rd_uint(s, 10, 2, &rs);
+    h5_rd_uint(s, 12, 2, &depth);
+    h5_rd_addr(s, 16, f->so, &root);
+    h5_rd_uint(s, 16 + f->so, 2, &nroot);
+    int rc = 0;
+    if (memcmp(s.p, "BTHD", 4) != 0 || s.p[4] != 0 || s.p[5] != d->type)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no B-tree header (BTHD, version 0, type %u) here",
+                         d->type);
+    else if (rs == 0 || ns < 10 + rs || ns > (1u << 24) || depth >= MAX_ROWS)
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: B-tree header with nodes of %llu bytes, records of "
+                         "%llu, depth %llu", (unsigned long long)ns, (unsigned long long)rs,
+                         (unsigned long long)depth);
+    h5_put(f, s);
+    if (rc != 0)
+        return -1;
+    t.node_size = (uint32_t)ns;
+    t.rec_size = (uint16_t)rs;
+    t.depth = (unsigned)depth;
+    t.maxrec[0] = (ns - 10) / rs;
+    t.cum[0] = t.maxrec[0];
+    for (unsigned l = 1; l <= t.depth; l++) {
+        uint64_t ps = f->so + ubytes(t.maxrec[l - 1]) + (l > 1 ? ubytes(t.cum[l - 1]) : 0);
+        t.maxrec[l] = ns > 10 + ps ? (ns - 10 - ps) / (rs + ps) : 0;
+        uint64_t below;
+        if (!mfs_mul_u64(t.maxrec[l] + 1, t.cum[l - 1], &below) ||
+            !mfs_add_u64(below, t.maxrec[l], &t.cum[l]))
+            t.cum[l] = UINT64_MAX;
+    }
+    if (root == H5_UNDEF || nroot == 0)
+        return 0;
+    return node(d, &t, root, t.depth, nroot);
+}
+
+int h5_dense_links(h5_file *f, uint64_t heap, uint64_t btree, h5_links *out)
+{
+    dense d = { .f = f, .type = 5, .links = out };
+    if (heap_open(f, heap, &d.heap) != 0)
+        return -1;
+    return walk(&d, btree);
+}
+
+int h5_dense_attrs(h5_file *f, uint64_t heap, uint64_t btree, mfs_val **out)
+{
+    dense d = { .f = f, .type = 8, .attrs = out };
+    if (heap_open(f, heap, &d.heap) != 0)
+        return -1;
+    return walk(&d, btree);
+}

@@ -1,0 +1,283 @@
+"""HDF5 (Keras / TensorFlow weights): the generic checks of
+scripts/gen_hdf5.py's models (every dataset's bytes, dtype and shape as
+h5py reads them), and its own: every attribute of every group and dataset
+in model.json equal to h5py's value (strings decoded, arrays as nested
+lists), Keras's model_config parsed under metadata.keras, each served
+tensor's bytes equal to what h5dump (hdf5-tools, a second reader) writes
+of the dataset; hostile files (EXTRAS): object header continuations and
+B-trees that loop, heap offsets past the end, huge counts, a file cut
+short, each refused with exit 5 and one line naming the file.
+"""
+import errno
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+
+import mfstest
+
+try:
+    import h5py
+    import numpy as np
+except ImportError:
+    h5py = None
+
+DIRS = ("gen/hdf5",)
+
+
+def py_value(v):
+    """An attribute as h5py reads it, as model.json holds it."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "surrogateescape")
+    if isinstance(v, np.ndarray):
+        return [py_value(x) for x in v] if v.ndim > 0 else py_value(v[()])
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
+
+
+def attrs_of(obj):
+    out = {}
+    for k in obj.attrs.keys():
+        v = obj.attrs[k]
+        # Complex attributes are a note in model.json, not numbers.
+        kind = getattr(getattr(v, "dtype", None), "kind", "")
+        out[k] = "(compound of %d bytes (h5py's complex: r, i): not read by modelfs)" % \
+            v.dtype.itemsize if kind == "c" else py_value(v)
+    return out
+
+
+def h5dump_bytes(model, name, tmp):
+    """The dataset's bytes as h5dump writes them in the file's own byte order."""
+    out = os.path.join(tmp, "d.bin")
+    if os.path.exists(out):
+        os.unlink(out)
+    r = subprocess.run(["h5dump", "-d", "/" + name, "-b", "FILE", "-o", out, model],
+                       capture_output=True, timeout=60)
+    if r.returncode != 0 or not os.path.exists(out):
+        return None
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def check_model(c, t, model, expect, mount):
+    if h5py is None:
+        c.skip("no h5py: HDF5 attribute checks")
+        return
+    if expect is None or expect.get("expect") != "readable":
+        return
+    try:
+        mnt = mount()
+    except RuntimeError as err:
+        c.check(False, "%s: mount: %s" % (model, err))
+        return
+    name = os.path.basename(model)
+    doc = json.loads(mfstest.read_bytes(os.path.join(mnt, "model.json")))
+    if model.endswith(".keras"):
+        c.equal(doc["metadata"].get("keras"), expect["keras"],
+                "%s: metadata.keras vs config.json and metadata.json" % name)
+        c.equal(doc["metadata"].get("container"), "keras", "%s: container" % name)
+        return
+    meta = doc["metadata"].get("attributes", {})
+    by_name = {x["name"]: x for x in doc["tensors"]}
+    groups = {}
+    with h5py.File(model, "r") as f:
+        groups["/"] = attrs_of(f)
+
+        def visit(n, o):
+            if isinstance(o, h5py.Group):
+                groups["/" + n] = attrs_of(o)
+            elif n in by_name:
+                c.equal(by_name[n].get("attributes", {}), attrs_of(o),
+                        "%s: %s attributes vs h5py" % (name, n))
+        f.visititems(visit)
+        for g, want in groups.items():
+            c.equal(meta.get(g, {}), want, "%s: group %s attributes vs h5py" % (name, g))
+        cfg = f.attrs.get("model_config")
+        if cfg is not None:
+            c.equal(doc["metadata"].get("keras", {}).get("model_config"), json.loads(cfg),
+                    "%s: metadata.keras.model_config vs the attribute's JSON" % name)
+    if shutil.which("h5dump") is None:
+        c.skip("no h5dump: HDF5 second-reader checks")
+        return
+    tmp = tempfile.mkdtemp(prefix="modelfs-h5-")
+    try:
+        # h5dump starts a process per dataset: a few per model suffice.
+        served = [x for x in doc["tensors"] if "problem" not in x and x["nbytes"] > 0
+                  and x["dtype"] != "string"][:4]
+        for x in served:
+            want = h5dump_bytes(model, x["name"], tmp)
+            c.equal(mfstest.read_bytes(os.path.join(mnt, x["path"])), want,
+                    "%s: %s bytes vs h5dump -b FILE" % (name, x["name"]))
+    finally:
+        shutil.rmtree(tmp)
+
+
+def refused(c, build, path, what, contains, env):
+    r = subprocess.run([os.path.join(build, "modelfs-ls"), path], capture_output=True, text=True,
+                       env=env, timeout=60)
+    c.equal(r.returncode, 5, what + " refused (modelfs-ls exit)")
+    lines = r.stderr.strip().splitlines()
+    c.check(len(lines) == 1 and path in lines[0] and contains in lines[0],
+            "%s: one line naming the file and %r: %r" % (what, contains, r.stderr))
+
+
+def patched(data, at, fmt, *values):
+    b = bytearray(data)
+    struct.pack_into(fmt, b, at, *values)
+    return bytes(b)
+
+
+def small_file(path, libver, dense=False):
+    with h5py.File(path, "w", libver=libver) as f:
+        f.attrs["layer_names"] = np.array([b"dense"])
+        g = f.create_group("dense")
+        g.create_dataset("kernel:0", data=np.arange(6, dtype="<f4").reshape(2, 3))
+        for i in range(12 if dense else 0):
+            f.create_dataset("w%02d" % i, data=np.array([i], "<i4"))
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def hostile_files(tmp):
+    """(name, bytes, what it is, what the message says) for each hostile file,
+    patched from h5py's own output at places found by their signatures."""
+    out = []
+    old = small_file(os.path.join(tmp, "old.h5"), "earliest")
+    root = struct.unpack_from("<Q", old, 64)[0]            # the root entry's object header
+    assert old[root] == 1 and struct.unpack_from("<H", old, root + 16)[0] == 0x10
+    out.append(("cont_loop_v1.h5", patched(old, root + 24, "<Q", root + 16),
+                "a v1 continuation pointing back at its header", "loop back"))
+    tree = old.index(b"TREE")
+    out.append(("btree_level.h5", patched(old, tree + 5, "<B", 1),
+                "a group B-tree leaf claiming level 1", "level"))
+    out.append(("btree_count.h5", patched(old, tree + 6, "<H", 0xffff),
+                "a group B-tree with 65535 entries", "passes the end"))
+    snod = old.index(b"SNOD")
+    out.append(("heap_offset.h5", patched(old, snod + 8, "<Q", 0xfffffff),
+                "a link name offset past its local heap", "past the heap"))
+    heap = old.index(b"HEAP")
+    out.append(("heap_size.h5", patched(old, heap + 8, "<Q", 1 << 40),
+                "a local heap larger than the file", "passes the end"))
+    out.append(("sb_version.h5", patched(old, 8, "<B", 7), "superblock version 7", "version 7"))
+    out.append(("cut.h5", old[:len(old) // 2], "a file cut in half", "passes the end"))
+    out.append(("ohdr_count.h5", patched(old, root + 8, "<I", 0xfffffff0),
+                "an object header larger than the file", "passes the end"))
+    path = os.path.join(tmp, "chunks.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.arange(8, dtype="<i4"), chunks=(4,))
+    with open(path, "rb") as fh:
+        ch = fh.read()
+    ctree = ch.index(b"TREE\x01")
+    # Keys of a 1-D chunk tree: size, mask, two offsets; the second key's first offset.
+    out.append(("chunk_twice.h5", patched(ch, ctree + 24 + 32 + 8, "<Q", 0),
+                "two chunks at the same offsets", "same offsets"))
+    out.append(("chunk_outside.h5", patched(ch, ctree + 24 + 32 + 8, "<Q", 1 << 40),
+                "a chunk outside its dataset", "outside the dataset"))
+    out.append(("chunk_address.h5", patched(ch, ctree + 24 + 24, "<Q", 1 << 40),
+                "a chunk past the end of the file", "passes the end"))
+    new = small_file(os.path.join(tmp, "new.h5"), "latest", dense=True)
+    ohdr = struct.unpack_from("<Q", new, 36)[0]            # superblock 3: root object header
+    assert new[ohdr:ohdr + 4] == b"OHDR"
+    flags = new[ohdr + 5]
+    start = 6 + (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+    width = 1 << (flags & 3)
+    first = ohdr + start + width
+    frhp = new.index(b"FRHP")
+    tw = 14 + 10 * 8 + 2 * 8
+    out.append(("fheap_width.h5", patched(new, frhp + tw, "<H", 3),
+                "a fractal heap of width 3", "doubling table"))
+    bthd = new.index(b"BTHD")
+    out.append(("bt2_root_count.h5", patched(new, bthd + 16 + 8, "<H", 0xffff),
+                "a v2 B-tree root said to hold 65535 records", "at most"))
+    out.append(("bt2_type.h5", patched(new, bthd + 5, "<B", 6),
+                "a v2 B-tree of the wrong type", "B-tree header"))
+    # A continuation message in the root header pointing at the header's own messages.
+    pos, end = first, first + new[ohdr + start]
+    cont = None
+    while pos + 4 <= end:
+        t, size = new[pos], struct.unpack_from("<H", new, pos + 1)[0]
+        if t == 0x10:
+            cont = pos + 4
+            break
+        pos += 4 + size
+    if cont is not None:
+        # Its checksum no longer matches: refused before the loop is seen
+        # (the loop check itself is the v1 case's).
+        out.append(("cont_loop_v2.h5", patched(new, cont, "<Q", first),
+                    "a v2 continuation pointing back at its header", "checksum does not match"))
+    out.append(("sb3_checksum.h5", patched(new, 20, "<B", new[20] ^ 1),
+                "superblock 3 with a byte changed", "superblock's checksum"))
+    return out
+
+
+def check_hostile(c, t):
+    if h5py is None:
+        c.skip("no h5py: HDF5 hostile files")
+        return
+    tmp = tempfile.mkdtemp(prefix="modelfs-h5-")
+    try:
+        for name, data, what, contains in hostile_files(tmp):
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            refused(c, t.build, path, what, contains, t.env)
+        old = small_file(os.path.join(tmp, "old.h5"), "earliest")
+        # The (2, 3) dataspace: version 1, rank 2, any flags, then the dimensions.
+        ds_sig = re.search(re.escape(bytes([1, 2])) + b"[\\x00-\\x03]" + re.escape(
+            bytes(5) + struct.pack("<QQ", 2, 3)), old, re.S).start()
+        # Dimensions whose product passes 2^64: refused.
+        path = os.path.join(tmp, "overflow_dims.h5")
+        with open(path, "wb") as f:
+            f.write(patched(old, ds_sig + 8, "<QQ", 1 << 62, 1 << 62))
+        refused(c, t.build, path, "dimensions of 2^124 elements", "2^64", t.env)
+        # Dimensions far beyond the storage: listed with a problem, served as its bytes.
+        path = os.path.join(tmp, "huge_dims.h5")
+        with open(path, "wb") as f:
+            f.write(patched(old, ds_sig + 8, "<QQ", 1 << 40, 3))
+        r = subprocess.run([os.path.join(t.build, "modelfs-ls"), path, "model.json"],
+                           capture_output=True, text=True, env=t.env, timeout=60)
+        if c.equal(r.returncode, 0, "huge dimensions: listed"):
+            doc = json.loads(r.stdout)
+            x = [x for x in doc["tensors"] if x["name"] == "dense/kernel:0"]
+            c.check(x and "problem" in x[0] and x[0]["dtype"] == "bytes",
+                    "huge dimensions: flagged with a problem: %r" % x)
+        check_bad_chunks(c, t, tmp)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def check_bad_chunks(c, t, tmp):
+    """A chunk whose bytes are damaged: the mount lists the dataset (the
+    index is sound) and the other tensors read; the damaged one does not
+    (a checksum that does not match, deflate data that does not inflate)."""
+    ls = os.path.join(t.build, "modelfs-ls")
+    for what, kw in [("fletcher32", {"fletcher32": True}), ("deflate", {"compression": "gzip"})]:
+        path = os.path.join(tmp, "bad_%s.h5" % what)
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=np.arange(64, dtype="<i4"), chunks=(64,), **kw)
+            f.create_dataset("ok", data=np.arange(4, dtype="<f4"))
+            off = f["x"].id.get_chunk_info(0).byte_offset
+        with open(path, "r+b") as fh:
+            fh.seek(off + 2)
+            b = fh.read(1)
+            fh.seek(off + 2)
+            fh.write(bytes([b[0] ^ 0x5a]))
+        r = subprocess.run([ls, path, "tensors/ok"], capture_output=True, env=t.env, timeout=60)
+        c.equal(r.stdout, np.arange(4, dtype="<f4").tobytes(), "damaged %s chunk: the other tensor reads" % what)
+        r = subprocess.run([ls, path, "tensors/x"], capture_output=True, text=False, env=t.env, timeout=60)
+        c.check(r.returncode != 0 and b"HDF5" in r.stderr and r.stdout == b"",
+                "damaged %s chunk: its tensor refused (%d, %r)" % (what, r.returncode, r.stderr))
+        with mfstest.mounted(t.modelfs, path, t.env) as mnt:
+            c.equal(mfstest.read_or_errno(os.path.join(mnt, "tensors", "x")), (None, errno.EIO),
+                    "damaged %s chunk: EIO through the mount" % what)
+
+
+EXTRAS = (check_hostile,)
