@@ -20,9 +20,14 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 77
 fi
 mkdir -p "$dir"
-if ! timeout 300 npm install --prefix "$dir" --no-audit --no-fund --no-save --silent "$pkg" \
+if ! timeout 300 npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "$pkg" \
         >"$dir/npm.log" 2>&1; then
-    echo "$name: npm install $pkg failed (registry unreachable?): $(tail -n 3 "$dir/npm.log")" >&2
+    # The lines that say why (a package's install script that fetches from
+    # elsewhere, as openvino-node's runtime does, fails here too), not
+    # npm's pointer to its debug log.
+    why=$(grep -v -e 'complete log of this run' -e '^npm error *$' "$dir/npm.log" |
+          grep -m 3 -i -e 'failed' -e 'ENOTFOUND' -e 'ETIMEDOUT' -e 'ECONNREFUSED' -e 'E404' -e 'code E' | cut -c1-200 || true)
+    echo "$name: npm install $pkg failed (registry unreachable?): ${why:-$(tail -n 3 "$dir/npm.log")}" >&2
     exit 77
 fi
 [ -e "$out" ] || { echo "$name: $pkg installed no $out" >&2; exit 1; }

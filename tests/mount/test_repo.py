@@ -43,7 +43,7 @@ WEIGHTS = [
     ("rust_model.ot", ["torchscript/rust_model.ot", "torchscript/scripted.pt",
                        "pytorch/torchscript.pt"], ()),
     ("model.tflite", ["tflite/dtypes.tflite"], ()),
-    ("openvino/openvino_model.xml", ["openvino/model.xml", "openvino/basic.xml"],
+    ("openvino/openvino_model.xml", ["openvino/small.xml", "openvino/model.xml"],
      (("%s.bin", "openvino/openvino_model.bin"),)),
     ("tfjs/model.json", ["tfjs_repo/model.json"],
      (("group1-shard1of2.bin", "tfjs/group1-shard1of2.bin"),
