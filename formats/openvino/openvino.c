@@ -106,9 +106,14 @@ static int probe(mfs_src *src)
     if (ir)
         return 40;
     /* A .bin has no magic: it is IR's when STEM.xml beside it is. A low
-     * bid, so that any format that knows its bytes wins. */
-    if (src->name == NULL || mfs_is_remote(src->name) || !ends_with(src->name, ".bin"))
+     * bid, so that any format that knows its bytes wins. A remote .bin's
+     * .xml is not fetched to probe (a request for every .bin of a
+     * listing): the lowest bid, the load then fetches it and says when it
+     * is not there. */
+    if (src->name == NULL || !ends_with(src->name, ".bin"))
         return 0;
+    if (mfs_is_remote(src->name))
+        return 1;
     char *dir, *rel;
     split_pair(src->name, false, &dir, &rel);
     size_t len = strlen(dir) + strlen(rel) + 2;
@@ -498,9 +503,9 @@ static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
         return -1;
     bool from_xml = looks_ir(h.p, (size_t)h.len);
     mfs_src_release(src, h);
-    if (path == NULL || (mfs_is_remote(path) && !from_xml))
+    if (path == NULL)
         return mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET,
-                        "OpenVINO IR: a remote pair is mounted from its .xml");
+                        "OpenVINO IR: the model's folder is not known here");
     char *dir, *rel;
     split_pair(path, from_xml, &dir, &rel);
     c.bin_name = rel;
@@ -533,6 +538,31 @@ static int load_at(mfs_model *m, mfs_src *src, const char *path, mfs_err *e)
                 r = run(&c, (const char *)all.p, (size_t)all.len);
                 mfs_src_release(src, all);
             }
+        }
+    } else if (mfs_is_remote(path)) {
+        /* A remote .bin: its .xml fetched whole, the tensors its own bytes. */
+        c.in_place = true;
+        c.bin_size = src->size;
+        c.label = rel;
+        mfs_err xe = { 0 };
+        mfs_src *xs = ov_remote_open(m, dir, rel, &xe);
+        mfs_span all;
+        if (xs == NULL) {
+            /* Most .bin files are not IR's: say that first. */
+            mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format, nor "
+                     "an OpenVINO IR .bin (%.200s)", xe.msg);
+        } else if (xs->size > OV_XML_MAX) {
+            mfs_fail(e, MFS_E_CORRUPT, MFS_NO_OFFSET, "OpenVINO IR %s: over %llu bytes of XML",
+                     rel, (ull)OV_XML_MAX);
+        } else if (mfs_src_get(xs, 0, xs->size, &all, e) == 0) {
+            if (!looks_ir(all.p, (size_t)(all.len < OV_PROBE_HEAD ? all.len : OV_PROBE_HEAD)))
+                mfs_fail(e, MFS_E_UNKNOWN, MFS_NO_OFFSET, "not a model file of a known format, "
+                         "nor an OpenVINO IR .bin: %s beside it is not an IR <net>", rel);
+            else {
+                mfs_obj_set(m->extra, "xml", mfs_str(rel));
+                r = run(&c, (const char *)all.p, (size_t)all.len);
+            }
+            mfs_src_release(xs, all);
         }
     } else {
         ov_file xf;

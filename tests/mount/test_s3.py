@@ -148,8 +148,9 @@ def refused(c, build, url, wants, env, extra=()):
 
 
 def pick_models(c, ls, dirs, env):
-    """The first single-file model of each format in `dirs` modelfs-ls
-    loads: [(path, format)]."""
+    """The first model of each format in `dirs` modelfs-ls loads:
+    [(path, format)]. One of a pair (OpenVINO's X.bin and X.xml, named
+    in model.json's "xml" or "bin") is uploaded with the other beside it."""
     seen, out = set(), []
     for d in dirs:
         if not os.path.isdir(d):
@@ -165,6 +166,14 @@ def pick_models(c, ls, dirs, env):
                 seen.add(fmt)
                 out.append((p, fmt))
     return out
+
+
+def pair_of(p):
+    """The other file of an OpenVINO pair beside p (X.xml for X.bin and
+    the reverse), or none."""
+    stem, ext = os.path.splitext(p)
+    other = stem + {".bin": ".xml", ".xml": ".bin"}.get(ext, "")
+    return [other] if ext in (".bin", ".xml") and os.path.isfile(other) else []
 
 
 def main(argv):
@@ -202,6 +211,8 @@ def main(argv):
         os.makedirs(os.path.dirname(os.path.join(bucket, key)), exist_ok=True)
         shutil.copy(p, os.path.join(bucket, key))
         keys.append((key, p))
+        for other in pair_of(p):
+            shutil.copy(other, os.path.dirname(os.path.join(bucket, key)))
     for i, (p, fmt) in enumerate(models[:3]):
         # One below a folder whose name needs encoding (a space, '&', '+').
         sub = "sub deep/R&D+%d" % i if i == 0 else ""

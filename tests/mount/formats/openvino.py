@@ -214,6 +214,30 @@ def check_remote(c, t):
                         c.equal(mfstest.read_bytes(os.path.join(rmnt, tt["path"])),
                                 binary[tt["offset"]:tt["offset"] + tt["nbytes"]],
                                 "remote %s: %s bytes vs the .bin" % (stem, tt["name"]))
+                # From the .bin's URL: its .xml fetched beside it, the same
+                # tree as the local .bin's.
+                env = dict(t.env, XDG_CACHE_HOME=cache)
+                for what in ([], ["SHA256SUMS"]):
+                    r = subprocess.run([t.modelfs_ls, srv.url + "/" + stem + ".bin"] + what,
+                                       capture_output=True, env=env, timeout=60)
+                    l = subprocess.run([t.modelfs_ls, x[:-4] + ".bin"] + what,
+                                       capture_output=True, env=t.env, timeout=60)
+                    c.check(r.returncode == 0 and r.stdout == l.stdout and l.stdout,
+                            "remote %s.bin: %s vs the local .bin's (%s)"
+                            % (stem, what[0] if what else "the tree", r.stderr.decode()[-300:]))
+            # A .bin with no IR beside it: the unknown-format exit, saying both.
+            junk = os.path.join(d, "no_ir_beside.bin")
+            with open(junk, "wb") as f:
+                f.write(b"\x07" * 1000)
+            try:
+                r = subprocess.run([t.modelfs_ls, srv.url + "/no_ir_beside.bin"], capture_output=True,
+                                   text=True, env=dict(t.env, XDG_CACHE_HOME=cache), timeout=60)
+            finally:
+                os.unlink(junk)
+            c.check(r.returncode == 4 and "nor an OpenVINO IR .bin" in r.stderr
+                    and "no_ir_beside.xml" in r.stderr,
+                    "remote .bin without an IR: exit 4 naming the .xml (%d, %s)"
+                    % (r.returncode, r.stderr.strip()[-300:]))
     finally:
         srv.stop()
 
