@@ -119,6 +119,18 @@ def main():
     exp = write_model(out, "groups.json", "groups-", [g1, g2], 144)
     with open(os.path.join(out, "groups.json.expect.json"), "w") as f:
         json.dump(exp, f, indent=1)
+    # Shards of 4096 bytes (pages here), as TF.js's 4 MiB ones are: a
+    # weight across two and one across four (mapped end to end in place),
+    # one from mid-page over the next cut (too), and one over 40 shards
+    # (more than are mapped together: copied).
+    paged = [weight("head", rng.standard_normal(100).astype(np.float32), "float32"),
+             weight("span", rng.standard_normal(3000).astype(np.float32), "float32"),
+             weight("pad", rng.standard_normal(124).astype(np.float32), "float32"),
+             weight("four", rng.standard_normal(4096).astype(np.float32), "float32"),
+             weight("forty", rng.standard_normal(40 * 1024).astype(np.float32), "float32")]
+    exp = write_model(out, "paged.json", "paged-", [paged], 4096)
+    with open(os.path.join(out, "paged.json.expect.json"), "w") as f:
+        json.dump(exp, f, indent=1)
     # A folder as a repository has it: model.json and shards.
     repo = sys.argv[2]
     os.makedirs(repo, exist_ok=True)

@@ -1,10 +1,12 @@
 /* A weight's bytes from its group's shards. The group is its shards laid
  * end to end, so a weight is one range of that concatenation: inside one
  * shard it is mapped in place on open (mfs_map_range, no copy) after
- * checking that the shard is still the file seen at mount; across shards
+ * checking that the shard is still the file seen at mount. Across shards
  * (TF.js cuts shards at a byte count, not between weights) its pieces are
- * copied together on open into memory counted under the content layer's
- * cap. A remote shard's range is fetched through its source. */
+ * mapped end to end (map_join.h) when the cuts fall on pages, as TF.js's
+ * 4 MiB shards do, and otherwise copied together on open into memory
+ * counted under the content layer's cap. A remote shard's range is
+ * fetched through its source. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "local.h"
+#include "map_join.h"
 #include "tfjs.h"
 #include "xalloc.h"
 
@@ -142,8 +145,72 @@ static int produce_mapped(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err
     return mfs_map_range(fd, sh->path, sh->size, r->at - sh->start, r->len, out, e);
 }
 
+/* The non-empty pieces of [at, at + len) (len > 0), at most `max`: their
+ * shards, offsets in them and lengths. Their count, or max + 1 when there
+ * are more. */
+static size_t pieces_of(const tfjs_group *g, uint64_t at, uint64_t len, size_t max, size_t *shard,
+                        uint64_t *off, uint64_t *n)
+{
+    size_t k = 0;
+    if (g->n == 0 || at >= g->total)
+        return 0;
+    for (size_t i = shard_of(g, at); len > 0 && i < g->n; i++) {
+        const tfjs_shard *sh = &g->shards[i];
+        uint64_t in = at - sh->start, take = sh->size - in < len ? sh->size - in : len;
+        if (take == 0)
+            continue;
+        if (k == max)
+            return max + 1;
+        shard[k] = i;
+        off[k] = in;
+        n[k++] = take;
+        at += take;
+        len -= take;
+    }
+    return k;
+}
+
+/* Whether [at, at + len), across local shards, can be mapped end to end. */
+static bool joinable(const tfjs_group *g, uint64_t at, uint64_t len)
+{
+    size_t shard[MFS_MAP_JOIN_MAX];
+    uint64_t off[MFS_MAP_JOIN_MAX], n[MFS_MAP_JOIN_MAX];
+    size_t k = len ? pieces_of(g, at, len, MFS_MAP_JOIN_MAX, shard, off, n) : 0;
+    if (k < 2 || k > MFS_MAP_JOIN_MAX)
+        return false;
+    for (size_t i = 0; i < k; i++)
+        if (g->shards[shard[i]].src != NULL)
+            return false;
+    return mfs_map_joinable(off, n, k);
+}
+
+static int produce_joined(void *ctx, const mfs_job *job, mfs_bytes *out, mfs_err *e)
+{
+    const tfjs_range *r = ctx;
+    (void)job;
+    size_t shard[MFS_MAP_JOIN_MAX];
+    uint64_t off[MFS_MAP_JOIN_MAX], n[MFS_MAP_JOIN_MAX];
+    mfs_map_piece p[MFS_MAP_JOIN_MAX];
+    size_t k = pieces_of(r->g, r->at, r->len, MFS_MAP_JOIN_MAX, shard, off, n);
+    if (k > MFS_MAP_JOIN_MAX)
+        return mfs_fail(e, MFS_E_INTERNAL, MFS_NO_OFFSET, "a weight over more shards than it was");
+    for (size_t i = 0; i < k; i++) {
+        const tfjs_shard *sh = &r->g->shards[shard[i]];
+        int fd = open_local(sh, e);
+        if (fd < 0) {
+            while (i-- > 0)
+                close(p[i].fd);
+            return -1;
+        }
+        p[i] = (mfs_map_piece){ fd, sh->path, sh->size, off[i], n[i] };
+    }
+    return mfs_map_joined(p, k, out, e);
+}
+
 static const mfs_produce_ops ops_mapped = { .produce = produce_mapped,
                                             .unchanged = mfs_map_unchanged };
+static const mfs_produce_ops ops_joined = { .produce = produce_joined,
+                                            .unchanged = mfs_map_joined_unchanged };
 static const mfs_produce_ops ops_copied = { .produce = produce_copied, .in_memory = true };
 
 /* Whether [at, at + len) lies in one shard (which it then names). */
@@ -162,7 +229,8 @@ void tfjs_attach(mfs_model *m, uint32_t node, const tfjs_group *g, uint64_t at, 
     *r = (tfjs_range){ g, at, len };
     size_t i;
     bool mapped = len > 0 && one_shard(g, at, len, &i) && g->shards[i].src == NULL;
-    mfs_model_set_producer(m, node, mapped ? &ops_mapped : &ops_copied, r);
+    mfs_model_set_producer(m, node, mapped ? &ops_mapped : joinable(g, at, len) ? &ops_joined : &ops_copied,
+                           r);
 }
 
 static mfs_val *piece(const tfjs_shard *sh, uint64_t off, uint64_t n)
@@ -184,6 +252,7 @@ uint64_t tfjs_place(mfs_val *x, const tfjs_group *g, uint64_t at, uint64_t len)
         return at - g->shards[i].start;
     }
     mfs_val *list = mfs_obj_set(x, "pieces", mfs_arr());
+    bool joined = joinable(g, at, len);
     for (i = shard_of(g, at); len > 0 && i < g->n; i++) {
         const tfjs_shard *sh = &g->shards[i];
         uint64_t in = at - sh->start, n = sh->size - in < len ? sh->size - in : len;
@@ -192,6 +261,7 @@ uint64_t tfjs_place(mfs_val *x, const tfjs_group *g, uint64_t at, uint64_t len)
         at += n;
         len -= n;
     }
-    mfs_obj_set(x, "decoded", mfs_bool(true));
+    if (!joined)
+        mfs_obj_set(x, "decoded", mfs_bool(true));
     return 0;
 }
