@@ -124,7 +124,7 @@ static uint64_t shown_size(const mfs_volume *v, uint32_t node)
         mfs_held_unref(h);
     }
     if (n->size_unknown)
-        mfs_content_known_size(v->content, node, &size);
+        mfs_file_known_size(v, node, &size);
     return size;
 }
 

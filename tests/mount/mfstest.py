@@ -651,6 +651,17 @@ def same_mounts(c, what, got, want):
                                                                        differ[:4]))
 
 
+def without_view(alone, got):
+    """`alone` ({path: ...} of a model mounted alone) without its files
+    view (files/: the model file, or a model folder's files), which that
+    model's folder in a mount of several has not (the mount's files/ has
+    them): unless `got` (that folder's tree) has a files/ too, a Carton's
+    own (its members)."""
+    if "files" in got:
+        return alone
+    return {k: v for k, v in alone.items() if k != "files" and not k.startswith("files/")}
+
+
 def ls_tree(modelfs_ls, model, env=None):
     """Parses `modelfs-ls MODEL`: "f SIZE PATH" / "d - PATH/" lines."""
     return ls_tree_args(modelfs_ls, [model], env)
