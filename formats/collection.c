@@ -247,7 +247,8 @@ static const char *url_name(const char *url, char *buf, size_t size)
 
 /* A folder URL's model files (an S3 prefix, a Hub repository), each
  * named by its path below it: at the root when it is the only argument,
- * else in a folder of the URL's last part. Probed when first loaded. */
+ * else in a folder of the URL's last part. Probed when first loaded.
+ * Every file listed goes to the files view, with the listing's size. */
 static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_load_opts *opts,
                              mfs_err *e)
 {
@@ -280,8 +281,14 @@ static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_l
         st.st_mode = S_IFREG;
         st.st_size = (off_t)l.files[i].size;
         st.st_mtim.tv_sec = (time_t)l.files[i].mtime;
-        add_found(w, dir, slash ? slash + 1 : path, l.files[i].url, l.files[i].url, NULL, NULL,
-                  &st);
+        const char *fname = slash ? slash + 1 : path;
+        if (l.files[i].model)
+            add_found(w, dir, fname, l.files[i].url, l.files[i].url, NULL, NULL, &st);
+        char *ename = mfs_name_encode(fname, strlen(fname)), *fpath = join(dir, ename);
+        add_file(w, fpath, l.files[i].url, NULL, false, &st, l.files[i].model ? w->count : 0)
+            ->remote = true;
+        free(ename);
+        free(fpath);
         free(dir);
     }
     free(top);
