@@ -138,7 +138,11 @@ static void quote(char *out, size_t cap, const char *s, size_t len)
 static int global(void *ctx, const char *mod, size_t mlen, const char *name, size_t nlen,
                   uint64_t at, mfs_err *e)
 {
-    (void)ctx;
+    pt_rebuild *rb = ctx;
+    const char *pkl = rb->pkl ? rb->pkl : "data.pkl";
+    int ts = pt_ts_global(rb, mod, mlen, name, nlen, at, e);
+    if (ts != PT_TS_NOT_OURS)
+        return ts;
     for (size_t i = 0; i < N(funcs); i++)
         if (is(mod, mlen, funcs[i].module) && is(name, nlen, funcs[i].name))
             return funcs[i].sym;
@@ -163,12 +167,14 @@ static int global(void *ctx, const char *mod, size_t mlen, const char *name, siz
         for (size_t i = 0; i < N(unsupported); i++)
             if (is(name, nlen, unsupported[i].name))
                 return mfs_fail(e, MFS_E_CORRUPT, (int64_t)at,
-                                "data.pkl: global '%s.%s' (%s) is not supported", m, n,
+                                "%s: global '%s.%s' (%s) is not supported", pkl, m, n,
                                 unsupported[i].what);
     return mfs_fail(e, MFS_E_CORRUPT, (int64_t)at,
-                    "data.pkl: refuses global '%s.%s': modelfs never imports or calls what a pickle "
-                    "names, and a torch.save checkpoint needs only tensor rebuild functions, "
-                    "storages, dtypes and OrderedDict", m, n);
+                    "%s: refuses global '%s.%s': modelfs never imports or calls what a pickle "
+                    "names, and a %s needs only tensor rebuild functions, storages, dtypes and "
+                    "OrderedDict%s", pkl, m, n,
+                    rb->torchscript ? "TorchScript archive" : "torch.save checkpoint",
+                    rb->torchscript ? " besides its __torch__ classes" : "");
 }
 
 static uint32_t bad(mfs_err *e, uint64_t at, int sym, const char *what)
@@ -221,6 +227,7 @@ static uint32_t rebuild(pt_rebuild *rb, pk_machine *pm, int sym, const pk_val *a
     if (st->kind != PK_GLOBAL || st->u.sym < SYM_STORAGE || st->u.sym >= SYM_STORAGE + (int)N(storages))
         return bad(e, at, sym, "the storage type is not a torch storage class");
     pt_tensor t = { 0 };
+    t.dir = rb->dir ? rb->dir : "data";
     t.storage_type = storages[st->u.sym - SYM_STORAGE].name;
     t.dtype = storages[st->u.sym - SYM_STORAGE].dtype;
     char kbuf[32];
@@ -275,6 +282,8 @@ static uint32_t rebuild(pt_rebuild *rb, pk_machine *pm, int sym, const pk_val *a
 static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t at, mfs_err *e)
 {
     pt_rebuild *rb = ctx;
+    if (pt_ts_sym(sym))
+        return pt_ts_call(rb, pm, sym, argi, at, e);
     const pk_val *args = pk_get(pm, argi);
     const pk_val *a0 = pk_item(pm, args, 0);
     switch (sym) {
@@ -350,12 +359,17 @@ static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t
     }
 }
 
-const pk_hooks pt_hooks_template = { NULL, global, call };
+const pk_hooks pt_hooks_template = { NULL, global, call, pt_ts_build, NULL };
 
 void pt_rebuild_free(pt_rebuild *rb)
 {
     for (size_t i = 0; i < rb->n; i++)
         free(rb->t[i].key);
     free(rb->t);
+    for (size_t i = 0; i < rb->nclasses; i++)
+        free(rb->classes[i]);
+    free(rb->classes);
+    mfs_table_free(&rb->class_index);
+    free(rb->mods);
     memset(rb, 0, sizeof *rb);
 }
