@@ -6,7 +6,9 @@ lists), Keras's model_config parsed under metadata.keras, each served
 tensor's bytes equal to what h5dump (hdf5-tools, a second reader) writes
 of the dataset; hostile files (EXTRAS): object header continuations and
 B-trees that loop, heap offsets past the end, huge counts, a file cut
-short, each refused with exit 5 and one line naming the file.
+short, bad checksums (patched structures re-signed with lookup3 where
+the check behind the checksum is meant), each refused with exit 5 and
+one line naming the file.
 """
 import errno
 import json
@@ -135,6 +137,62 @@ def patched(data, at, fmt, *values):
     return bytes(b)
 
 
+def lookup3(data):
+    """Bob Jenkins's lookup3 hashlittle (initial value 0): the checksum of
+    HDF5's version 2 metadata, to re-sign a structure patched on purpose so
+    that the check after the checksum is reached."""
+    m = 0xffffffff
+
+    def rot(x, k):
+        return ((x << k) | (x >> (32 - k))) & m
+
+    n = len(data)
+    a = b = c = (0xdeadbeef + n) & m
+    i = 0
+    while n - i > 12:
+        a = (a + int.from_bytes(data[i:i + 4], "little")) & m
+        b = (b + int.from_bytes(data[i + 4:i + 8], "little")) & m
+        c = (c + int.from_bytes(data[i + 8:i + 12], "little")) & m
+        a = (a - c) & m; a ^= rot(c, 4); c = (c + b) & m   # noqa: E702
+        b = (b - a) & m; b ^= rot(a, 6); a = (a + c) & m   # noqa: E702
+        c = (c - b) & m; c ^= rot(b, 8); b = (b + a) & m   # noqa: E702
+        a = (a - c) & m; a ^= rot(c, 16); c = (c + b) & m  # noqa: E702
+        b = (b - a) & m; b ^= rot(a, 19); a = (a + c) & m  # noqa: E702
+        c = (c - b) & m; c ^= rot(b, 4); b = (b + a) & m   # noqa: E702
+        i += 12
+    if n == i:
+        return c
+    tail = bytes(data[i:]) + bytes(12 - (n - i))
+    a = (a + int.from_bytes(tail[0:4], "little")) & m
+    b = (b + int.from_bytes(tail[4:8], "little")) & m
+    c = (c + int.from_bytes(tail[8:12], "little")) & m
+    c ^= b; c = (c - rot(b, 14)) & m   # noqa: E702
+    a ^= c; a = (a - rot(c, 11)) & m   # noqa: E702
+    b ^= a; b = (b - rot(a, 25)) & m   # noqa: E702
+    c ^= b; c = (c - rot(b, 16)) & m   # noqa: E702
+    a ^= c; a = (a - rot(c, 4)) & m    # noqa: E702
+    b ^= a; b = (b - rot(a, 14)) & m   # noqa: E702
+    c ^= b; c = (c - rot(b, 24)) & m   # noqa: E702
+    return c
+
+
+def signed_len(data, at, most=1 << 16):
+    """The length of the checksummed structure at `at`: the first L whose
+    checksum is the 4 bytes after it."""
+    for n in range(6, min(most, len(data) - at - 4)):
+        if lookup3(data[at:at + n]) == struct.unpack_from("<I", data, at + n)[0]:
+            return n
+    raise AssertionError("no checksum found at %d" % at)
+
+
+def repatched(data, at, n, where, fmt, *values):
+    """`data` patched at `where` inside the structure of `n` checksummed
+    bytes at `at`, its checksum made right again."""
+    b = bytearray(patched(data, where, fmt, *values))
+    struct.pack_into("<I", b, at + n, lookup3(bytes(b[at:at + n])))
+    return bytes(b)
+
+
 def small_file(path, libver, dense=False):
     with h5py.File(path, "w", libver=libver) as f:
         f.attrs["layer_names"] = np.array([b"dense"])
@@ -195,10 +253,13 @@ def hostile_files(tmp):
     out.append(("fheap_width.h5", patched(new, frhp + tw, "<H", 3),
                 "a fractal heap of width 3", "doubling table"))
     bthd = new.index(b"BTHD")
-    out.append(("bt2_root_count.h5", patched(new, bthd + 16 + 8, "<H", 0xffff),
+    bthd_n = 18 + 8 + 8
+    out.append(("bt2_root_count.h5", repatched(new, bthd, bthd_n, bthd + 16 + 8, "<H", 0xffff),
                 "a v2 B-tree root said to hold 65535 records", "at most"))
-    out.append(("bt2_type.h5", patched(new, bthd + 5, "<B", 6),
+    out.append(("bt2_type.h5", repatched(new, bthd, bthd_n, bthd + 5, "<B", 6),
                 "a v2 B-tree of the wrong type", "B-tree header"))
+    out.append(("bt2_header_checksum.h5", patched(new, bthd + 7, "<B", new[bthd + 7] ^ 1),
+                "a v2 B-tree header with a byte changed", "checksum does not match"))
     # A continuation message in the root header pointing at the header's own messages.
     pos, end = first, first + new[ohdr + start]
     cont = None
