@@ -151,6 +151,7 @@ typedef struct h5_space {
     unsigned ndim;           /* 0: scalar */
     bool null;               /* no elements at all */
     uint64_t dims[H5_MAX_DIMS];
+    uint64_t maxdims[H5_MAX_DIMS]; /* H5_UNDEF: unlimited; the dims when not stored */
     uint64_t count;          /* elements (1 for a scalar, 0 for null) */
 } h5_space;
 
