@@ -423,8 +423,8 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             if (!h5_rd_addr(s, at + 6, f->so, &index))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: v2 B-tree chunk index cut short");
         } else if (rc == 0) {
-            rc = MFS_CORRUPT(f->e, s.base + at - 1, "HDF5: chunk index type %u (1 to 5 are "
-                             "defined)", type);
+            snprintf(problem, psize, "chunked with chunk index type %u: not read by modelfs (1 "
+                     "to 5 are)", type);
         }
     }
     c->chunk_bytes = esize;
