@@ -117,6 +117,11 @@ typedef struct h5_links {
 int h5_group_links(h5_file *f, const h5_ohdr *oh, h5_links *out);
 /* One link message's link appended to `out`. */
 int h5_link_parse(h5_file *f, mfs_span s, h5_links *out);
+/* h5_btree2.c: each record of the version 2 B-tree of `type` at `addr`
+ * given to fn (a span of the record's bytes); a non-zero return ends the
+ * walk with it. */
+typedef int (*h5_bt2_fn)(void *ctx, mfs_span rec);
+int h5_bt2_walk(h5_file *f, uint64_t addr, unsigned type, h5_bt2_fn fn, void *ctx);
 /* h5_dense.c: the links of a dense group (fractal heap, v2 B-tree). */
 int h5_dense_links(h5_file *f, uint64_t heap, uint64_t btree, h5_links *out);
 /* The attributes of dense attribute storage added to *out (made when NULL). */
@@ -146,6 +151,7 @@ typedef struct h5_space {
     unsigned ndim;           /* 0: scalar */
     bool null;               /* no elements at all */
     uint64_t dims[H5_MAX_DIMS];
+    uint64_t maxdims[H5_MAX_DIMS]; /* H5_UNDEF: unlimited; the dims when not stored */
     uint64_t count;          /* elements (1 for a scalar, 0 for null) */
 } h5_space;
 
