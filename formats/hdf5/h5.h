@@ -63,6 +63,23 @@ bool h5_rd_addr(mfs_span s, uint64_t off, unsigned size, uint64_t *out);
 /* Whether [addr, addr + len) lies inside the file. */
 bool h5_in_file(const h5_file *f, uint64_t addr, uint64_t len);
 /* Absolute file offset of an address (for messages and tensors). */
+/* Block sizes and counts of the heaps and arrays are powers of two. */
+static inline bool h5_pow2(uint64_t v)
+{
+    return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* floor(log2(v)), 0 for v <= 1. */
+static inline unsigned h5_log2(uint64_t v)
+{
+    unsigned r = 0;
+    while (v > 1) {
+        v >>= 1;
+        r++;
+    }
+    return r;
+}
+
 static inline uint64_t h5_abs(const h5_file *f, uint64_t addr)
 {
     return f->base + addr;

@@ -27,21 +27,6 @@ typedef struct fheap {
     bool checksummed;        /* direct blocks carry a checksum after their header */
 } fheap;
 
-static unsigned log2u(uint64_t v)
-{
-    unsigned r = 0;
-    while (v > 1) {
-        v >>= 1;
-        r++;
-    }
-    return r;
-}
-
-static bool pow2(uint64_t v)
-{
-    return v != 0 && (v & (v - 1)) == 0;
-}
-
 /* Bytes needed to hold the value n. */
 static unsigned ubytes(uint64_t n)
 {
@@ -75,10 +60,10 @@ static int heap_open(h5_file *f, uint64_t addr, fheap *h)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fractal heap header (FRHP, version 0) here");
     else if (flen != 0)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: a fractal heap with I/O filters: not read by modelfs");
-    else if (!pow2(width) || !pow2(start) || !pow2(maxd) || maxd < start || bits == 0 ||
+    else if (!h5_pow2(width) || !h5_pow2(start) || !h5_pow2(maxd) || maxd < start || bits == 0 ||
              bits > 64 || idl < 2 || idl > 64 ||
              /* every block size of the table fits in 64 bits */
-             log2u(start) + log2u(width) + rows + 2 > 62 || log2u(maxd) > 62)
+             h5_log2(start) + h5_log2(width) + rows + 2 > 62 || h5_log2(maxd) > 62)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: fractal heap header with an impossible doubling "
                          "table (width %llu, blocks %llu to %llu, %llu bits)",
                          (unsigned long long)width, (unsigned long long)start,
@@ -96,7 +81,7 @@ static int heap_open(h5_file *f, uint64_t addr, fheap *h)
     h->off_bytes = (h->max_heap_bits + 7) / 8;
     h->len_bytes = ubytes(maxd < maxm ? maxd : maxm);
     h->root_rows = (unsigned)rows;
-    h->max_dblock_rows = log2u(maxd) - log2u(start) + 2;
+    h->max_dblock_rows = h5_log2(maxd) - h5_log2(start) + 2;
     return 0;
 }
 
@@ -151,7 +136,7 @@ static int heap_object(h5_file *f, const fheap *h, uint64_t off, uint64_t len, m
         bsize = bs;
         if (r < h->max_dblock_rows)
             break;
-        unsigned child_rows = log2u(bs) - log2u(h->start * h->width) + 1;
+        unsigned child_rows = h5_log2(bs) - h5_log2(h->start * h->width) + 1;
         if (child_rows >= rows || child_rows == 0)
             return MFS_CORRUPT(f->e, s.base, "HDF5: fractal heap indirect block of %u rows under "
                                "one of %u", child_rows, rows);

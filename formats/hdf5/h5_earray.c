@@ -37,25 +37,10 @@ typedef struct ea {
     unsigned nsblks;
 } ea;
 
-static bool pow2(uint64_t v)
-{
-    return v != 0 && (v & (v - 1)) == 0;
-}
-
 /* a + b, or UINT64_MAX past it: element numbers beyond `need` are not read. */
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static unsigned log2u(uint64_t v)
-{
-    unsigned r = 0;
-    while (v > 1) {
-        v >>= 1;
-        r++;
-    }
-    return r;
 }
 
 /* The element at `at` of `s`, the array's element `idx`, as a chunk. */
@@ -272,8 +257,8 @@ int h5_earray_chunks(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, si
     if (a.client != (c->nfilters > 0) || (a.client ? a.csz < 1 || a.csz > 8 : a.esz != f->so))
         return MFS_CORRUPT(f->e, at + 5, "HDF5: extensible array elements of %u bytes (client "
                            "%u) for %s chunks", a.esz, a.client, c->nfilters ? "filtered" : "unfiltered");
-    if (bits == 0 || bits > 64 || !pow2(min_elems) || log2u(min_elems) > bits || !pow2(min_ptrs) ||
-        2 * log2u(min_ptrs) > 1 + bits - log2u(min_elems) || page_bits > 63)
+    if (bits == 0 || bits > 64 || !h5_pow2(min_elems) || h5_log2(min_elems) > bits || !h5_pow2(min_ptrs) ||
+        2 * h5_log2(min_ptrs) > 1 + bits - h5_log2(min_elems) || page_bits > 63)
         return MFS_CORRUPT(f->e, at + 7, "HDF5: extensible array parameters impossible (%u bits, "
                            "data blocks of %u elements and more, super blocks of %u and more, "
                            "pages of 2^%u)", bits, min_elems, min_ptrs, page_bits);
@@ -282,8 +267,8 @@ int h5_earray_chunks(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, si
         return rc;  /* no index block: no chunk written */
     a.off_bytes = (bits + 7) / 8;
     a.page = 1ull << page_bits;
-    a.nsblks = 1 + bits - log2u(min_elems);
-    a.iblk_sblks = 2 * log2u(min_ptrs);
+    a.nsblks = 1 + bits - h5_log2(min_elems);
+    a.iblk_sblks = 2 * h5_log2(min_ptrs);
     /* Super block u: 2^(u/2) data blocks of 2^((u+1)/2) * min elements;
      * starts past 2^64 saturate (no element that far is read). */
     uint64_t start = idx_elems;
