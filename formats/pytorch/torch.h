@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "doc.h"
 #include "err.h"
@@ -55,6 +56,12 @@ typedef struct pt_rebuild {
 /* The hooks that give pickle.c torch's globals; ctx is a pt_rebuild. */
 extern const pk_hooks pt_hooks_template;
 void pt_rebuild_free(pt_rebuild *rb);
+/* Whether s[0..len) (a pickle's name, not NUL-terminated) is `lit`. */
+static inline bool pt_is(const char *s, size_t len, const char *lit)
+{
+    return strlen(lit) == len && memcmp(s, lit, len) == 0;
+}
+
 /* "torch._utils._rebuild_tensor_v2" for a symbol, for metadata. */
 const char *pt_sym_name(int sym);
 

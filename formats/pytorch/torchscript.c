@@ -30,11 +30,6 @@ enum {
 static const char *const lists[] = { "build_intlist", "build_doublelist", "build_boollist",
                                      "build_tensorlist", "build_complexlist" };
 
-static bool is(const char *s, size_t len, const char *lit)
-{
-    return strlen(lit) == len && memcmp(s, lit, len) == 0;
-}
-
 typedef struct class_key {
     const pt_rebuild *rb;
     const char *name;
@@ -53,15 +48,15 @@ int pt_ts_global(pt_rebuild *rb, const char *mod, size_t mlen, const char *name,
 {
     if (!rb->torchscript)
         return PT_TS_NOT_OURS;
-    if (is(mod, mlen, "torch.jit._pickle")) {
+    if (pt_is(mod, mlen, "torch.jit._pickle")) {
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-            if (is(name, nlen, lists[i]))
+            if (pt_is(name, nlen, lists[i]))
                 return SYM_TS_LIST;
-        if (is(name, nlen, "restore_type_tag"))
+        if (pt_is(name, nlen, "restore_type_tag"))
             return SYM_TS_TAG;
         return PT_TS_NOT_OURS;
     }
-    bool ours = is(mod, mlen, "__torch__") || (mlen > 10 && memcmp(mod, "__torch__.", 10) == 0);
+    bool ours = pt_is(mod, mlen, "__torch__") || (mlen > 10 && memcmp(mod, "__torch__.", 10) == 0);
     if (!ours)
         return PT_TS_NOT_OURS;
     /* The class's qualified name, as torch prints it. */
