@@ -182,6 +182,55 @@ def model_chunked(f):
                      shuffle=True)
 
 
+def model_unlimited(f):
+    """Resizable datasets, as h5py writes them with libver="latest": one
+    unlimited dimension indexes the chunks with an extensible array, more
+    than one with a version 2 B-tree. Enough small chunks (1 x 4) that the
+    array has super blocks and the B-tree more than one level; filtered
+    (gzip + shuffle, fletcher32) and not; appended to by resizing; chunks
+    never written; an array whose data blocks are paged (past 65520
+    chunks, sparsely written); a fixed array and an implicit index of a
+    maximum extent beyond the current one."""
+    f.create_dataset("ea_plain", data=rng_array(80, (3000, 4), "<i2"), chunks=(1, 4),
+                     maxshape=(None, 4))
+    f.create_dataset("ea_gzip_shuffle", data=rng_array(81, (1500, 4), "<f4"), chunks=(1, 4),
+                     maxshape=(None, 4), compression="gzip", shuffle=True)
+    f.create_dataset("ea_fletcher", data=rng_array(82, (700, 3), "u1"), chunks=(2, 3),
+                     maxshape=(None, 3), fletcher32=True)
+    # The unlimited dimension last, the other below its maximum: the
+    # array's index runs over the grid of the maximum extent.
+    f.create_dataset("ea_last_dim", data=rng_array(83, (6, 50), "<f8"), chunks=(2, 3),
+                     maxshape=(8, None))
+    d = f.create_dataset("ea_appended", (0, 5), dtype="<i4", chunks=(3, 5), maxshape=(None, 5))
+    for i in range(12):
+        d.resize((d.shape[0] + 7, 5))
+        d[-7:] = rng_array(84 + i, (7, 5), "<i4")
+    d = f.create_dataset("ea_sparse_paged", (70000,), dtype="u1", chunks=(1,), maxshape=(None,))
+    d[3:9] = 7
+    d[66000:66010] = np.arange(10, dtype="u1") + 1
+    f.create_dataset("bt2_plain", data=rng_array(90, (1500, 8), "<i2"), chunks=(1, 4),
+                     maxshape=(None, None))
+    f.create_dataset("bt2_gzip_shuffle_fletcher", data=rng_array(91, (600, 8), "<f4"),
+                     chunks=(1, 4), maxshape=(None, None), compression="gzip", shuffle=True,
+                     fletcher32=True)
+    f.create_dataset("bt2_edges", data=rng_array(92, (5, 7, 3), "<f4"), chunks=(2, 3, 2),
+                     maxshape=(None, None, 3))
+    d = f.create_dataset("bt2_partly_written", (40, 40), dtype="<u2", chunks=(4, 4),
+                         maxshape=(None, None), compression="gzip")
+    d[8:20, 4:12] = 9
+    f.create_dataset("fixed_below_max", data=rng_array(93, (10, 4), "<f4"), chunks=(3, 4),
+                     maxshape=(16, 4))
+    # Space allocated at creation below a maximum extent: the implicit
+    # index lays out the chunks of the maximum grid.
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((2, 3))
+    dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+    arr = rng_array(94, (5, 7), "<i4")
+    sid = h5py.h5s.create_simple(arr.shape, (9, 10))
+    h5py.h5d.create(f.id, b"implicit_below_max", h5py.h5t.STD_I32LE, sid, dcpl=dcpl).write(
+        h5py.h5s.ALL, h5py.h5s.ALL, arr)
+
+
 def model_problems(f):
     """Strings (as JSON string tensors), and what modelfs lists but does not
     serve as a tensor: a
@@ -224,6 +273,7 @@ MODELS = [
     ("keras2_latest.weights.h5", model_keras2_weights, "latest"),
     ("dtypes_latest.h5", model_dtypes, "latest"),
     ("dense_latest.h5", model_dense, "latest"),
+    ("unlimited_latest.h5", model_unlimited, "latest"),
 ]
 
 
@@ -238,23 +288,22 @@ def raw_bytes(path, ds):
         return fh.read(ds.id.get_storage_size())
 
 
-def chunk_index_read(ds, libver):
-    """Whether modelfs decodes this chunked dataset: its chunk index is the
-    version 1 B-tree of libhdf5's default format, or with libver="latest"
-    a single chunk or a fixed array, and its filters are
-    deflate, shuffle and fletcher32 (ids 1 to 3)."""
+def chunk_index_read(ds):
+    """Whether modelfs decodes this chunked dataset: any chunk index (the
+    version 1 B-tree of libhdf5's default format; with libver="latest" a
+    single chunk, the implicit index, a fixed array, an extensible array or
+    a version 2 B-tree), its filters deflate, shuffle and fletcher32 (ids 1
+    to 3), and chunks never written only with a zero fill value."""
     plist = ds.id.get_create_plist()
     grid = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
     if ds.fillvalue != 0 and ds.id.get_num_chunks() < grid:
         return False  # chunks never written would be the fill value: not read
     if any(plist.get_filter(i)[0] not in (1, 2, 3) for i in range(plist.get_nfilters())):
         return False
-    # latest: a single chunk, or a fixed array (fixed shape); not the
-    # extensible array of a resizable one.
-    return libver != "latest" or ds.maxshape == ds.shape
+    return True
 
 
-def expectation(path, libver):
+def expectation(path):
     tensors = []
     with h5py.File(path, "r") as f:
         items = []
@@ -266,7 +315,7 @@ def expectation(path, libver):
             numeric = dt.kind in "biuf" and dt.itemsize in (1, 2, 4, 8) or \
                 dt.kind == "c" and dt.itemsize in (8, 16)
             unwritten = layout == h5py.h5d.CONTIGUOUS and ds.id.get_offset() is None and ds.size > 0
-            if layout == h5py.h5d.CHUNKED and not chunk_index_read(ds, libver) or unwritten:
+            if layout == h5py.h5d.CHUNKED and not chunk_index_read(ds) or unwritten:
                 data = b""
                 want = {"dtype": None, "shape": list(ds.shape), "problem": True}
             elif dt.kind == "S" or h5py.check_string_dtype(dt) is not None:
@@ -295,7 +344,7 @@ def write(outdir, name, fn, libver, userblock=0):
         os.unlink(path)
     with h5py.File(path, "w", libver=libver, userblock_size=userblock) as f:
         fn(f)
-    tensors = expectation(path, libver)
+    tensors = expectation(path)
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
         sb = fh.read(userblock + 9)[userblock + 8]

@@ -14,6 +14,7 @@ py=/usr/bin/python3
 stamp=$( (cat "$here"/*.py "$here"/gen_models.sh "$here"/../schemas/*;
           "$py" -c 'import numpy, onnx, sys; print(sys.version, numpy.__version__, onnx.__version__)';
           "$py" -c 'import h5py; print(h5py.__version__, h5py.version.hdf5_version)' 2>/dev/null || true;
+          "$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || true;
           flatc --version 2>/dev/null || true) | sha256sum | cut -d' ' -f1)
 reuse=${MFS_GEN_REUSE:-}
 if [ -n "$reuse" ] && [ -f "$reuse/.stamp" ] && [ "$(cat "$reuse/.stamp")" = "$stamp" ]; then
@@ -44,6 +45,8 @@ run "$here/gen_pte.py" "$out/pte"
 run "$here/gen_tfjs.py" "$out/tfjs" "$out/tfjs_repo"
 run "$here/gen_hdf5.py" "$out/hdf5"
 run "$here/gen_openvino.py" "$out/openvino" "$out/openvino_hostile"
+# TorchScript: written and read back by torch itself (python3-torch).
+run "$here/gen_torchscript.py" "$out/torchscript"
 # Not models: the zip layer's archives for unit.test_zip, made once here
 # (70,000 entries through Python's zipfile take seconds).
 run "$here/gen_zips.py" "$out/zips"

@@ -25,6 +25,9 @@ done
 # awscli, rclone: mount.real_clients runs them against that S3 server.
 # python3-msgpack: scripts/gen_flax.py writes the Flax msgpack fixtures with it,
 # and mount.flax reads them back with it.
+# python3-torch: scripts/gen_torchscript.py writes the TorchScript archives
+# with torch.jit and reads them back with torch.jit.load; mount.pytorch
+# cross-checks checkpoints with torch.load.
 # python3-h5py, hdf5-tools: scripts/gen_hdf5.py writes the HDF5 models with h5py;
 # mount.hdf5 reads them back with h5py and h5dump, readers independent of modelfs.
 PKGS="build-essential cmake ninja-build pkg-config
@@ -37,6 +40,7 @@ PKGS="build-essential cmake ninja-build pkg-config
       python3-botocore
       python3-msgpack
       python3-h5py hdf5-tools
+      python3-torch
       libonnx-testdata
       nginx apache2 lighttpd caddy openssl awscli rclone"
 # fuse-zip depends on libfuse2 and "fuse", which fuse3 provides: nothing is removed.

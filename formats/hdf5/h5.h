@@ -63,6 +63,23 @@ bool h5_rd_addr(mfs_span s, uint64_t off, unsigned size, uint64_t *out);
 /* Whether [addr, addr + len) lies inside the file. */
 bool h5_in_file(const h5_file *f, uint64_t addr, uint64_t len);
 /* Absolute file offset of an address (for messages and tensors). */
+/* Block sizes and counts of the heaps and arrays are powers of two. */
+static inline bool h5_pow2(uint64_t v)
+{
+    return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* floor(log2(v)), 0 for v <= 1. */
+static inline unsigned h5_log2(uint64_t v)
+{
+    unsigned r = 0;
+    while (v > 1) {
+        v >>= 1;
+        r++;
+    }
+    return r;
+}
+
 static inline uint64_t h5_abs(const h5_file *f, uint64_t addr)
 {
     return f->base + addr;
@@ -117,6 +134,11 @@ typedef struct h5_links {
 int h5_group_links(h5_file *f, const h5_ohdr *oh, h5_links *out);
 /* One link message's link appended to `out`. */
 int h5_link_parse(h5_file *f, mfs_span s, h5_links *out);
+/* h5_btree2.c: each record of the version 2 B-tree of `type` at `addr`
+ * given to fn (a span of the record's bytes); a non-zero return ends the
+ * walk with it. */
+typedef int (*h5_bt2_fn)(void *ctx, mfs_span rec);
+int h5_bt2_walk(h5_file *f, uint64_t addr, unsigned type, h5_bt2_fn fn, void *ctx);
 /* h5_dense.c: the links of a dense group (fractal heap, v2 B-tree). */
 int h5_dense_links(h5_file *f, uint64_t heap, uint64_t btree, h5_links *out);
 /* The attributes of dense attribute storage added to *out (made when NULL). */
@@ -146,6 +168,7 @@ typedef struct h5_space {
     unsigned ndim;           /* 0: scalar */
     bool null;               /* no elements at all */
     uint64_t dims[H5_MAX_DIMS];
+    uint64_t maxdims[H5_MAX_DIMS]; /* H5_UNDEF: unlimited; the dims when not stored */
     uint64_t count;          /* elements (1 for a scalar, 0 for null) */
 } h5_space;
 

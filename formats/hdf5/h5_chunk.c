@@ -1,14 +1,20 @@
 /* Chunked datasets at mount: the filter pipeline and the chunk index (a
  * version 1 B-tree of type 1, layout message version 3, as libhdf5 writes
- * by default; or, with version 4, a single chunk, the implicit index or a
- * fixed array) read into a list of chunks, checked against the dataset
- * and bounded; h5_chunk_decode.c decodes them on first open. */
+ * by default; or, with version 4 (libver="latest"), a single chunk, the
+ * implicit index, a fixed array, an extensible array (h5_earray.c: one
+ * unlimited dimension) or a version 2 B-tree (more than one)) read into a
+ * list of chunks, checked against the dataset and bounded;
+ * h5_chunk_decode.c decodes them on first open. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "h5_chunk.h"
 #include "xalloc.h"
+
+/* The chunk index types of layout message version 4 (version 3 has the
+ * version 1 B-tree only). */
+enum { IX_BTREE1 = 0, IX_SINGLE = 1, IX_IMPLICIT = 2, IX_FIXED = 3, IX_EARRAY = 4, IX_BTREE2 = 5 };
 
 static int filters_parse(h5_file *f, mfs_span s, h5_chunked *c, char *problem, size_t psize)
 {
@@ -43,9 +49,12 @@ static int filters_parse(h5_file *f, mfs_span s, h5_chunked *c, char *problem, s
     return 0;
 }
 
-static int add_chunk(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t size, uint32_t mask,
-                     const uint64_t *off, uint64_t at)
+int h5_chunk_add(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t size, uint32_t mask,
+                 const uint64_t *off, uint64_t at)
 {
+    if (c->n >= c->grid)
+        return MFS_CORRUPT(f->e, at, "HDF5: a chunk index of more chunks than the %llu of its "
+                           "dataset's grid", (unsigned long long)c->grid);
     if (!h5_in_file(f, addr, size))
         return MFS_CORRUPT(f->e, at, "HDF5: a chunk of %llu bytes at address %llu passes the end "
                            "of the file", (unsigned long long)size, (unsigned long long)addr);
@@ -102,7 +111,7 @@ static int chunk_btree(h5_file *f, h5_chunked *c, uint64_t addr, int want_level)
             h5_rd_uint(s, k + 8 + 8ull * d, 8, &off[d]);
         h5_rd_addr(s, k + ks, f->so, &child);
         if (level == 0)
-            rc = add_chunk(f, c, child, size, (uint32_t)mask, off, s.base + k);
+            rc = h5_chunk_add(f, c, child, size, (uint32_t)mask, off, s.base + k);
         else
             kids[i] = child;
     }
@@ -113,15 +122,22 @@ static int chunk_btree(h5_file *f, h5_chunked *c, uint64_t addr, int want_level)
     return rc;
 }
 
-/* The chunks of an implicit index: the whole grid, chunk_bytes each. */
+/* The chunks of an implicit index: the whole grid of the maximum extent,
+ * chunk_bytes each, in C order; those inside the current extent listed. */
 static int implicit_chunks(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t at)
 {
     if (c->nfilters != 0)
         return MFS_CORRUPT(f->e, at, "HDF5: an implicit chunk index with filters");
-    uint64_t g[H5_MAX_DIMS], pos[H5_MAX_DIMS] = { 0 }, grid = 1, off[H5_MAX_DIMS] = { 0 };
+    uint64_t g[H5_MAX_DIMS], now[H5_MAX_DIMS], pos[H5_MAX_DIMS] = { 0 }, grid = 1,
+             off[H5_MAX_DIMS] = { 0 };
     for (unsigned d = 0; d < c->ndim; d++) {
-        g[d] = (c->dims[d] + c->cdims[d] - 1) / c->cdims[d];
-        grid *= g[d];  /* <= elements: no overflow */
+        if (c->maxdims[d] == H5_UNDEF)
+            return MFS_CORRUPT(f->e, at, "HDF5: an implicit chunk index for a dataset with an "
+                               "unlimited dimension");
+        g[d] = c->maxdims[d] / c->cdims[d] + (c->maxdims[d] % c->cdims[d] != 0);
+        now[d] = c->dims[d] / c->cdims[d] + (c->dims[d] % c->cdims[d] != 0);
+        if (!mfs_mul_u64(grid, g[d], &grid))
+            return MFS_CORRUPT(f->e, at, "HDF5: a chunk grid of more than 2^64 chunks");
     }
     uint64_t span;
     if (!mfs_mul_u64(grid, c->chunk_bytes, &span) || !h5_in_file(f, addr, span))
@@ -129,9 +145,13 @@ static int implicit_chunks(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t at
                            "the file", (unsigned long long)grid, (unsigned long long)c->chunk_bytes);
     int rc = 0;
     for (uint64_t i = 0; rc == 0 && i < grid; i++) {
-        for (unsigned d = 0; d < c->ndim; d++)
+        bool inside = true;
+        for (unsigned d = 0; d < c->ndim; d++) {
             off[d] = pos[d] * c->cdims[d];
-        rc = add_chunk(f, c, addr + i * c->chunk_bytes, c->chunk_bytes, 0, off, at);
+            inside = inside && pos[d] < now[d];
+        }
+        if (inside)
+            rc = h5_chunk_add(f, c, addr + i * c->chunk_bytes, c->chunk_bytes, 0, off, at);
         if (rc == 0)
             rc = h5_work(f, sizeof(chunk), at);
         for (int d = (int)c->ndim - 1; d >= 0; d--) {
@@ -144,9 +164,10 @@ static int implicit_chunks(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t at
 }
 
 /* A fixed array index (FAHD, then its data block FADB): one entry per
- * chunk of the grid in C order, an address (and for filtered chunks the
- * stored size and filter mask), in pages past 2^page_bits entries. */
-static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, size_t psize)
+ * chunk of the grid of the maximum extent in C order, an address (and for
+ * filtered chunks the stored size and filter mask), in pages past
+ * 2^page_bits entries. */
+static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr)
 {
     mfs_span s;
     if (h5_get(f, addr, 12 + f->sl + f->so, &s, "a fixed array header") != 0)
@@ -158,12 +179,20 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
     int rc = 0;
     if (memcmp(s.p, "FAHD", 4) != 0 || s.p[4] != 0 || client > 1)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fixed array header (FAHD, version 0) here");
+    else if (!h5_checksum_ok(s))
+        rc = MFS_CORRUPT(f->e, s.base + s.len - 4, "HDF5: a fixed array header's checksum does "
+                         "not match");
     h5_put(f, s);
     if (rc != 0)
         return -1;
+    /* One entry per chunk of the dataset's maximum extent (its current
+     * one unless it was made resizable up to a limit). */
     uint64_t grid = 1, pos[H5_MAX_DIMS], g[H5_MAX_DIMS];
     for (unsigned d = 0; d < c->ndim; d++) {
-        g[d] = (c->dims[d] + c->cdims[d] - 1) / c->cdims[d];
+        if (c->maxdims[d] == H5_UNDEF)
+            return MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array index for a dataset with an "
+                               "unlimited dimension");
+        g[d] = c->maxdims[d] / c->cdims[d] + (c->maxdims[d] % c->cdims[d] != 0);
         if (!mfs_mul_u64(grid, g[d], &grid))
             return MFS_CORRUPT(f->e, s.base, "HDF5: a chunk grid of more than 2^64 chunks");
     }
@@ -171,25 +200,33 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
     if (n != grid || esz < need || (client && esz - f->so - 4 > 8))
         return MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array of %llu entries of %u bytes for a "
                            "grid of %llu chunks", (unsigned long long)n, esz, (unsigned long long)grid);
-    (void)problem;
-    (void)psize;
     /* More entries than a page holds: the data block has a bitmap of the
-     * pages written, and the pages (entries, then a checksum) follow it. */
+     * pages written, and the pages (entries, then a checksum) follow it;
+     * else the entries, then the block's checksum. */
     bool paged = bits < 63 && n > (1ull << bits);
     uint64_t per = paged ? 1ull << bits : n, pages = paged ? (n + per - 1) / per : 0;
     uint64_t bm = (pages + 7) / 8, hl = 6 + f->so, first = paged ? hl + bm + 4 : hl, len;
-    if (!mfs_mul_u64(n, esz, &len) || !mfs_add_u64(len, first + 4 * pages, &len) ||
+    if (!mfs_mul_u64(n, esz, &len) || !mfs_add_u64(len, first + 4 * pages + (paged ? 0 : 4), &len) ||
         h5_get(f, db, len, &s, "a fixed array data block") != 0)
         return MFS_CORRUPT(f->e, MFS_NO_OFFSET, "HDF5: a fixed array data block passes the end "
                            "of the file");
     if (memcmp(s.p, "FADB", 4) != 0)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fixed array data block (FADB) here");
+    else if (!h5_checksum_ok(mfs_span_sub(s, 0, paged ? hl + bm + 4 : len)))
+        rc = MFS_CORRUPT(f->e, s.base, "HDF5: a fixed array data block's checksum does not match");
     memset(pos, 0, sizeof pos);
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
         uint64_t pg = i / per, e = first + pg * (per * esz + 4) + (i % per) * esz, caddr,
                  size = c->chunk_bytes, mask = 0, off[H5_MAX_DIMS];
         h5_rd_addr(s, e, f->so, &caddr);
-        if (paged && !(s.p[hl + pg / 8] & (0x80 >> (pg % 8))))
+        bool written = !paged || (s.p[hl + pg / 8] & (0x80 >> (pg % 8)));
+        if (paged && written && i % per == 0) {
+            uint64_t in_page = pg + 1 < pages ? per : n - pg * per;
+            if (!h5_checksum_ok(mfs_span_sub(s, e, in_page * esz + 4)))
+                rc = MFS_CORRUPT(f->e, s.base + e, "HDF5: a fixed array page's checksum does not "
+                                 "match");
+        }
+        if (!written)
             caddr = H5_UNDEF;  /* a page never written */
         if (client) {
             h5_rd_uint(s, e + f->so, esz - f->so - 4, &size);
@@ -197,8 +234,8 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
         }
         for (unsigned d = 0; d < c->ndim; d++)
             off[d] = pos[d] * c->cdims[d];
-        if (caddr != H5_UNDEF)
-            rc = add_chunk(f, c, caddr, size, (uint32_t)mask, off, s.base + e);
+        if (rc == 0 && caddr != H5_UNDEF)
+            rc = h5_chunk_add(f, c, caddr, size, (uint32_t)mask, off, s.base + e);
         for (int d = (int)c->ndim - 1; d >= 0; d--) {
             if (++pos[d] < g[d])
                 break;
@@ -207,6 +244,45 @@ static int fixed_array(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, 
     }
     h5_put(f, s);
     return rc;
+}
+
+/* A version 2 B-tree of chunks: records of type 10 (unfiltered: the
+ * address, then the chunk's offsets on the grid, 8 bytes each) or 11
+ * (filtered: the address, the stored size, the filter mask, the offsets). */
+typedef struct bt2_chunks {
+    h5_file *f;
+    h5_chunked *c;
+} bt2_chunks;
+
+static int bt2_record(void *ctx, mfs_span r)
+{
+    bt2_chunks *b = ctx;
+    h5_file *f = b->f;
+    h5_chunked *c = b->c;
+    uint64_t addr, size = c->chunk_bytes, mask = 0, off[H5_MAX_DIMS];
+    uint64_t at = f->so, fixed = f->so + 8ull * c->ndim, extra = r.len > fixed ? r.len - fixed : 0;
+    if (r.len < fixed || (c->nfilters ? extra < 5 || extra > 12 : extra != 0))
+        return MFS_CORRUPT(f->e, r.base, "HDF5: v2 B-tree chunk records of %llu bytes for %u "
+                           "dimensions%s", (unsigned long long)r.len, c->ndim,
+                           c->nfilters ? " (filtered)" : "");
+    uint64_t scaled = fixed - 8ull * c->ndim + extra;
+    h5_rd_addr(r, 0, f->so, &addr);
+    if (c->nfilters) {
+        h5_rd_uint(r, at, (unsigned)(scaled - 4 - at), &size);
+        h5_rd_uint(r, scaled - 4, 4, &mask);
+    }
+    for (unsigned d = 0; d < c->ndim; d++) {
+        h5_rd_uint(r, scaled + 8ull * d, 8, &off[d]);
+        if (!mfs_mul_u64(off[d], c->cdims[d], &off[d]))
+            off[d] = UINT64_MAX;  /* outside the dataset: refused as such */
+    }
+    return h5_chunk_add(f, c, addr, size, (uint32_t)mask, off, r.base);
+}
+
+static int btree2_chunks(h5_file *f, h5_chunked *c, uint64_t addr)
+{
+    bt2_chunks b = { f, c };
+    return h5_bt2_walk(f, addr, c->nfilters ? 11 : 10, bt2_record, &b);
 }
 
 /* Chunks by their offsets, C order (unused dimensions are 0 in all). */
@@ -291,9 +367,11 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
     c->esize = esize;
     c->ndim = sp->ndim;
     memcpy(c->dims, sp->dims, sizeof c->dims);
+    memcpy(c->maxdims, sp->maxdims, sizeof c->maxdims);
     int rc = 0;
     uint64_t index = H5_UNDEF, single_size = 0, single_mask = 0;
-    bool single = false, fixed = false, implicit = false;
+    unsigned kind = IX_BTREE1;
+    bool edges_raw = false;
     if (s.p[0] == 3) {
         unsigned nd = s.len > 2 ? s.p[2] : 0;
         if (nd != sp->ndim + 1 || !h5_rd_addr(s, 3, f->so, &index))
@@ -314,8 +392,10 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
         at += w;
         uint8_t flags = rc == 0 ? s.p[2] : 0, type = rc == 0 && at < s.len ? s.p[at] : 0;
         at++;
-        if (rc == 0 && type == 1) {
-            single = true;
+        edges_raw = flags & 0x01;
+        if (rc == 0 && type >= IX_SINGLE && type <= IX_BTREE2)
+            kind = type;
+        if (rc == 0 && type == IX_SINGLE) {
             if (flags & 0x02) {
                 if (!h5_rd_uint(s, at, f->sl, &single_size) || !h5_rd_uint(s, at + f->sl, 4, &single_mask))
                     rc = MFS_CORRUPT(f->e, s.base, "HDF5: single-chunk index cut short");
@@ -323,22 +403,28 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
             }
             if (rc == 0 && !h5_rd_addr(s, at, f->so, &index))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: single-chunk index cut short");
-        } else if (rc == 0 && type == 2) {
+        } else if (rc == 0 && type == IX_IMPLICIT) {
             /* Implicit: no index; the chunks lie one after another, in C
              * order of the grid, unfiltered, from this address. */
-            implicit = true;
             if (!h5_rd_addr(s, at, f->so, &index))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: implicit chunk index cut short");
-        } else if (rc == 0 && type == 3) {
+        } else if (rc == 0 && type == IX_FIXED) {
             /* Fixed array: page bits, then the array header's address. */
-            fixed = true;
             if (!h5_rd_addr(s, at + 1, f->so, &index))
                 rc = MFS_CORRUPT(f->e, s.base, "HDF5: fixed array index cut short");
+        } else if (rc == 0 && type == IX_EARRAY) {
+            /* Extensible array: five creation parameters (the header has
+             * them too), then the array header's address. */
+            if (!h5_rd_addr(s, at + 5, f->so, &index))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: extensible array index cut short");
+        } else if (rc == 0 && type == IX_BTREE2) {
+            /* Version 2 B-tree: node size, split and merge percents, then
+             * the B-tree header's address. */
+            if (!h5_rd_addr(s, at + 6, f->so, &index))
+                rc = MFS_CORRUPT(f->e, s.base, "HDF5: v2 B-tree chunk index cut short");
         } else if (rc == 0) {
-            static const char *const names[] = { "?", "single chunk", "implicit", "fixed array",
-                                                 "extensible array", "v2 B-tree" };
-            snprintf(problem, psize, "chunked with the %s index: not read by modelfs yet",
-                     type < 6 ? names[type] : "unknown");
+            snprintf(problem, psize, "chunked with chunk index type %u: not read by modelfs (1 "
+                     "to 5 are)", type);
         }
     }
     c->chunk_bytes = esize;
@@ -350,29 +436,43 @@ int h5_chunked_read(h5_file *f, const h5_ohdr *oh, mfs_span layout, const h5_spa
                              (unsigned long long)MAX_CHUNK_BYTES);
     if (rc == 0 && !mfs_mul_u64(sp->count, esize, &c->total))
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: a dataset of more than 2^64 bytes");
+    /* The chunks of the extent: at most its elements (when it has any). */
+    c->grid = sp->count > 0;
+    for (unsigned d = 0; rc == 0 && c->grid && d < c->ndim; d++)
+        c->grid *= c->dims[d] / c->cdims[d] + (c->dims[d] % c->cdims[d] != 0);
     const h5_msg *fm = h5_ohdr_find(oh, H5M_FILTERS);
     if (rc == 0 && !problem[0] && fm != NULL)
         rc = filters_parse(f, fm->body, c, problem, psize);
+    if (rc == 0 && !problem[0] && edges_raw && c->nfilters)
+        snprintf(problem, psize, "chunked with partial edge chunks left unfiltered: not read by "
+                 "modelfs");
     if (rc == 0 && !problem[0] && index != H5_UNDEF && sp->count > 0) {
-        if (single) {
-            uint64_t zero[H5_MAX_DIMS] = { 0 };
-            rc = add_chunk(f, c, index, c->nfilters ? single_size : c->chunk_bytes,
-                           (uint32_t)single_mask, zero, s.base);
-        } else if (implicit) {
+        uint64_t zero[H5_MAX_DIMS] = { 0 };
+        switch (kind) {
+        case IX_SINGLE:
+            rc = h5_chunk_add(f, c, index, c->nfilters ? single_size : c->chunk_bytes,
+                              (uint32_t)single_mask, zero, s.base);
+            break;
+        case IX_IMPLICIT:
             rc = implicit_chunks(f, c, index, s.base);
-        } else if (fixed) {
-            rc = fixed_array(f, c, index, problem, psize);
-        } else {
+            break;
+        case IX_FIXED:
+            rc = fixed_array(f, c, index);
+            break;
+        case IX_EARRAY:
+            rc = h5_earray_chunks(f, c, index, problem, psize);
+            break;
+        case IX_BTREE2:
+            rc = btree2_chunks(f, c, index);
+            break;
+        default:
             rc = chunk_btree(f, c, index, -1);
         }
     }
     if (rc == 0 && !problem[0])
         rc = bound_work(f, c, s.base, problem, psize);
     if (rc == 0 && !problem[0] && sp->count > 0 && nonzero_fill(oh)) {
-        uint64_t grid = 1;
-        for (unsigned d = 0; d < c->ndim; d++)
-            grid *= (c->dims[d] + c->cdims[d] - 1) / c->cdims[d];  /* <= count: no overflow */
-        if (c->n < grid)
+        if (c->n < c->grid)
             snprintf(problem, psize, "chunks never written, and a fill value that is not zero: "
                      "not read by modelfs");
     }

@@ -1,5 +1,6 @@
 /* The chunk list of a chunked dataset, shared by its reading at mount
- * (h5_chunk.c) and its decoding on open (h5_chunk_decode.c). */
+ * (h5_chunk.c; the extensible array index in h5_earray.c) and its
+ * decoding on open (h5_chunk_decode.c). */
 #ifndef MFS_H5_CHUNK_H
 #define MFS_H5_CHUNK_H
 
@@ -21,6 +22,8 @@ struct h5_chunked {
     unsigned ndim;
     uint32_t esize;
     uint64_t dims[H5_MAX_DIMS], cdims[H5_MAX_DIMS];
+    uint64_t maxdims[H5_MAX_DIMS];  /* H5_UNDEF: unlimited */
+    uint64_t grid;           /* chunks of the dataset's extent: the most listed */
     uint64_t chunk_bytes, total;
     uint64_t max_stored;     /* the largest chunk as stored */
     unsigned nfilters;
@@ -28,5 +31,13 @@ struct h5_chunked {
     chunk *chunks;
     size_t n, cap;
 };
+
+/* A chunk of the list: in the file, on the grid, inside the dataset, no
+ * more than the grid holds; 0 or -1 with e (at: the offset to name). */
+int h5_chunk_add(h5_file *f, h5_chunked *c, uint64_t addr, uint64_t size, uint32_t mask,
+                 const uint64_t *off, uint64_t at);
+/* h5_earray.c: the chunks of an extensible array index (header at addr);
+ * `problem` set for what modelfs does not read. */
+int h5_earray_chunks(h5_file *f, h5_chunked *c, uint64_t addr, char *problem, size_t psize);
 
 #endif

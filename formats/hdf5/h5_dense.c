@@ -3,8 +3,9 @@
  * in the records of a version 2 B-tree (type 5: links by name hash; type
  * 8: attributes by name hash). The B-tree is walked, each record's heap ID
  * looked up in the heap's doubling table, and the object parsed as the
- * link or attribute message it is. Checksums are not verified; a heap
- * with I/O filters and "huge" objects are refused by name. */
+ * link or attribute message it is. The B-tree's checksums are verified
+ * (h5_btree2.c), the heap's are not; a heap with I/O filters and "huge"
+ * objects are refused by name. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,21 +26,6 @@ typedef struct fheap {
     unsigned max_dblock_rows;
     bool checksummed;        /* direct blocks carry a checksum after their header */
 } fheap;
-
-static unsigned log2u(uint64_t v)
-{
-    unsigned r = 0;
-    while (v > 1) {
-        v >>= 1;
-        r++;
-    }
-    return r;
-}
-
-static bool pow2(uint64_t v)
-{
-    return v != 0 && (v & (v - 1)) == 0;
-}
 
 /* Bytes needed to hold the value n. */
 static unsigned ubytes(uint64_t n)
@@ -74,10 +60,10 @@ static int heap_open(h5_file *f, uint64_t addr, fheap *h)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: no fractal heap header (FRHP, version 0) here");
     else if (flen != 0)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: a fractal heap with I/O filters: not read by modelfs");
-    else if (!pow2(width) || !pow2(start) || !pow2(maxd) || maxd < start || bits == 0 ||
+    else if (!h5_pow2(width) || !h5_pow2(start) || !h5_pow2(maxd) || maxd < start || bits == 0 ||
              bits > 64 || idl < 2 || idl > 64 ||
              /* every block size of the table fits in 64 bits */
-             log2u(start) + log2u(width) + rows + 2 > 62 || log2u(maxd) > 62)
+             h5_log2(start) + h5_log2(width) + rows + 2 > 62 || h5_log2(maxd) > 62)
         rc = MFS_CORRUPT(f->e, s.base, "HDF5: fractal heap header with an impossible doubling "
                          "table (width %llu, blocks %llu to %llu, %llu bits)",
                          (unsigned long long)width, (unsigned long long)start,
@@ -95,7 +81,7 @@ static int heap_open(h5_file *f, uint64_t addr, fheap *h)
     h->off_bytes = (h->max_heap_bits + 7) / 8;
     h->len_bytes = ubytes(maxd < maxm ? maxd : maxm);
     h->root_rows = (unsigned)rows;
-    h->max_dblock_rows = log2u(maxd) - log2u(start) + 2;
+    h->max_dblock_rows = h5_log2(maxd) - h5_log2(start) + 2;
     return 0;
 }
 
@@ -150,7 +136,7 @@ static int heap_object(h5_file *f, const fheap *h, uint64_t off, uint64_t len, m
         bsize = bs;
         if (r < h->max_dblock_rows)
             break;
-        unsigned child_rows = log2u(bs) - log2u(h->start * h->width) + 1;
+        unsigned child_rows = h5_log2(bs) - h5_log2(h->start * h->width) + 1;
         if (child_rows >= rows || child_rows == 0)
             return MFS_CORRUPT(f->e, s.base, "HDF5: fractal heap indirect block of %u rows under "
                                "one of %u", child_rows, rows);
@@ -183,8 +169,9 @@ typedef struct dense {
     mfs_val **attrs;
 } dense;
 
-static int record(dense *d, mfs_span rec)
+static int record(void *ctx, mfs_span rec)
 {
+    dense *d = ctx;
     h5_file *f = d->f;
     uint64_t at = d->type == 5 ? 4 : 0;
     if (!mfs_span_has(rec, at, d->heap.id_len))
@@ -234,98 +221,12 @@ static int record(dense *d, mfs_span rec)
     return rc;
 }
 
-/* A version 2 B-tree: per level, the most records a node holds and the
- * most below it, which size the fields of the child pointers. */
-typedef struct bt2 {
-    uint32_t node_size;
-    uint16_t rec_size;
-    unsigned depth;
-    uint64_t maxrec[MAX_ROWS], cum[MAX_ROWS];
-} bt2;
-
-static int node(dense *d, const bt2 *t, uint64_t addr, unsigned level, uint64_t nrec)
-{
-    h5_file *f = d->f;
-    mfs_span s;
-    if (nrec > t->maxrec[level])
-        return MFS_CORRUPT(f->e, h5_abs(f, addr), "HDF5: B-tree node said to hold %llu records, "
-                           "at most %llu fit", (unsigned long long)nrec,
-                           (unsigned long long)t->maxrec[level]);
-    if (h5_get(f, addr, t->node_size, &s, "a B-tree node") != 0)
-        return -1;
-    int rc = 0;
-    if (memcmp(s.p, level ? "BTIN" : "BTLF", 4) != 0 || s.p[5] != d->type)
-        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no %s B-tree node of type %u here",
-                         level ? "internal" : "leaf", d->type);
-    for (uint64_t i = 0; rc == 0 && i < nrec; i++)
-        rc = record(d, mfs_span_sub(s, 6 + i * t->rec_size, t->rec_size));
-    if (rc != 0 || level == 0) {
-        h5_put(f, s);
-        return rc;
-    }
-    unsigned nb = ubytes(t->maxrec[level - 1]), tb = level > 1 ? ubytes(t->cum[level - 1]) : 0;
-    uint64_t ps = f->so + nb + tb, p = 6 + nrec * t->rec_size;
-    uint64_t n = nrec + 1;
-    uint64_t *kids = mfs_xcalloc((size_t)n, 2 * sizeof *kids);
-    for (uint64_t i = 0; rc == 0 && i < n; i++)
-        if (!h5_rd_addr(s, p + i * ps, f->so, &kids[2 * i]) ||
-            !h5_rd_uint(s, p + i * ps + f->so, nb, &kids[2 * i + 1]))
-            rc = MFS_CORRUPT(f->e, s.base, "HDF5: B-tree node's child pointers pass its end");
-    h5_put(f, s);
-    for (uint64_t i = 0; rc == 0 && i < n; i++)
-        rc = node(d, t, kids[2 * i], level - 1, kids[2 * i + 1]);
-    free(kids);
-    return rc;
-}
-
-static int walk(dense *d, uint64_t tree)
-{
-    h5_file *f = d->f;
-    mfs_span s;
-    if (h5_get(f, tree, 20 + f->so + f->sl, &s, "a B-tree header") != 0)
-        return -1;
-    bt2 t = { 0 };
-    uint64_t ns, rs, depth, root, nroot;
-    h5_rd_uint(s, 6, 4, &ns);
-    h5_rd_uint(s, 10, 2, &rs);
-    h5_rd_uint(s, 12, 2, &depth);
-    h5_rd_addr(s, 16, f->so, &root);
-    h5_rd_uint(s, 16 + f->so, 2, &nroot);
-    int rc = 0;
-    if (memcmp(s.p, "BTHD", 4) != 0 || s.p[4] != 0 || s.p[5] != d->type)
-        rc = MFS_CORRUPT(f->e, s.base, "HDF5: no B-tree header (BTHD, version 0, type %u) here",
-                         d->type);
-    else if (rs == 0 || ns < 10 + rs || ns > (1u << 24) || depth >= MAX_ROWS)
-        rc = MFS_CORRUPT(f->e, s.base, "HDF5: B-tree header with nodes of %llu bytes, records of "
-                         "%llu, depth %llu", (unsigned long long)ns, (unsigned long long)rs,
-                         (unsigned long long)depth);
-    h5_put(f, s);
-    if (rc != 0)
-        return -1;
-    t.node_size = (uint32_t)ns;
-    t.rec_size = (uint16_t)rs;
-    t.depth = (unsigned)depth;
-    t.maxrec[0] = (ns - 10) / rs;
-    t.cum[0] = t.maxrec[0];
-    for (unsigned l = 1; l <= t.depth; l++) {
-        uint64_t ps = f->so + ubytes(t.maxrec[l - 1]) + (l > 1 ? ubytes(t.cum[l - 1]) : 0);
-        t.maxrec[l] = ns > 10 + ps ? (ns - 10 - ps) / (rs + ps) : 0;
-        uint64_t below;
-        if (!mfs_mul_u64(t.maxrec[l] + 1, t.cum[l - 1], &below) ||
-            !mfs_add_u64(below, t.maxrec[l], &t.cum[l]))
-            t.cum[l] = UINT64_MAX;
-    }
-    if (root == H5_UNDEF || nroot == 0)
-        return 0;
-    return node(d, &t, root, t.depth, nroot);
-}
-
 int h5_dense_links(h5_file *f, uint64_t heap, uint64_t btree, h5_links *out)
 {
     dense d = { .f = f, .type = 5, .links = out };
     if (heap_open(f, heap, &d.heap) != 0)
         return -1;
-    return walk(&d, btree);
+    return h5_bt2_walk(f, btree, d.type, record, &d);
 }
 
 int h5_dense_attrs(h5_file *f, uint64_t heap, uint64_t btree, mfs_val **out)
@@ -333,5 +234,5 @@ int h5_dense_attrs(h5_file *f, uint64_t heap, uint64_t btree, mfs_val **out)
     dense d = { .f = f, .type = 8, .attrs = out };
     if (heap_open(f, heap, &d.heap) != 0)
         return -1;
-    return walk(&d, btree);
+    return h5_bt2_walk(f, btree, d.type, record, &d);
 }

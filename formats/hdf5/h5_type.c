@@ -187,5 +187,14 @@ int h5_space_parse(h5_file *f, mfs_span s, h5_space *sp)
         if (!mfs_mul_u64(sp->count, sp->dims[i], &sp->count))
             return MFS_CORRUPT(f->e, s.base, "HDF5: dataspace of more elements than 2^64");
     }
+    /* Flag bit 0: the maximum dimensions follow (all ones: unlimited). */
+    memcpy(sp->maxdims, sp->dims, sizeof sp->maxdims);
+    for (unsigned i = 0; (s.p[2] & 1) && i < sp->ndim; i++) {
+        uint64_t at_max = at + (uint64_t)(sp->ndim + i) * f->sl;
+        if (!h5_rd_addr(s, at_max, f->sl, &sp->maxdims[i]))
+            return MFS_CORRUPT(f->e, s.base, "HDF5: dataspace message cut short");
+        if (sp->maxdims[i] < sp->dims[i])
+            sp->maxdims[i] = sp->dims[i];  /* never smaller than the extent */
+    }
     return 0;
 }

@@ -36,11 +36,17 @@ typedef struct run {
     uint32_t memo_count;    /* entries set: MEMOIZE's next index */
 } run;
 
+static const char *pkl_name(const run *r)
+{
+    return r->h->name ? r->h->name : "data.pkl";
+}
+
 static int fail(run *r, const char *fmt, const char *arg)
 {
     char what[300];
     snprintf(what, sizeof what, fmt, arg);
-    return mfs_fail(r->e, MFS_E_CORRUPT, (int64_t)r->op_at, "data.pkl: %s %s", pk_opname(r->op), what);
+    return mfs_fail(r->e, MFS_E_CORRUPT, (int64_t)r->op_at, "%s: %s %s", pkl_name(r),
+                    pk_opname(r->op), what);
 }
 
 uint32_t pk_new(pk_machine *pm, pk_kind kind, uint64_t at)
@@ -424,7 +430,7 @@ static int step(run *r, bool *done)
     uint32_t a, b, from;
     r->op_at = r->s.base + r->pos;
     if (!take(r, 1, &p))
-        return mfs_fail(r->e, MFS_E_CORRUPT, (int64_t)r->op_at, "data.pkl ends without STOP");
+        return mfs_fail(r->e, MFS_E_CORRUPT, (int64_t)r->op_at, "%s ends without STOP", pkl_name(r));
     r->op = *p;
     switch (r->op) {
     case 0x80: /* PROTO */
@@ -631,12 +637,16 @@ static int step(run *r, bool *done)
         r->sn = from;
         return call(r, cls, args);
     }
-    case 'b': /* BUILD: state of a dict or an object (attributes); kept out */
+    case 'b': { /* BUILD: state of a dict or an object (attributes); kept out */
         if (!pop(r, &b) || !top(r, &a))
             return -1;
+        int took = r->h->build ? r->h->build(r->h->ctx, r->pm, a, b, r->op_at, r->e) : 0;
+        if (took != 0)
+            return took < 0 ? -1 : 0;
         if (val(r, a)->kind != PK_DICT && val(r, a)->kind != PK_OBJ)
             return fail(r, "%s", "sets the state of something that is not a dict or a tensor");
         return 0;
+    }
     case 'P': { /* PERSID: the id as a line of text */
         if (!line(r, &p, &len))
             return fail(r, "%s", "argument is not a line");
@@ -668,7 +678,8 @@ static int step(run *r, bool *done)
     default: {
         char hex[8];
         snprintf(hex, sizeof hex, "0x%02x", r->op);
-        return mfs_fail(r->e, MFS_E_CORRUPT, (int64_t)r->op_at, "data.pkl: unknown opcode %s", hex);
+        return mfs_fail(r->e, MFS_E_CORRUPT, (int64_t)r->op_at, "%s: unknown opcode %s", pkl_name(r),
+                        hex);
     }
     }
 }

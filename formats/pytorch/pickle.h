@@ -8,7 +8,8 @@
  * opaque objects. A GLOBAL (or STACK_GLOBAL, INST) is never looked up: the
  * caller's `global` hook maps the name to a symbol or refuses it, and
  * REDUCE / NEWOBJ / INST / OBJ of a symbol go to its `call` hook, which
- * builds a value of the model (never code). Memo size, stack depth, MARK
+ * builds a value of the model (never code); BUILD goes to the optional
+ * `build` hook (TorchScript's objects take their attributes from it). Memo size, stack depth, MARK
  * nesting and the number of values are all bounded by the pickle's length
  * and by fixed caps, so a small pickle cannot take much memory or time. */
 #ifndef MFS_PICKLE_H
@@ -64,6 +65,11 @@ typedef struct pk_hooks {
                   uint64_t at, mfs_err *e);
     /* sym(*args): a new value (pk_new...), or PK_NIL with e filled. */
     uint32_t (*call)(void *ctx, pk_machine *pm, int sym, uint32_t args, uint64_t at, mfs_err *e);
+    /* BUILD: obj.__setstate__(state). 1 when taken, 0 to leave it to the
+     * default (a dict's or a tensor's state is kept out; anything else is
+     * refused), -1 with e filled. NULL: always the default. */
+    int (*build)(void *ctx, pk_machine *pm, uint32_t obj, uint32_t state, uint64_t at, mfs_err *e);
+    const char *name;   /* the pickle's member, for messages; NULL: "data.pkl" */
 } pk_hooks;
 
 struct pk_machine {

@@ -17,9 +17,14 @@
  * file was not laid out by torch's own writer (torch_place), or for a view
  * made on open; otherwise on its tensor's first open (verify_local).
  *
+ * A TorchScript archive (torch.jit.save, and tch-rs's rust_model.ot, which
+ * is one: libtorch's OutputArchive saves a module) is the same zip plus
+ * T/constants.pkl (the tensors its code names, storages in T/constants/)
+ * and T/code/ (its TorchScript source): its modules are objects of
+ * __torch__ classes, read by torchscript.c; the code is listed, never run.
+ *
  * Refused (exit 5, with what they are): the legacy format (before torch
- * 1.6: pickles back to back, no zip), TorchScript archives
- * (torch.jit.save: T/constants.pkl, T/code/), any global a checkpoint does
+ * 1.6: pickles back to back, no zip), any global a checkpoint does
  * not need, a missing storage member, a view reaching past its storage,
  * a view too large to make. */
 #include <stdio.h>
@@ -111,7 +116,7 @@ static int probe_head(mfs_src *src, mfs_span f)
         return 72;
     snprintf(want, sizeof want, "%.*s/constants.pkl", (int)top, name);
     if (mfs_zip_has_name(&rd, want, strlen(want)))
-        return 64;   /* TorchScript: refused by the loader, saying what it is */
+        return 64;   /* TorchScript before torch 1.4 (no data.pkl): refused by the loader */
     return 0;
 }
 
@@ -149,6 +154,7 @@ typedef struct load {
     bool big;
     bool aligned;               /* written by torch's own zip writer: storages
                                    are placed by the rule, not located */
+    bool torchscript;           /* T/code/ or T/constants.pkl: torch.jit.save's */
     mfs_budget *budget;         /* shared with the walk */
 } load;
 
@@ -279,18 +285,13 @@ static int check_members(load *l)
                                "member %.200s is not under %.200s/, where every member of a "
                                "torch.save checkpoint is", en->name, l->top);
         if (strncmp(en->name + tl + 1, "code/", 5) == 0)
-            return MFS_CORRUPT(l->e, en->header_offset,
-                               "a TorchScript archive (torch.jit.save: %.200s): not a torch.save "
-                               "checkpoint, not supported", en->name);
+            l->torchscript = true;
         l->members[l->nmembers].name = en->name;
         l->members[l->nmembers++].en = en;
     }
     qsort(l->members, l->nmembers, sizeof *l->members, cmp_member);
-    const mfs_zip_entry *c = find(l, "constants.pkl");
-    if (c != NULL)
-        return MFS_CORRUPT(l->e, c->header_offset,
-                           "a TorchScript archive (torch.jit.save: %.200s/constants.pkl): not a "
-                           "torch.save checkpoint, not supported", l->top);
+    if (find(l, "constants.pkl") != NULL)
+        l->torchscript = true;
     return 0;
 }
 
@@ -316,14 +317,20 @@ static mfs_val *uint_list(const uint64_t *v, size_t n)
 }
 
 typedef struct by_key {
-    const char *key;
+    const char *dir, *key;      /* a storage: member DIR/KEY */
     size_t entry;
 } by_key;
+
+static int cmp_storage(const by_key *x, const by_key *y)
+{
+    int c = strcmp(x->dir, y->dir);
+    return c ? c : strcmp(x->key, y->key);
+}
 
 static int cmp_key(const void *a, const void *b)
 {
     const by_key *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
+    int c = cmp_storage(x, y);
     return c ? c : (x->entry < y->entry ? -1 : x->entry > y->entry);
 }
 
@@ -343,7 +350,7 @@ static int add_one(load *l, const pt_walk *w, const pt_rebuild *rb, size_t i, co
         return MFS_CORRUPT(l->e, t->at, "the tensor table would take more memory than the budget "
                            "(64 MiB plus 64 bytes per byte of the file)");
     char rest[300];
-    snprintf(rest, sizeof rest, "data/%s", t->key);
+    snprintf(rest, sizeof rest, "%s/%s", t->dir, t->key);
     mfs_zip_entry *ze = find(l, rest);
     if (ze == NULL)
         return MFS_CORRUPT(l->e, t->at, "tensor %.200s: its storage '%.100s' has no member %.200s/%s",
@@ -471,13 +478,14 @@ static int add_tensors(load *l, const pt_walk *w, const pt_rebuild *rb)
     size_t *group = mfs_xcalloc(w->n ? w->n : 1, sizeof *group);
     size_t *gsize = mfs_xcalloc(w->n ? w->n : 1, sizeof *gsize);
     for (size_t i = 0; i < w->n; i++) {
+        keys[i].dir = rb->t[w->e[i].tensor].dir;
         keys[i].key = rb->t[w->e[i].tensor].key;
         keys[i].entry = i;
     }
     qsort(keys, w->n, sizeof *keys, cmp_key);
     for (size_t i = 0; i < w->n;) {
         size_t j = i;
-        while (j < w->n && strcmp(keys[j].key, keys[i].key) == 0)
+        while (j < w->n && cmp_storage(&keys[j], &keys[i]) == 0)
             j++;
         for (size_t k = i; k < j; k++) {
             group[keys[k].entry] = i;
@@ -500,6 +508,67 @@ static void close_zip(void *arg)
     mfs_zip *z = arg;
     mfs_zip_close(z);
     free(z);
+}
+
+/* Runs pickle member `en` with rb's hooks and walks what it made into w:
+ * data.pkl first (w made), then a TorchScript archive's constants.pkl. */
+static int run_pickle(load *l, const mfs_zip_entry *en, pt_rebuild *rb, pt_walk *w,
+                      bool constants)
+{
+    mfs_span s, got = { NULL, 0, 0 };
+    uint8_t *decoded = NULL;
+    if (mfs_zip_inplace(en)) {
+        /* Released at the end: nothing the load keeps points into it. */
+        if (en->size > 0 && mfs_src_get(l->src, en->data_offset, en->size, &got, l->e) != 0)
+            return -1;
+        s = (mfs_span){ got.p, en->size, en->data_offset };
+    } else {
+        if (mfs_zip_decode(l->zip, en, PKL_MAX, &decoded, l->e) != 0)
+            return -1;
+        /* Offsets in messages then count from the member's data. */
+        s = (mfs_span){ decoded, en->size, en->data_offset };
+    }
+    pk_hooks h = pt_hooks_template;
+    h.ctx = rb;
+    h.name = rb->pkl;
+    pk_machine pm;
+    int r = pk_run(&pm, s, &h, l->e);
+    if (r == 0)
+        r = constants ? pt_walk_constants(w, &pm, rb, pm.root, l->budget, l->e)
+                      : pt_walk_run(w, &pm, rb, pm.root, l->budget, l->e);
+    pk_free(&pm);
+    free(decoded);
+    if (got.len > 0)
+        mfs_src_release(l->src, got);
+    return r;
+}
+
+/* model.json of a TorchScript archive: each object's class by its path
+ * ("" the top module), and its code/ and extra/ members, listed (the code
+ * is TorchScript source: kept, never run). */
+static void torchscript_extra(load *l, pt_walk *w)
+{
+    mfs_val *ts = mfs_obj();
+    mfs_obj_set(ts, "classes", w->modules);
+    w->modules = NULL;
+    size_t tl = strlen(l->top);
+    static const char *const dirs[] = { "code", "extra" };
+    for (size_t d = 0; d < 2; d++) {
+        mfs_val *a = mfs_arr();
+        size_t dl = strlen(dirs[d]);
+        for (size_t i = 0; i < l->nmembers; i++) {
+            const char *n = l->members[i].name + tl + 1;
+            if (strncmp(n, dirs[d], dl) != 0 || n[dl] != '/')
+                continue;
+            mfs_val *x = mfs_obj();
+            mfs_obj_set(x, "name", mfs_str(n + dl + 1));
+            mfs_obj_set(x, "zip_member", mfs_str(l->members[i].name));
+            mfs_obj_set(x, "size", mfs_u64(l->members[i].en->size));
+            mfs_arr_push(a, x);
+        }
+        mfs_obj_set(ts, d == 0 ? "code" : "extra_files", a);
+    }
+    mfs_obj_set(l->m->extra, "torchscript", ts);
 }
 
 static int load_zip(load *l)
@@ -534,26 +603,10 @@ static int load_zip(load *l)
         version = s ? strtoll(s, NULL, 10) : 0;
         free(s);
     }
-    mfs_model_set_format(l->m, "pytorch", version);
+    mfs_model_set_format(l->m, l->torchscript ? "torchscript" : "pytorch", version);
     l->aligned = torch_placed(l->zip, pkl) && torch_placed(l->zip, bo) && torch_placed(l->zip, ve);
 
-    mfs_span s, got = { NULL, 0, 0 };
-    uint8_t *decoded = NULL;
-    if (mfs_zip_inplace(pkl)) {
-        /* Released at the end: nothing the load keeps points into it. */
-        if (pkl->size > 0 && mfs_src_get(l->src, pkl->data_offset, pkl->size, &got, e) != 0)
-            return -1;
-        s = (mfs_span){ got.p, pkl->size, pkl->data_offset };
-    } else {
-        if (mfs_zip_decode(l->zip, pkl, PKL_MAX, &decoded, e) != 0)
-            return -1;
-        /* Offsets in messages then count from the member's data. */
-        s = (mfs_span){ decoded, pkl->size, pkl->data_offset };
-    }
-    pt_rebuild rb = { 0 };
-    pk_hooks h = pt_hooks_template;
-    h.ctx = &rb;
-    pk_machine pm;
+    pt_rebuild rb = { .pkl = "data.pkl", .dir = "data", .torchscript = l->torchscript };
     pt_walk w = { 0 };
     mfs_budget budget = { BUDGET_MIN, false };
     uint64_t more;
@@ -562,13 +615,25 @@ static int load_zip(load *l)
     else
         budget.left = BUDGET_MAX;
     l->budget = &budget;
-    int r = pk_run(&pm, s, &h, e);
-    if (r == 0)
-        r = pt_walk_run(&w, &pm, &rb, pm.root, &budget, e);
+    int r = run_pickle(l, pkl, &rb, &w, false);
+    const mfs_zip_entry *ce = NULL;
+    if (r == 0 && l->torchscript) {
+        ce = find_at(l, "constants.pkl", &bad);
+        r = bad;
+        if (r == 0 && ce != NULL) {
+            /* Its objects are not data.pkl's: their values are another run's. */
+            rb.nmods = 0;
+            rb.pkl = "constants.pkl";
+            rb.dir = "constants";
+            r = run_pickle(l, ce, &rb, &w, true);
+        }
+    }
     if (r == 0) {
         mfs_obj_set(l->m->extra, "archive_name", mfs_str(l->top));
         mfs_obj_set(l->m->extra, "byteorder", mfs_str(l->big ? "big" : "little"));
         mfs_obj_set(l->m->extra, "data_pkl_storage", mfs_str(mfs_zip_method_name(pkl->method)));
+        if (l->torchscript)
+            torchscript_extra(l, &w);
         r = add_tensors(l, &w, &rb);
     }
     if (r == 0) {
@@ -577,11 +642,7 @@ static int load_zip(load *l)
         w.metadata = NULL;
     }
     pt_walk_free(&w);
-    pk_free(&pm);
     pt_rebuild_free(&rb);
-    free(decoded);
-    if (got.len > 0)
-        mfs_src_release(l->src, got);
     return r;
 }
 

@@ -95,11 +95,6 @@ static const struct { const char *name, *dtype; } dtypes[] = {
 
 #define N(a) (sizeof a / sizeof a[0])
 
-static bool is(const char *s, size_t len, const char *lit)
-{
-    return strlen(lit) == len && memcmp(s, lit, len) == 0;
-}
-
 const char *pt_sym_name(int sym)
 {
     static char buf[64];
@@ -138,37 +133,43 @@ static void quote(char *out, size_t cap, const char *s, size_t len)
 static int global(void *ctx, const char *mod, size_t mlen, const char *name, size_t nlen,
                   uint64_t at, mfs_err *e)
 {
-    (void)ctx;
+    pt_rebuild *rb = ctx;
+    const char *pkl = rb->pkl ? rb->pkl : "data.pkl";
+    int ts = pt_ts_global(rb, mod, mlen, name, nlen, at, e);
+    if (ts != PT_TS_NOT_OURS)
+        return ts;
     for (size_t i = 0; i < N(funcs); i++)
-        if (is(mod, mlen, funcs[i].module) && is(name, nlen, funcs[i].name))
+        if (pt_is(mod, mlen, funcs[i].module) && pt_is(name, nlen, funcs[i].name))
             return funcs[i].sym;
     /* torch >= 2.1 names the storage of a dtype with no storage class of
      * its own (float8, uint16, ...) by the class's own module: torch.storage. */
-    if (is(mod, mlen, "torch.storage") && is(name, nlen, "UntypedStorage"))
+    if (pt_is(mod, mlen, "torch.storage") && pt_is(name, nlen, "UntypedStorage"))
         for (size_t i = 0; i < N(storages); i++)
-            if (is(name, nlen, storages[i].name))
+            if (pt_is(name, nlen, storages[i].name))
                 return SYM_STORAGE + (int)i;
-    if (is(mod, mlen, "torch")) {
+    if (pt_is(mod, mlen, "torch")) {
         for (size_t i = 0; i < N(storages); i++)
-            if (is(name, nlen, storages[i].name))
+            if (pt_is(name, nlen, storages[i].name))
                 return SYM_STORAGE + (int)i;
         for (size_t i = 0; i < N(dtypes); i++)
-            if (is(name, nlen, dtypes[i].name))
+            if (pt_is(name, nlen, dtypes[i].name))
                 return SYM_DTYPE + (int)i;
     }
     char m[100], n[100];
     quote(m, sizeof m, mod, mlen);
     quote(n, sizeof n, name, nlen);
-    if (is(mod, mlen, "torch._utils"))
+    if (pt_is(mod, mlen, "torch._utils"))
         for (size_t i = 0; i < N(unsupported); i++)
-            if (is(name, nlen, unsupported[i].name))
+            if (pt_is(name, nlen, unsupported[i].name))
                 return mfs_fail(e, MFS_E_CORRUPT, (int64_t)at,
-                                "data.pkl: global '%s.%s' (%s) is not supported", m, n,
+                                "%s: global '%s.%s' (%s) is not supported", pkl, m, n,
                                 unsupported[i].what);
     return mfs_fail(e, MFS_E_CORRUPT, (int64_t)at,
-                    "data.pkl: refuses global '%s.%s': modelfs never imports or calls what a pickle "
-                    "names, and a torch.save checkpoint needs only tensor rebuild functions, "
-                    "storages, dtypes and OrderedDict", m, n);
+                    "%s: refuses global '%s.%s': modelfs never imports or calls what a pickle "
+                    "names, and a %s needs only tensor rebuild functions, storages, dtypes and "
+                    "OrderedDict%s", pkl, m, n,
+                    rb->torchscript ? "TorchScript archive" : "torch.save checkpoint",
+                    rb->torchscript ? " besides its __torch__ classes" : "");
 }
 
 static uint32_t bad(mfs_err *e, uint64_t at, int sym, const char *what)
@@ -216,11 +217,12 @@ static uint32_t rebuild(pt_rebuild *rb, pk_machine *pm, int sym, const pk_val *a
     const pk_val *tag = pk_item(pm, id, 0), *st = pk_item(pm, id, 1), *key = pk_item(pm, id, 2);
     const pk_val *loc = pk_item(pm, id, 3), *numel = pk_item(pm, id, 4);
     if (id == NULL || id->kind != PK_TUPLE || id->n != 5 || tag->kind != PK_STR ||
-        !is((const char *)tag->u.s.p, tag->u.s.len, "storage") || loc->kind != PK_STR)
+        !pt_is((const char *)tag->u.s.p, tag->u.s.len, "storage") || loc->kind != PK_STR)
         return bad(e, at, sym, "the storage's persistent id is not ('storage', type, key, location, numel)");
     if (st->kind != PK_GLOBAL || st->u.sym < SYM_STORAGE || st->u.sym >= SYM_STORAGE + (int)N(storages))
         return bad(e, at, sym, "the storage type is not a torch storage class");
     pt_tensor t = { 0 };
+    t.dir = rb->dir ? rb->dir : "data";
     t.storage_type = storages[st->u.sym - SYM_STORAGE].name;
     t.dtype = storages[st->u.sym - SYM_STORAGE].dtype;
     char kbuf[32];
@@ -275,6 +277,8 @@ static uint32_t rebuild(pt_rebuild *rb, pk_machine *pm, int sym, const pk_val *a
 static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t at, mfs_err *e)
 {
     pt_rebuild *rb = ctx;
+    if (pt_ts_sym(sym))
+        return pt_ts_call(rb, pm, sym, argi, at, e);
     const pk_val *args = pk_get(pm, argi);
     const pk_val *a0 = pk_item(pm, args, 0);
     switch (sym) {
@@ -350,12 +354,17 @@ static uint32_t call(void *ctx, pk_machine *pm, int sym, uint32_t argi, uint64_t
     }
 }
 
-const pk_hooks pt_hooks_template = { NULL, global, call };
+const pk_hooks pt_hooks_template = { NULL, global, call, pt_ts_build, NULL };
 
 void pt_rebuild_free(pt_rebuild *rb)
 {
     for (size_t i = 0; i < rb->n; i++)
         free(rb->t[i].key);
     free(rb->t);
+    for (size_t i = 0; i < rb->nclasses; i++)
+        free(rb->classes[i]);
+    free(rb->classes);
+    mfs_table_free(&rb->class_index);
+    free(rb->mods);
     memset(rb, 0, sizeof *rb);
 }

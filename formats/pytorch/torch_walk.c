@@ -152,7 +152,10 @@ static mfs_val *to_doc(walker *k, uint32_t vi, mfs_strbuf *name, unsigned depth)
         if (!mfs_budget_take(k->budget, 2 * v->u.s.len))
             return over(k, v, "the metadata would take more memory than the budget"), NULL;
         return v->kind == PK_BYTES ? bytes_doc(v->u.s.p, v->u.s.len) : bigint_doc(v->u.s.p, v->u.s.len);
-    case PK_GLOBAL: return mfs_str(pt_sym_name(v->u.sym));
+    case PK_GLOBAL: {
+        const char *cls = pt_ts_sym_name(k->rb, v->u.sym);
+        return mfs_str(cls ? cls : pt_sym_name(v->u.sym));
+    }
     case PK_PERSID: return mfs_str("(persistent id)");
     case PK_OBJ: {
         if (add_entry(k, v, name->buf ? name->buf : "", name->len) != 0)
@@ -217,6 +220,12 @@ static int walk(walker *k, uint32_t vi, mfs_strbuf *name, unsigned depth, bool t
     }
     if (visit(k, v, depth) != 0)
         return -1;
+    const char *cls = pt_ts_class_of(k->rb, vi);
+    if (cls != NULL) {
+        if (!mfs_budget_take(k->budget, name->len + strlen(cls) + MFS_VAL_COST))
+            return over(k, v, "the metadata would take more memory than the budget");
+        mfs_obj_setn(k->w->modules, name->buf ? name->buf : "", name->len, mfs_str(cls));
+    }
     size_t keep = name->len;
     for (uint32_t i = 0; i + 1 < v->n; i += 2) {
         if (!top)
@@ -231,18 +240,46 @@ static int walk(walker *k, uint32_t vi, mfs_strbuf *name, unsigned depth, bool t
     return 0;
 }
 
+static void walker_init(walker *k, pt_walk *w, const pk_machine *pm, const pt_rebuild *rb,
+                        mfs_budget *budget, mfs_err *e)
+{
+    *k = (walker){ .w = w, .pm = pm, .rb = rb, .budget = budget, .e = e };
+    k->max_visits = 4ull * pm->n > WALK_MIN_VISITS ? 4ull * pm->n : WALK_MIN_VISITS;
+    k->first = mfs_xcalloc(rb->n ? rb->n : 1, sizeof *k->first);
+    for (size_t i = 0; i < rb->n; i++)
+        k->first[i] = -1;
+}
+
 int pt_walk_run(pt_walk *w, const pk_machine *pm, const pt_rebuild *rb, uint32_t root,
                 mfs_budget *budget, mfs_err *e)
 {
     memset(w, 0, sizeof *w);
     w->metadata = mfs_obj();
-    walker k = { .w = w, .pm = pm, .rb = rb, .budget = budget, .e = e };
-    k.max_visits = 4ull * pm->n > WALK_MIN_VISITS ? 4ull * pm->n : WALK_MIN_VISITS;
-    k.first = mfs_xcalloc(rb->n ? rb->n : 1, sizeof *k.first);
-    for (size_t i = 0; i < rb->n; i++)
-        k.first[i] = -1;
+    w->modules = mfs_obj();
+    walker k;
+    walker_init(&k, w, pm, rb, budget, e);
     mfs_strbuf name = { 0 };
     int r = walk(&k, root, &name, 0, true);
+    mfs_sb_free(&name);
+    free(k.first);
+    return r;
+}
+
+int pt_walk_constants(pt_walk *w, const pk_machine *pm, const pt_rebuild *rb, uint32_t root,
+                      mfs_budget *budget, mfs_err *e)
+{
+    walker k;
+    walker_init(&k, w, pm, rb, budget, e);
+    const pk_val *v = pk_get(pm, root);
+    int r = 0;
+    if (v->kind != PK_TUPLE)
+        r = mfs_fail(e, MFS_E_CORRUPT, (int64_t)v->at, "constants.pkl is not a tuple");
+    mfs_strbuf name = { 0 };
+    for (uint32_t i = 0; r == 0 && i < v->n; i++) {
+        name.len = 0;
+        mfs_sb_addf(&name, "CONSTANTS.c%u", i);
+        r = walk(&k, v->u.items[i], &name, 1, false);
+    }
     mfs_sb_free(&name);
     free(k.first);
     return r;
@@ -254,5 +291,6 @@ void pt_walk_free(pt_walk *w)
         free(w->e[i].name);
     free(w->e);
     mfs_val_free(w->metadata);
+    mfs_val_free(w->modules);
     memset(w, 0, sizeof *w);
 }

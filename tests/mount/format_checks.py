@@ -158,7 +158,7 @@ def check_mounted(c, name, model, mnt, ls, expect, modelfs_ls, env):
     want_meta = dict(expect.get("metadata", {}))
     if "schema_version" in expect:
         want_meta["schema_version"] = expect["schema_version"]
-    if expect["format"] in ("rten", "pytorch"):
+    if expect["format"] in ("rten", "pytorch", "torchscript"):
         c.equal(doc["metadata"], want_meta, "%s: metadata" % name)
     c.equal(doc["tensor_count"], expect["tensor_count"], "%s: tensor_count" % name)
     c.equal(len(doc["tensors"]), expect["tensor_count"], "%s: table length" % name)

@@ -570,7 +570,7 @@ def stored_path(model, t):
 # offset by offset (with made_on_open and stored_path, as stored_bytes reads).
 STORED_FORMATS = {"rten", "ptd", "tensorbuffers", "safetensors", "numpy", "onnx", "onnx-tensor",
                   "pytorch", "gguf", "tflite", "tfjs", "flax", "pte", "hdf5",
-                  "openvino"}
+                  "openvino", "torchscript"}
 
 
 def stored_bytes(model, fmt, t):

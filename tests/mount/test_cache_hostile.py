@@ -84,9 +84,11 @@ class Case:
         self.c, self.build, self.url, self.data, self.env = c, build, url, data, env
         self.modelfs = os.path.join(build, "modelfs")
 
-    def mount_read(self, opts, what):
+    def mount_read(self, opts, what, wait_for=None):
         """Mounts (foreground, its log kept) with `opts`, reads the tensor:
-        (mounted, right bytes, log)."""
+        (mounted, right bytes, log). With `wait_for`, the log is taken once
+        it holds that text or after 5 s: blocks are kept after the read is
+        answered, so their messages may come later."""
         t0 = time.time()
         fg = mfstest.Foreground(self.modelfs, self.url, opts=opts, env=self.env,
                                 timeout=MOUNT_SECONDS)
@@ -99,7 +101,11 @@ class Case:
             ok = self.c.check(got == self.data, "%s: the tensor's bytes (error %r, %.1f s)"
                               % (what, err, time.time() - t0))
         finally:
+            deadline = time.time() + 5
             text = fg.text()
+            while wait_for and wait_for not in text and time.time() < deadline:
+                time.sleep(0.05)
+                text = fg.text()
             fg.close(wait=5)
         return True, ok, text
 
@@ -265,8 +271,9 @@ def check_full(c, case, root):
         return
     try:
         # 3 MiB of blocks for a file system of 2 MiB.
-        _, _, log = case.mount_read(("-o", "cache_dir=" + small + "/c"), "a full tmpfs")
-        c.check("cannot keep a block: No space left on device" in log and "File exists" not in log,
+        want = "cannot keep a block: No space left on device"
+        _, _, log = case.mount_read(("-o", "cache_dir=" + small + "/c"), "a full tmpfs", want)
+        c.check(want in log and "File exists" not in log,
                 "a full tmpfs: the message names ENOSPC: %r" % log[-400:])
     finally:
         subprocess.run(["umount", "-l", small], capture_output=True)

@@ -6,7 +6,10 @@ lists), Keras's model_config parsed under metadata.keras, each served
 tensor's bytes equal to what h5dump (hdf5-tools, a second reader) writes
 of the dataset; hostile files (EXTRAS): object header continuations and
 B-trees that loop, heap offsets past the end, huge counts, a file cut
-short, each refused with exit 5 and one line naming the file.
+short, extensible arrays and v2 B-trees of chunks whose addresses pass
+the end, loop or whose counts lie, bad checksums (patched structures
+re-signed with lookup3 where the check behind the checksum is meant),
+each refused with exit 5 and one line naming the file.
 """
 import errno
 import json
@@ -135,6 +138,129 @@ def patched(data, at, fmt, *values):
     return bytes(b)
 
 
+def lookup3(data):
+    """Bob Jenkins's lookup3 hashlittle (initial value 0): the checksum of
+    HDF5's version 2 metadata, to re-sign a structure patched on purpose so
+    that the check after the checksum is reached."""
+    m = 0xffffffff
+
+    def rot(x, k):
+        return ((x << k) | (x >> (32 - k))) & m
+
+    n = len(data)
+    a = b = c = (0xdeadbeef + n) & m
+    i = 0
+    while n - i > 12:
+        a = (a + int.from_bytes(data[i:i + 4], "little")) & m
+        b = (b + int.from_bytes(data[i + 4:i + 8], "little")) & m
+        c = (c + int.from_bytes(data[i + 8:i + 12], "little")) & m
+        a = (a - c) & m; a ^= rot(c, 4); c = (c + b) & m   # noqa: E702
+        b = (b - a) & m; b ^= rot(a, 6); a = (a + c) & m   # noqa: E702
+        c = (c - b) & m; c ^= rot(b, 8); b = (b + a) & m   # noqa: E702
+        a = (a - c) & m; a ^= rot(c, 16); c = (c + b) & m  # noqa: E702
+        b = (b - a) & m; b ^= rot(a, 19); a = (a + c) & m  # noqa: E702
+        c = (c - b) & m; c ^= rot(b, 4); b = (b + a) & m   # noqa: E702
+        i += 12
+    if n == i:
+        return c
+    tail = bytes(data[i:]) + bytes(12 - (n - i))
+    a = (a + int.from_bytes(tail[0:4], "little")) & m
+    b = (b + int.from_bytes(tail[4:8], "little")) & m
+    c = (c + int.from_bytes(tail[8:12], "little")) & m
+    c ^= b; c = (c - rot(b, 14)) & m   # noqa: E702
+    a ^= c; a = (a - rot(c, 11)) & m   # noqa: E702
+    b ^= a; b = (b - rot(a, 25)) & m   # noqa: E702
+    c ^= b; c = (c - rot(b, 16)) & m   # noqa: E702
+    a ^= c; a = (a - rot(c, 4)) & m    # noqa: E702
+    b ^= a; b = (b - rot(a, 14)) & m   # noqa: E702
+    c ^= b; c = (c - rot(b, 24)) & m   # noqa: E702
+    return c
+
+
+def signed_len(data, at, most=1 << 16):
+    """The length of the checksummed structure at `at`: the first L whose
+    checksum is the 4 bytes after it."""
+    for n in range(6, min(most, len(data) - at - 4)):
+        if lookup3(data[at:at + n]) == struct.unpack_from("<I", data, at + n)[0]:
+            return n
+    raise AssertionError("no checksum found at %d" % at)
+
+
+def repatched(data, at, n, where, fmt, *values):
+    """`data` patched at `where` inside the structure of `n` checksummed
+    bytes at `at`, its checksum made right again."""
+    b = bytearray(patched(data, where, fmt, *values))
+    struct.pack_into("<I", b, at + n, lookup3(bytes(b[at:at + n])))
+    return bytes(b)
+
+
+def unlimited_file(path, maxshape, shape, chunks, **kw):
+    with h5py.File(path, "w", libver="latest") as f:
+        f.create_dataset("x", data=np.arange(int(np.prod(shape)), dtype="<i2").reshape(shape),
+                         chunks=chunks, maxshape=maxshape, **kw)
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def hostile_indexes(tmp):
+    """Extensible arrays and v2 B-trees of chunks patched (and re-signed,
+    so that the checks past the checksums are reached)."""
+    out = []
+    ea = unlimited_file(os.path.join(tmp, "ea.h5"), (None, 4), (400, 4), (1, 4))
+    hd = ea.index(b"EAHD")
+    hn = 12 + 6 * 8 + 8                                     # 8-byte lengths and offsets
+    assert signed_len(ea, hd, hn + 1) == hn
+    out.append(("ea_checksum.h5", patched(ea, hd + 20, "<B", ea[hd + 20] ^ 1),
+                "an extensible array header with a byte changed", "checksum does not match"))
+    out.append(("ea_iblock_end.h5", repatched(ea, hd, hn, hd + hn - 8, "<Q", 1 << 40),
+                "an extensible array index block past the end", "passes the end"))
+    out.append(("ea_min_elems.h5", repatched(ea, hd, hn, hd + 9, "<B", 3),
+                "an extensible array of data blocks of 3 elements", "impossible"))
+    out.append(("ea_elem_size.h5", repatched(ea, hd, hn, hd + 6, "<B", 3),
+                "extensible array elements of 3 bytes", "elements of 3 bytes"))
+    ib = ea.index(b"EAIB")
+    ibn = signed_len(ea, ib)
+    # The index block: prefix (6), header address, 4 elements, 6 data
+    # block addresses, then the super blocks'.
+    first_sb = ib + 6 + 8 + 4 * 8 + 6 * 8
+    assert ea.index(b"EASB") == struct.unpack_from("<Q", ea, first_sb)[0]
+    out.append(("ea_sblock_end.h5", repatched(ea, ib, ibn, first_sb, "<Q", 1 << 40),
+                "an extensible array super block past the end", "passes the end"))
+    out.append(("ea_elem_outside.h5", repatched(ea, ib, ibn, ib + 6 + 8, "<Q", len(ea) - 2),
+                "an extensible array chunk past the end", "passes the end"))
+    sb = ea.index(b"EASB")
+    sbn = signed_len(ea, sb)
+    # The super block's first data block address pointing at the super block itself.
+    out.append(("ea_dblock_loop.h5", repatched(ea, sb, sbn, sb + 6 + 8 + 4, "<Q", sb),
+                "an extensible array data block that is its super block", "EADB"))
+    bt = unlimited_file(os.path.join(tmp, "bt.h5"), (None, None), (300, 8), (1, 4))
+    bh = bt.index(b"BTHD\x00\x0a")
+    bhn = 18 + 8 + 8
+    assert signed_len(bt, bh, bhn + 1) == bhn and struct.unpack_from("<H", bt, bh + 12)[0] >= 1
+    out.append(("bt2_deep.h5", repatched(bt, bh, bhn, bh + 12, "<H", 100),
+                "a v2 B-tree of depth 100", "depth 100"))
+    out.append(("bt2_total.h5", repatched(bt, bh, bhn, bh + 18 + 8, "<Q", 599),
+                "a v2 B-tree whose header counts a record too few", "its nodes hold"))
+    root = struct.unpack_from("<Q", bt, bh + 16)[0]
+    assert bt[root:root + 4] == b"BTIN"
+    rn = signed_len(bt, root)
+    nrec = struct.unpack_from("<H", bt, bh + 16 + 8)[0]
+    kids = root + 6 + nrec * (8 + 16)                       # type 10 records of 2 dimensions
+    out.append(("bt2_loop.h5", repatched(bt, root, rn, kids, "<Q", root),
+                "a v2 B-tree node whose child is itself", "no leaf B-tree node"))
+    leaf = struct.unpack_from("<Q", bt, kids)[0]
+    assert bt[leaf:leaf + 4] == b"BTLF"
+    ln = signed_len(bt, leaf)
+    out.append(("bt2_leaf_checksum.h5", patched(bt, leaf + 6, "<B", bt[leaf + 6] ^ 1),
+                "a v2 B-tree leaf with a byte changed", "checksum does not match"))
+    out.append(("bt2_chunk_outside.h5", repatched(bt, leaf, ln, leaf + 6 + 8, "<Q", 1 << 40),
+                "a v2 B-tree chunk outside the dataset", "outside the dataset"))
+    out.append(("bt2_chunk_twice.h5", repatched(bt, leaf, ln, leaf + 6 + 24 + 8, "<QQ",
+                                                *struct.unpack_from("<QQ", bt, leaf + 6 + 8)),
+                "two v2 B-tree chunks at the same offsets", "same offsets"))
+    return out
+
+
 def small_file(path, libver, dense=False):
     with h5py.File(path, "w", libver=libver) as f:
         f.attrs["layer_names"] = np.array([b"dense"])
@@ -195,10 +321,13 @@ def hostile_files(tmp):
     out.append(("fheap_width.h5", patched(new, frhp + tw, "<H", 3),
                 "a fractal heap of width 3", "doubling table"))
     bthd = new.index(b"BTHD")
-    out.append(("bt2_root_count.h5", patched(new, bthd + 16 + 8, "<H", 0xffff),
+    bthd_n = 18 + 8 + 8
+    out.append(("bt2_root_count.h5", repatched(new, bthd, bthd_n, bthd + 16 + 8, "<H", 0xffff),
                 "a v2 B-tree root said to hold 65535 records", "at most"))
-    out.append(("bt2_type.h5", patched(new, bthd + 5, "<B", 6),
+    out.append(("bt2_type.h5", repatched(new, bthd, bthd_n, bthd + 5, "<B", 6),
                 "a v2 B-tree of the wrong type", "B-tree header"))
+    out.append(("bt2_header_checksum.h5", patched(new, bthd + 7, "<B", new[bthd + 7] ^ 1),
+                "a v2 B-tree header with a byte changed", "checksum does not match"))
     # A continuation message in the root header pointing at the header's own messages.
     pos, end = first, first + new[ohdr + start]
     cont = None
@@ -215,7 +344,7 @@ def hostile_files(tmp):
                     "a v2 continuation pointing back at its header", "checksum does not match"))
     out.append(("sb3_checksum.h5", patched(new, 20, "<B", new[20] ^ 1),
                 "superblock 3 with a byte changed", "superblock's checksum"))
-    return out
+    return out + hostile_indexes(tmp)
 
 
 def check_hostile(c, t):

@@ -13,7 +13,7 @@
    must be refused naming the global, and the command must not have run;
    absurd lengths and memo indexes, deep nesting, exponential sharing,
    missing or too-small storages, huge zero-stride views, overlapping zip
-   members, TorchScript archives and bad byteorder are refused with exit
+   members and bad byteorder are refused with exit
    5, one line naming the file, the offset and the problem, in bounded
    time; a compressed data.pkl is read.
 """
@@ -376,12 +376,6 @@ def hostile(c, t):
         overlapping_zip(path)
         cases.append((path, "overlap"))
         obj, s = tensor_pickle()
-        path = os.path.join(work, "torchscript.pt")
-        write_checkpoint(path, obj, [s], extra_members=[("constants.pkl", b"\x80\x02).")])
-        cases.append((path, "TorchScript"))
-        path = os.path.join(work, "torchscript_code.pt")
-        write_checkpoint(path, obj, [s], extra_members=[("code/__torch__/m.py", b"pass\n")])
-        cases.append((path, "TorchScript"))
         path = os.path.join(work, "byteorder.pt")
         write_checkpoint(path, obj, [s], byteorder="middle")
         cases.append((path, "byteorder"))
