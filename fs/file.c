@@ -231,10 +231,7 @@ bool mfs_file_known_size(const mfs_volume *v, uint32_t node, uint64_t *size)
 {
     const mfs_node *n = mfs_tree_node(v->tree, node);
     if (n != NULL && n->linked) {
-        mfs_src *s = v->files ? mfs_files_peek(v->files, (uint32_t)n->src_off) : NULL;
-        if (s != NULL)
-            *size = s->size;
-        return s != NULL;
+        return v->files != NULL && mfs_files_known_size(v->files, (uint32_t)n->src_off, size);
     }
     return mfs_content_known_size(v->content, node, size);
 }
@@ -387,8 +384,8 @@ static void read_plain(const mfs_volume *v, const mfs_node *n, mfs_held *h, uint
 
 /* A file of the files view, opened as its source `s`: the source's bytes
  * [0, size), fetched ahead to the file's end as a tensor's are. */
-static void read_linked(mfs_src *s, uint64_t fsize, uint64_t off, size_t size,
-                        mfs_file_done done, void *arg)
+static void read_linked(mfs_files *fv, uint32_t entry, mfs_src *s, uint64_t fsize, uint64_t off,
+                        size_t size, mfs_file_done done, void *arg)
 {
     if (s == NULL) {
         mfs_file_fail(done, arg, MFS_E_IO, "not open");
@@ -405,7 +402,7 @@ static void read_linked(mfs_src *s, uint64_t fsize, uint64_t off, size_t size,
         mfs_file_fail(done, arg, MFS_E_CHANGED, "the file changed");
         return;
     }
-    mfs_src_advise(s, off, len, fsize);
+    mfs_src_advise(s, off, len, mfs_files_region_end(fv, entry, off, fsize));
     if (!mfs_src_ready(s, off, len)) {
         remote_read *r = malloc(sizeof *r);
         if (r != NULL) {
@@ -441,7 +438,8 @@ void mfs_file_read(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off
     }
     if (n->linked) {
         mfs_src *s = (mfs_src *)(void *)f;
-        read_linked(s, n->size_unknown && s != NULL ? s->size : n->size, off, len, done, arg);
+        uint64_t fsize = n->size_unknown && s != NULL ? s->size : n->size;
+        read_linked(v->files, (uint32_t)n->src_off, s, fsize, off, len, done, arg);
         return;
     }
     if (n->concat) {

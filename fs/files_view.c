@@ -28,6 +28,7 @@ void mfs_files_free(mfs_files *fv)
         return;
     for (uint32_t i = 0; i < fv->count; i++) {
         mfs_src_close(fv->entries[i].own);
+        free(fv->entries[i].bounds);
         free(fv->entries[i].open_path);
         free(fv->entries[i].root);
     }
@@ -103,6 +104,19 @@ mfs_src *mfs_files_peek(mfs_files *fv, uint32_t entry)
     return atomic_load_explicit(&fv->entries[entry].src, memory_order_acquire);
 }
 
+bool mfs_files_known_size(mfs_files *fv, uint32_t entry, uint64_t *size)
+{
+    const mfs_src *s = mfs_files_peek(fv, entry);
+    if (s == NULL && entry < fv->count && fv->entries[entry].model != MFS_NONE &&
+        fv->forest != NULL) {
+        const mfs_volume *v = mfs_forest_peek(fv->forest, fv->entries[entry].model);
+        s = v != NULL ? v->src : NULL;
+    }
+    if (s != NULL)
+        *size = s->size;
+    return s != NULL;
+}
+
 bool mfs_files_slow(mfs_files *fv, uint32_t entry)
 {
     return entry < fv->count && fv->entries[entry].remote && mfs_files_peek(fv, entry) == NULL;
@@ -110,14 +124,65 @@ bool mfs_files_slow(mfs_files *fv, uint32_t entry)
 
 /* The source of the model this file is, loading it if need be: NULL when
  * it is none, or did not load (then the file gets a source of its own). */
-static mfs_src *model_src(mfs_files *fv, const mfs_files_entry *en)
+static const mfs_volume *model_vol(mfs_files *fv, const mfs_files_entry *en)
 {
     if (en->model == MFS_NONE || fv->forest == NULL)
         return NULL;
     const mfs_volume *v = mfs_forest_get(fv->forest, en->model);
-    if (v == NULL || fv->forest->models[en->model].failed)
+    if (v == NULL || fv->forest->models[en->model].failed || v->src == NULL)
         return NULL;
-    return v->src;
+    return v;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every start and end of a tensor of `t` in its source, sorted, once. */
+static void set_bounds(mfs_files_entry *en, const mfs_tree *t)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->count; i++)
+        if (t->nodes[i].kind == MFS_NODE_FILE && t->nodes[i].from_src && t->nodes[i].size > 0)
+            n++;
+    if (n == 0 || n > UINT32_MAX / 2)
+        return;
+    uint64_t *b = malloc((size_t)n * 2 * sizeof *b);
+    if (b == NULL)
+        return;  /* no bounds: read-ahead runs to the file's end */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < t->count && k < 2 * n; i++) {
+        const mfs_node *nd = &t->nodes[i];
+        if (nd->kind == MFS_NODE_FILE && nd->from_src && nd->size > 0) {
+            b[k++] = nd->src_off;
+            b[k++] = nd->src_off + nd->size;
+        }
+    }
+    qsort(b, k, sizeof *b, cmp_u64);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (u == 0 || b[u - 1] != b[i])
+            b[u++] = b[i];
+    en->bounds = b;
+    en->nbounds = u;
+}
+
+uint64_t mfs_files_region_end(mfs_files *fv, uint32_t entry, uint64_t off, uint64_t end)
+{
+    if (entry >= fv->count || mfs_files_peek(fv, entry) == NULL)
+        return end;
+    const mfs_files_entry *en = &fv->entries[entry];
+    uint32_t lo = 0, hi = en->nbounds;  /* the first bound past off */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (en->bounds[mid] <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < en->nbounds && en->bounds[lo] < end ? en->bounds[lo] : end;
 }
 
 static mfs_src *open_own(mfs_files *fv, const mfs_files_entry *en, mfs_err *e)
@@ -143,7 +208,8 @@ mfs_src *mfs_files_src(mfs_files *fv, uint32_t entry, mfs_err *e)
     if (s != NULL)
         return s;
     /* Outside our lock: the model's load takes its own. */
-    mfs_src *ms = model_src(fv, en);
+    const mfs_volume *mv = model_vol(fv, en);
+    mfs_src *ms = mv != NULL ? mv->src : NULL;
     pthread_mutex_t *mu = &fv->locks[entry % MFS_FILES_LOCKS];
     pthread_mutex_lock(mu);
     s = atomic_load_explicit(&en->src, memory_order_acquire);
@@ -163,6 +229,8 @@ mfs_src *mfs_files_src(mfs_files *fv, uint32_t entry, mfs_err *e)
             mfs_log("%s: cannot open: %s", shown, e->msg);
         } else {
             en->own = own;
+            if (mv != NULL)
+                set_bounds(en, mv->tree);
             atomic_store_explicit(&en->src, got, memory_order_release);
         }
         s = got;

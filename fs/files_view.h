@@ -40,6 +40,9 @@ typedef struct mfs_files_entry {
     bool remote;
     bool size_unknown;        /* a URL named alone: its size is the source's */
     _Atomic(mfs_src *) src;   /* what it reads from, once opened */
+    uint64_t *bounds;         /* a model's: where its tensors start and end in
+                                 it, sorted (set before src, never after) */
+    uint32_t nbounds;
     mfs_src *own;             /* a source opened for it (closed at the end) */
 } mfs_files_entry;
 
@@ -68,6 +71,14 @@ void mfs_files_build(mfs_files *fv, mfs_tree *t, uint32_t dir, const mfs_found_l
 /* The source of a linked node's entry if it is open (never waits), else
  * NULL. */
 mfs_src *mfs_files_peek(mfs_files *fv, uint32_t entry);
+/* Its size if known by now without waiting: its source's once open, or
+ * its model's source's once that model is loaded. */
+bool mfs_files_known_size(mfs_files *fv, uint32_t entry, uint64_t *size);
+/* Where the region of an open entry's file that holds `off` ends: the
+ * next start or end of one of its model's tensors past `off`, else
+ * `end`. So that read-ahead stays inside the tensor a mapping touches, as
+ * it does in tensors/ (readahead.h): 3 tensors of 100 fetch those 3. */
+uint64_t mfs_files_region_end(mfs_files *fv, uint32_t entry, uint64_t off, uint64_t end);
 /* Whether opening it may wait on the network (a URL, a remote model not
  * loaded yet). */
 bool mfs_files_slow(mfs_files *fv, uint32_t entry);
