@@ -46,7 +46,7 @@ typedef struct mfs_remote_file {
 
 typedef struct mfs_remote_listing {
     mfs_remote_file *files;  /* sorted by path */
-    size_t count;
+    size_t count, cap;
 } mfs_remote_listing;
 
 /* Every file below a folder URL (mfs_remote_is_folder), the model files
