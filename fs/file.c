@@ -98,14 +98,16 @@ static void open_fail(mfs_file_opened done, void *arg, mfs_code code, const char
 typedef struct linked_open {
     const mfs_volume *v;
     uint32_t entry;
-    bool size_unknown;
     mfs_file_opened done;
     void *arg;
 } linked_open;
 
 /* The open is the entry's source, had now (opened, or its model loaded):
  * its bytes never change while it is unchanged, so the front end may
- * keep their pages; a size learnt only now is a direct file's. */
+ * keep their pages. A URL named alone, shown with size 0 until now, has
+ * its size from here on (mfs_file_known_size; its attributes are never
+ * kept), and the kernel asks for them again before it reads past the
+ * size it last saw: so it too is cached, and can be mapped. */
 static void linked_answer(const linked_open *o)
 {
     mfs_err e = { 0 };
@@ -115,8 +117,7 @@ static void linked_answer(const linked_open *o)
     else if (!mfs_src_unchanged(s))
         open_fail(o->done, o->arg, MFS_E_CHANGED, "the file changed");
     else
-        o->done(o->arg, 0, (mfs_file *)(void *)s,
-                o->size_unknown ? MFS_FILE_DIRECT : MFS_FILE_KEEP_CACHE, NULL);
+        o->done(o->arg, 0, (mfs_file *)(void *)s, MFS_FILE_KEEP_CACHE, NULL);
 }
 
 static void *linked_open_run(void *arg)
@@ -136,7 +137,7 @@ static void open_linked(const mfs_volume *v, const mfs_node *n, mfs_file_opened 
         open_fail(done, arg, MFS_E_INTERNAL, "a file of the files view without one");
         return;
     }
-    linked_open o = { v, (uint32_t)n->src_off, n->size_unknown, done, arg };
+    linked_open o = { v, (uint32_t)n->src_off, done, arg };
     if (mfs_files_slow(v->files, o.entry)) {
         linked_open *away = malloc(sizeof *away);
         if (away != NULL) {

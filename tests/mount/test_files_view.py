@@ -28,6 +28,7 @@ usage: test_files_view.py BUILD_DIR
 import errno
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -281,6 +282,12 @@ def body(c, t):
             c.equal((r.returncode, len(srv.log) - before), (0, 0),
                     "http: ls -lR files/ makes no request")
             check_view(c, "http", mnt, {p: want[p] for p in ("model.safetensors", "config.json")})
+            # Shown with size 0 until opened, it maps as a listed file does
+            # (its pages kept): what safe_open does with it.
+            path = os.path.join(mnt, "files", "model.safetensors")
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+                c.equal(sha256(bytes(m)), want["model.safetensors"][1],
+                        "http: a mapping of a URL named alone")
         with mfstest.mounted(t.modelfs, urls[0], fresh(env), extra=urls[1:]) as mnt:
             check_changed(c, "http", mnt, os.path.join(d, "model.safetensors"), "model.safetensors")
     finally:
