@@ -12,9 +12,7 @@
  *  - produced or checked content (f32/, stats.tsv, decoded members): the
  *    content layer's bytes, referenced at open;
  *  - a file of the files view (files_view.h): the whole of a source of
- *    its own (or its model's), had at open, which may wait for it. The
- *    single model file of a mount alone is a tensor-like slice instead:
- *    its source's [0, size).
+ *    its own (or its model's), had at open, which may wait for it.
  *
  * Reads are asynchronous: the answer comes through a callback that gets
  * the bytes as a few pieces pointing where they are (no copy where the

@@ -97,6 +97,28 @@ void mfs_files_build(mfs_files *fv, mfs_tree *t, uint32_t dir, const mfs_found_l
     }
 }
 
+static void set_bounds(mfs_files_entry *en, const mfs_tree *t);
+
+uint32_t mfs_files_add_open(mfs_files *fv, mfs_tree *t, uint32_t dir, const char *name,
+                            mfs_src *src)
+{
+    if (fv->count == UINT32_MAX)
+        return MFS_NONE;
+    mfs_found_file f = { .open_path = src->name, .size = src->size };
+    uint32_t entry = add_entry(fv, &f, MFS_NONE);
+    mfs_files_entry *en = &fv->entries[entry];
+    set_bounds(en, t);  /* before the node: it is no tensor */
+    uint32_t node = mfs_tree_add_linked(t, dir, name, entry, src->size);
+    if (node == MFS_NONE) {
+        fv->count--;
+        free(en->open_path);
+        free(en->bounds);
+        return MFS_NONE;
+    }
+    atomic_store_explicit(&en->src, src, memory_order_release);
+    return node;
+}
+
 mfs_src *mfs_files_peek(mfs_files *fv, uint32_t entry)
 {
     if (entry >= fv->count)

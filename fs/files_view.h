@@ -68,6 +68,13 @@ void mfs_files_free(mfs_files *fv);
 void mfs_files_build(mfs_files *fv, mfs_tree *t, uint32_t dir, const mfs_found_list *l,
                      const uint32_t *model_of);
 
+/* Adds the file `name` below the folder `dir` of `t` (not finished) whose
+ * bytes are all of `src`, open already and not the view's (a model
+ * mounted alone: its own file), whose tensors are the from-source files
+ * of `t` so far. MFS_NONE when there is no room. */
+uint32_t mfs_files_add_open(mfs_files *fv, mfs_tree *t, uint32_t dir, const char *name,
+                            mfs_src *src);
+
 /* The source of a linked node's entry if it is open (never waits), else
  * NULL. */
 mfs_src *mfs_files_peek(mfs_files *fv, uint32_t entry);

@@ -63,17 +63,17 @@ static void add_view(struct loading *l)
     uint32_t dir = mfs_tree_add(t, MFS_ROOT, MFS_FILES_VIEW, MFS_NODE_DIR, NULL, 0);
     if (dir == MFS_NONE)
         return;
+    l->files = mfs_files_new(l->opts);
     if (l->src != NULL) {
         char *base = file_name(l->path);
         char *enc = mfs_name_encode(base, strlen(base));
-        mfs_tree_add_stored(t, dir, enc, 0, l->src->size);
+        mfs_files_add_open(l->files, t, dir, enc, l->src);
         free(enc);
         free(base);
         return;
     }
     mfs_found_list found;
     mfs_collect_folder_files(l->path, &found);
-    l->files = mfs_files_new(l->opts);
     mfs_files_build(l->files, t, dir, &found, NULL);
     mfs_found_files_free(&found);
 }
