@@ -403,7 +403,17 @@ static void read_linked(mfs_files *fv, uint32_t entry, mfs_src *s, uint64_t fsiz
         mfs_file_fail(done, arg, MFS_E_CHANGED, "the file changed");
         return;
     }
-    mfs_src_advise(s, off, len, mfs_files_region_end(fv, entry, off, fsize));
+    /* Told piece by piece, each in its region, as a concatenation's are
+     * (concat_read.c): a read across tensors advised as one would leave
+     * the stream at the first one's end, and the next read would start
+     * none. Past 64 pieces (tiny tensors), the rest as one. */
+    uint64_t at = off, stop = off + len;
+    for (unsigned k = 0; at < stop; k++) {
+        uint64_t e = k < 64 ? mfs_files_region_end(fv, entry, at, fsize) : fsize;
+        uint64_t piece_end = e < stop ? e : stop;
+        mfs_src_advise(s, at, piece_end - at, e);
+        at = piece_end;
+    }
     if (!mfs_src_ready(s, off, len)) {
         remote_read *r = malloc(sizeof *r);
         if (r != NULL) {

@@ -241,6 +241,25 @@ def body(c, t):
             read, asked = three_of_hundred(c, hub, os.path.join(mnt, "files", "model.safetensors"),
                                            files["model.safetensors"])
             limit(c, "hf://org/tiny/model.safetensors alone", read, asked)
+        # Read through in 1 MiB reads, as from_pretrained does: each read
+        # spans 16 tensors; the read-ahead must run on across them, not
+        # fetch each tensor by itself (64 GETs when it did).
+        one = dict(env, XDG_CACHE_HOME=os.path.join(root, ".cache-two"))
+        with mfstest.mounted(t.modelfs, "hf://org/tiny/model.safetensors", one) as mnt:
+            since = len(hub.requests())
+            with open(os.path.join(mnt, "files", "model.safetensors"), "rb", buffering=0) as f:
+                got = hashlib.sha256()
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        break
+                    got.update(b)
+            with open(files["model.safetensors"], "rb") as f:
+                c.equal(got.hexdigest(), hashlib.sha256(f.read()).hexdigest(),
+                        "model.safetensors read through in 1 MiB reads")
+            gets = len(hub.requests("bytes", since))
+            print("model.safetensors (6.4 MB, 100 tensors) read through: %d GETs" % gets)
+            c.check(gets <= 20, "a read through 100 tensors: %d GETs (at most 20)" % gets)
     except RuntimeError as e:
         c.check(False, "mount: %s" % e)
     finally:
