@@ -209,13 +209,25 @@ def write_safetensors(path, tensors):
 
 
 def unmount_and_remove(mnt):
-    """Unmounts `mnt`, waits (5 s at most) for it to go, removes the folder."""
+    """Unmounts `mnt`, waits (5 s at most) for it to go and (30 s at most)
+    for its daemon to end, removes the folder. The daemon writes the
+    blocks it fetched to the disk cache before it exits: a mount made
+    next on the same cache_dir would else find some not written yet."""
+    pid = daemon_pid(mnt) if os.path.ismount(mnt) else None
     unmount(mnt)
-    # The daemon exits after the unmount; give it time to flush sanitizer logs.
     for _ in range(50):
         if not os.path.ismount(mnt):
             break
         time.sleep(0.1)
+    deadline = time.time() + 30
+    while pid is not None and time.time() < deadline and os.path.exists("/proc/%d" % pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rpartition(")")[2].split()[0] == "Z":
+                    break   # ended, not reaped yet
+        except OSError:
+            break
+        time.sleep(0.02)
     os.rmdir(mnt)
 
 
