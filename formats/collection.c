@@ -26,9 +26,43 @@ typedef mfs_found found;
 typedef struct walker {
     mfs_found *list;
     size_t count, cap;
+    mfs_found_file *files;
+    size_t file_count, file_cap;
     uint64_t entries;
     bool warned;
 } walker;
+
+/* A file (or folder) of the files view; `model`: 1 + the index of the
+ * model that is this file, 0 for none. */
+static mfs_found_file *add_file(walker *w, const char *path, const char *open_path,
+                                const char *root, bool dir, const struct stat *st, size_t model)
+{
+    if (w->file_count == w->file_cap) {
+        w->file_cap = w->file_cap ? w->file_cap * 2 : 16;
+        w->files = mfs_xrealloc(w->files, w->file_cap * sizeof *w->files);
+    }
+    mfs_found_file *f = &w->files[w->file_count++];
+    memset(f, 0, sizeof *f);
+    f->path = mfs_xstrdup(path);
+    f->open_path = mfs_xstrdup(open_path);
+    f->root = root ? mfs_xstrdup(root) : NULL;
+    f->dir = dir;
+    f->size = !dir && st != NULL && S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+    if (st != NULL)
+        f->mtime = st->st_mtim;
+    f->model = model;
+    return f;
+}
+
+static void free_files(mfs_found_file *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(files[i].path);
+        free(files[i].open_path);
+        free(files[i].root);
+    }
+    free(files);
+}
 
 static void add_found(walker *w, const char *dir, const char *name, const char *source,
                       const char *open_path, const char *root, const mfs_format *fmt,
@@ -75,15 +109,16 @@ static const mfs_format *probe_fd(int fd, const struct stat *st)
     return f;
 }
 
-/* Whether the real path `real` is `root` or below it. */
 /* Walks the folder `path` (already known to be a real folder below
  * `root`, the real path of DIR): each model found goes to w with its
- * folder path `enc` below the mount root. Names are sorted, so the same
- * files give the same tree. Symlinks are followed only to files inside
- * DIR (a model is loaded by its link's path, so it has the link's name,
- * as when mounted alone); folders reached by a symlink are not entered. */
+ * folder path `enc` below the mount root, and every file and folder to
+ * its files view. Names are sorted, so the same files give the same tree.
+ * Symlinks are followed only to files inside DIR (a model is loaded by
+ * its link's path, so it has the link's name, as when mounted alone);
+ * folders reached by a symlink are not entered. `models` false: the
+ * files alone (inside a folder model), nothing probed. */
 static void walk(walker *w, const char *root, const char *path, const char *shown,
-                 const char *enc, unsigned depth)
+                 const char *enc, unsigned depth, bool models)
 {
     DIR *d = opendir(path);
     if (d == NULL) {
@@ -115,19 +150,20 @@ static void walk(walker *w, const char *root, const char *path, const char *show
         const char *name = names[i];
         char *full = join(path, name), *show = join(shown, name);
         struct stat st;
+        char *epath = NULL;
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             goto next;
+        char *ename = mfs_name_encode(name, strlen(name));
+        epath = join(enc, ename);
+        free(ename);
         if (S_ISDIR(st.st_mode)) {
-            const mfs_format *fmt = mfs_format_detect_dir(full);
-            char *ename = mfs_name_encode(name, strlen(name));
+            const mfs_format *fmt = models ? mfs_format_detect_dir(full) : NULL;
             if (fmt != NULL)
                 add_found(w, enc, name, show, full, root, fmt, &st);
-            else if (depth < MFS_COLLECT_MAX_DEPTH) {
-                char *sub = join(enc, ename);
-                walk(w, root, full, show, sub, depth + 1);
-                free(sub);
+            if (depth < MFS_COLLECT_MAX_DEPTH) {
+                add_file(w, epath, full, root, true, &st, 0);
+                walk(w, root, full, show, epath, depth + 1, models && fmt == NULL);
             }
-            free(ename);
         } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
             /* A symlink counts only when it ends at a file inside DIR. */
             char *real = S_ISLNK(st.st_mode) ? realpath(full, NULL) : NULL;
@@ -139,15 +175,17 @@ static void walk(walker *w, const char *root, const char *path, const char *show
                           : openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
             struct stat fst;
             if (fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode)) {
-                const mfs_format *fmt = probe_fd(fd, &fst);
+                const mfs_format *fmt = models ? probe_fd(fd, &fst) : NULL;
                 if (fmt != NULL)
                     add_found(w, enc, name, show, full, root, fmt, &fst);
+                add_file(w, epath, full, root, false, &fst, fmt != NULL ? w->count : 0);
             }
             if (fd >= 0)
                 close(fd);
             free(real);
         }
     next:
+        free(epath);
         free(full);
         free(show);
     }
@@ -209,7 +247,8 @@ static const char *url_name(const char *url, char *buf, size_t size)
 
 /* A folder URL's model files (an S3 prefix, a Hub repository), each
  * named by its path below it: at the root when it is the only argument,
- * else in a folder of the URL's last part. Probed when first loaded. */
+ * else in a folder of the URL's last part. Probed when first loaded.
+ * Every file listed goes to the files view, with the listing's size. */
 static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_load_opts *opts,
                              mfs_err *e)
 {
@@ -242,8 +281,14 @@ static int add_remote_folder(walker *w, const char *url, bool alone, const mfs_l
         st.st_mode = S_IFREG;
         st.st_size = (off_t)l.files[i].size;
         st.st_mtim.tv_sec = (time_t)l.files[i].mtime;
-        add_found(w, dir, slash ? slash + 1 : path, l.files[i].url, l.files[i].url, NULL, NULL,
-                  &st);
+        const char *fname = slash ? slash + 1 : path;
+        if (l.files[i].model)
+            add_found(w, dir, fname, l.files[i].url, l.files[i].url, NULL, NULL, &st);
+        char *ename = mfs_name_encode(fname, strlen(fname)), *fpath = join(dir, ename);
+        add_file(w, fpath, l.files[i].url, NULL, false, &st, l.files[i].model ? w->count : 0)
+            ->remote = true;
+        free(ename);
+        free(fpath);
         free(dir);
     }
     free(top);
@@ -273,9 +318,13 @@ int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opt
             /* Shown (models.json, messages) without a presigned URL's
              * query; opened with it. */
             char *shown = mfs_url_redacted(args[i]);
-            add_found(&w, "", url_name(args[i], base, sizeof base), shown, args[i], NULL, NULL,
-                      &st);
+            const char *uname = url_name(args[i], base, sizeof base);
+            add_found(&w, "", uname, shown, args[i], NULL, NULL, &st);
             free(shown);
+            char *ename = mfs_name_encode(uname, strlen(uname));
+            mfs_found_file *ff = add_file(&w, ename, args[i], NULL, false, &st, w.count);
+            ff->remote = ff->size_unknown = true;
+            free(ename);
             continue;
         }
         if (stat(args[i], &st) != 0) {
@@ -295,7 +344,9 @@ int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opt
                 goto fail;
             }
             char *enc = n == 1 ? mfs_xstrdup("") : mfs_name_encode(base, strlen(base));
-            walk(&w, root, root, args[i], enc, 0);
+            if (enc[0])
+                add_file(&w, enc, root, NULL, true, &st, 0);
+            walk(&w, root, root, args[i], enc, 0, true);
             free(enc);
             free(root);
             continue;
@@ -315,13 +366,28 @@ int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opt
          * working folder), symlinks kept, so the model has its name. */
         char *abs = absolute(args[i]);
         add_found(&w, "", base, args[i], abs, NULL, fmt, &st);
+        char *ename = mfs_name_encode(base, strlen(base));
+        if (S_ISDIR(st.st_mode)) {
+            /* A folder model named: its files, below its folder. */
+            char *root = realpath(args[i], NULL);
+            add_file(&w, ename, abs, NULL, true, &st, 0);
+            if (root != NULL)
+                walk(&w, root, root, args[i], ename, 0, false);
+            free(root);
+        } else {
+            add_file(&w, ename, abs, NULL, false, &st, w.count);
+        }
+        free(ename);
         free(abs);
     }
 
     out->list = w.list;
     out->count = w.count;
+    out->files = w.files;
+    out->file_count = w.file_count;
     return 0;
 fail:
+    free_files(w.files, w.file_count);
     for (size_t i = 0; i < w.count; i++) {
         free(w.list[i].dir);
         free(w.list[i].name);
@@ -357,8 +423,29 @@ int mfs_collect_open_inside(const char *root, const char *path, mfs_err *e)
 }
 
 
+void mfs_collect_folder_files(const char *dir, mfs_found_list *out)
+{
+    memset(out, 0, sizeof *out);
+    walker w = { 0 };
+    char *root = realpath(dir, NULL);
+    if (root == NULL)
+        return;
+    walk(&w, root, root, dir, "", 0, false);
+    free(root);
+    out->files = w.files;
+    out->file_count = w.file_count;
+}
+
+void mfs_found_files_free(mfs_found_list *l)
+{
+    free_files(l->files, l->file_count);
+    l->files = NULL;
+    l->file_count = 0;
+}
+
 void mfs_found_list_free(mfs_found_list *l)
 {
+    mfs_found_files_free(l);
     for (size_t i = 0; i < l->count; i++) {
         free(l->list[i].dir);
         free(l->list[i].name);

@@ -30,9 +30,27 @@ typedef struct mfs_found {
     struct timespec mtime;
 } mfs_found;
 
+/* A file or folder of the tree as it is, model or not: what the files
+ * view shows (README "The files view"). Folders come before what they
+ * hold. */
+typedef struct mfs_found_file {
+    char *path;              /* encoded path below the view ("a/config.json") */
+    char *open_path;         /* a local file's path (opened below `root`), or a URL */
+    char *root;              /* the real path of the DIR it is in; NULL: named */
+    uint64_t size;
+    struct timespec mtime;
+    size_t model;            /* 1 + the index in mfs_found_list.list of the model
+                                that is this very file; 0: none */
+    bool dir;                /* a folder (shown even when empty) */
+    bool remote;             /* open_path is a URL */
+    bool size_unknown;       /* a URL named alone: its size is known once opened */
+} mfs_found_file;
+
 typedef struct mfs_found_list {
     mfs_found *list;         /* arguments in order, DIR's models by path */
     size_t count;
+    mfs_found_file *files;   /* every argument's files, at the paths its models have */
+    size_t file_count;
 } mfs_found_list;
 
 /* True when `args` is one model that mounts at the root as before: a
@@ -45,6 +63,12 @@ bool mfs_collect_is_single(const char *const *args, size_t n);
 int mfs_collect_find(const char *const *args, size_t n, const mfs_load_opts *opts,
                      mfs_found_list *out, const char **bad, mfs_err *e);
 void mfs_found_list_free(mfs_found_list *l);
+
+/* The files view of one model folder (an unpacked carton, a sharded
+ * safetensors folder) mounted alone: every file and folder below `dir`,
+ * into *out (files set, no models). */
+void mfs_collect_folder_files(const char *dir, mfs_found_list *out);
+void mfs_found_files_free(mfs_found_list *l);
 
 /* What `path` (found below `root`) leads to now, opened one component at
  * a time from `root` with no symlink followed: the fd, or -1 with `e`. */

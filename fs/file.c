@@ -1,5 +1,5 @@
 /* The one read path of a file node (file.h): here, and only here, the
- * five kinds of file are told apart. */
+ * six kinds of file are told apart. */
 #include "file.h"
 
 #include <stddef.h>
@@ -93,6 +93,63 @@ static void open_fail(mfs_file_opened done, void *arg, mfs_code code, const char
     done(arg, -1, NULL, 0, &e);
 }
 
+/* ---- a file of the files view: its own source (files_view.h) ---------- */
+
+typedef struct linked_open {
+    const mfs_volume *v;
+    uint32_t entry;
+    mfs_file_opened done;
+    void *arg;
+} linked_open;
+
+/* The open is the entry's source, had now (opened, or its model loaded):
+ * its bytes never change while it is unchanged, so the front end may
+ * keep their pages. A URL named alone, shown with size 0 until now, has
+ * its size from here on (mfs_file_known_size; its attributes are never
+ * kept), and the kernel asks for them again before it reads past the
+ * size it last saw: so it too is cached, and can be mapped. */
+static void linked_answer(const linked_open *o)
+{
+    mfs_err e = { 0 };
+    mfs_src *s = mfs_files_src(o->v->files, o->entry, &e);
+    if (s == NULL)
+        o->done(o->arg, -1, NULL, 0, &e);
+    else if (!mfs_src_unchanged(s))
+        open_fail(o->done, o->arg, MFS_E_CHANGED, "the file changed");
+    else
+        o->done(o->arg, 0, (mfs_file *)(void *)s, MFS_FILE_KEEP_CACHE, NULL);
+}
+
+static void *linked_open_run(void *arg)
+{
+    linked_answer(arg);
+    free(arg);
+    return NULL;
+}
+
+/* A URL opens with a round trip, or several (a Hub file's resolve): on a
+ * thread of its own, as a remote model's first load is, so that no
+ * session thread waits on a server. Not cancelled: the open's own
+ * timeouts bound it. */
+static void open_linked(const mfs_volume *v, const mfs_node *n, mfs_file_opened done, void *arg)
+{
+    if (v->files == NULL) {
+        open_fail(done, arg, MFS_E_INTERNAL, "a file of the files view without one");
+        return;
+    }
+    linked_open o = { v, (uint32_t)n->src_off, done, arg };
+    if (mfs_files_slow(v->files, o.entry)) {
+        linked_open *away = malloc(sizeof *away);
+        if (away != NULL) {
+            *away = o;
+            if (mfs_inflight_spawn(linked_open_run, away))
+                return;
+            free(away);
+        }
+    }
+    linked_answer(&o);
+}
+
 void mfs_file_open(const mfs_volume *v, uint32_t node, const mfs_cancel_hook *hook,
                    mfs_file_opened done, void *arg)
 {
@@ -100,6 +157,10 @@ void mfs_file_open(const mfs_volume *v, uint32_t node, const mfs_cancel_hook *ho
     const mfs_node *n = mfs_tree_get(v->tree, node, &buf);
     if (n == NULL || n->kind != MFS_NODE_FILE) {
         open_fail(done, arg, MFS_E_NO_PATH, "not a file");
+        return;
+    }
+    if (n->linked) {
+        open_linked(v, n, done, arg);
         return;
     }
     /* A twin opens its tensor: the same check, the same produced bytes. */
@@ -159,10 +220,21 @@ void mfs_file_close(const mfs_volume *v, uint32_t node, mfs_file *f)
         return;
     uint32_t idx = node;
     const mfs_node *src = body_of(v, n, &idx);
+    if (n->linked)
+        return;  /* its source stays for the next open */
     if (n->concat)
         mfs_concat_file_unref((mfs_concat_file *)(void *)f);
     else if (mfs_tree_ops(v->tree, src) != NULL)
         mfs_held_unref((mfs_held *)(void *)f);
+}
+
+bool mfs_file_known_size(const mfs_volume *v, uint32_t node, uint64_t *size)
+{
+    const mfs_node *n = mfs_tree_node(v->tree, node);
+    if (n != NULL && n->linked) {
+        return v->files != NULL && mfs_files_known_size(v->files, (uint32_t)n->src_off, size);
+    }
+    return mfs_content_known_size(v->content, node, size);
 }
 
 void mfs_file_close_all(void)
@@ -214,9 +286,9 @@ static int head_body(struct iovec iov[2], const uint8_t *head, uint64_t hlen, co
     return count;
 }
 
-static void read_failed(const mfs_volume *v, mfs_file_done done, void *arg, const mfs_err *e)
+static void read_failed(const mfs_src *src, mfs_file_done done, void *arg, const mfs_err *e)
 {
-    mfs_warn("%s: cannot read: %s", v->src ? v->src->name : "", e->msg);
+    mfs_warn("%s: cannot read: %s", src ? src->name : "", e->msg);
     done(arg, -1, NULL, 0, e);
 }
 
@@ -224,7 +296,7 @@ static void read_failed(const mfs_volume *v, mfs_file_done done, void *arg, cons
  * with it (mfs_src_get_async) and answered when they come, on whatever
  * thread the source calls back on. */
 typedef struct remote_read {
-    const mfs_volume *v;
+    mfs_src *src;
     const uint8_t *head;
     uint64_t hlen, off;
     size_t len;
@@ -236,12 +308,12 @@ static void remote_done(void *arg, int rc, mfs_span body, const mfs_err *e)
 {
     remote_read *r = arg;
     if (rc != 0) {
-        read_failed(r->v, r->done, r->arg, e);
+        read_failed(r->src, r->done, r->arg, e);
     } else {
         struct iovec iov[2];
         int count = head_body(iov, r->head, r->hlen, body.p, r->off, r->len);
         r->done(r->arg, 0, iov, count, NULL);
-        mfs_src_release(r->v->src, body);
+        mfs_src_release(r->src, body);
     }
     free(r);
     mfs_inflight_end();
@@ -290,7 +362,7 @@ static void read_plain(const mfs_volume *v, const mfs_node *n, mfs_held *h, uint
             if (!mfs_src_ready(v->src, src->src_off + boff, blen)) {
                 remote_read *r = malloc(sizeof *r);
                 if (r != NULL) {
-                    *r = (remote_read){ v, n->data, hlen, off, len, done, arg };
+                    *r = (remote_read){ v->src, n->data, hlen, off, len, done, arg };
                     mfs_inflight_begin();  /* answered by remote_done */
                     mfs_src_get_async(v->src, src->src_off + boff, blen, remote_done, r);
                     return;
@@ -298,7 +370,7 @@ static void read_plain(const mfs_volume *v, const mfs_node *n, mfs_held *h, uint
             }
         }
         if (mfs_node_get(src, v->src, boff, blen, &body, &e) != 0) {
-            read_failed(v, done, arg, &e);
+            read_failed(v->src, done, arg, &e);
             return;
         }
     }
@@ -309,6 +381,57 @@ static void read_plain(const mfs_volume *v, const mfs_node *n, mfs_held *h, uint
         mfs_held_unref(h);
     else if (blen > 0)
         mfs_node_release(src, v->src, body);
+}
+
+/* A file of the files view, opened as its source `s`: the source's bytes
+ * [0, size), fetched ahead to the file's end as a tensor's are. */
+static void read_linked(mfs_files *fv, uint32_t entry, mfs_src *s, uint64_t fsize, uint64_t off,
+                        size_t size, mfs_file_done done, void *arg)
+{
+    if (s == NULL) {
+        mfs_file_fail(done, arg, MFS_E_IO, "not open");
+        return;
+    }
+    if (fsize > s->size)
+        fsize = s->size;
+    if (off >= fsize || size == 0) {
+        done(arg, 0, NULL, 0, NULL);
+        return;
+    }
+    size_t len = fsize - off < size ? (size_t)(fsize - off) : size;
+    if (!mfs_src_unchanged(s)) {
+        mfs_file_fail(done, arg, MFS_E_CHANGED, "the file changed");
+        return;
+    }
+    /* Told piece by piece, each in its region, as a concatenation's are
+     * (concat_read.c): a read across tensors advised as one would leave
+     * the stream at the first one's end, and the next read would start
+     * none. Past 64 pieces (tiny tensors), the rest as one. */
+    uint64_t at = off, stop = off + len;
+    for (unsigned k = 0; at < stop; k++) {
+        uint64_t e = k < 64 ? mfs_files_region_end(fv, entry, at, fsize) : fsize;
+        uint64_t piece_end = e < stop ? e : stop;
+        mfs_src_advise(s, at, piece_end - at, e);
+        at = piece_end;
+    }
+    if (!mfs_src_ready(s, off, len)) {
+        remote_read *r = malloc(sizeof *r);
+        if (r != NULL) {
+            *r = (remote_read){ s, NULL, 0, off, len, done, arg };
+            mfs_inflight_begin();  /* answered by remote_done */
+            mfs_src_get_async(s, off, len, remote_done, r);
+            return;
+        }
+    }
+    mfs_err e = { 0 };
+    mfs_span body;
+    if (mfs_src_get(s, off, len, &body, &e) != 0) {
+        read_failed(s, done, arg, &e);
+        return;
+    }
+    struct iovec iov = { (void *)(uintptr_t)body.p, len };
+    done(arg, 0, &iov, 1, NULL);
+    mfs_src_release(s, body);
 }
 
 void mfs_file_read(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off, size_t len,
@@ -322,6 +445,12 @@ void mfs_file_read(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off
     }
     if (n->sums) {
         mfs_sums_read(v, off, len, hook, done, arg);
+        return;
+    }
+    if (n->linked) {
+        mfs_src *s = (mfs_src *)(void *)f;
+        uint64_t fsize = n->size_unknown && s != NULL ? s->size : n->size;
+        read_linked(v->files, (uint32_t)n->src_off, s, fsize, off, len, done, arg);
         return;
     }
     if (n->concat) {

@@ -1,7 +1,7 @@
 /* The bytes of a file node, one way for every front end (the mount's
  * op_read, modelfs-ls): "node N of volume V, [off, off + len)".
  *
- * A file node is one of five kinds, and only this interface (file.c)
+ * A file node is one of six kinds, and only this interface (file.c)
  * tells them apart:
  *  - a tensor in place: a slice of the model's source (a pointer into
  *    the mapping, or the span a fetching source pins);
@@ -10,7 +10,9 @@
  *    where its file's bytes are (concat_read.c);
  *  - SHA256SUMS: lines made on demand (sums.c);
  *  - produced or checked content (f32/, stats.tsv, decoded members): the
- *    content layer's bytes, referenced at open.
+ *    content layer's bytes, referenced at open;
+ *  - a file of the files view (files_view.h): the whole of a source of
+ *    its own (or its model's), had at open, which may wait for it.
  *
  * Reads are asynchronous: the answer comes through a callback that gets
  * the bytes as a few pieces pointing where they are (no copy where the
@@ -100,6 +102,10 @@ void mfs_file_read(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off
 int mfs_file_open_sync(const mfs_volume *v, uint32_t node, mfs_file **f, mfs_err *e);
 int mfs_file_read_sync(const mfs_volume *v, uint32_t node, mfs_file *f, uint64_t off,
                        size_t len, mfs_file_done done, void *arg);
+
+/* The size a file shown with none yet (mfs_node.size_unknown) has by
+ * now (its bytes made, its source opened): true with *size. */
+bool mfs_file_known_size(const mfs_volume *v, uint32_t node, uint64_t *size);
 
 /* Frees the state of opens never closed (the session ended with files
  * open); after mfs_inflight_drain, when no read is left. */

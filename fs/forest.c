@@ -31,14 +31,18 @@ void mfs_forest_init_single(mfs_forest *f, mfs_tree *tree, const mfs_origin *o, 
     f->top.src = o->src;
     f->top.content = mfs_content_new_in(tree, o->src, f->pool);
     f->top.mtime = o->mtime;
+    f->top.files = o->files;
     f->bytes = o->src ? o->src->size : 0;
 }
 
 void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *models, uint32_t count,
-                           uint64_t cache_size, mfs_forest_load_fn load, void *load_ctx,
-                           const char *prog)
+                           mfs_files *files, uint64_t cache_size, mfs_forest_load_fn load,
+                           void *load_ctx, const char *prog)
 {
     memset(f, 0, sizeof *f);
+    f->files = files;
+    if (files != NULL)
+        files->forest = f;
     f->pool = mfs_content_pool_new(cache_size);
     f->models = models;
     f->count = count;
@@ -67,6 +71,7 @@ void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *model
     f->top.src = NULL;
     f->top.content = mfs_content_new_in(top, NULL, f->pool);
     f->top.mtime = newest;
+    f->top.files = files;
 }
 
 uint32_t mfs_forest_model_at(const mfs_forest *f, uint32_t node)
@@ -138,7 +143,7 @@ const mfs_volume *mfs_forest_get(mfs_forest *f, uint32_t k)
     v = atomic_load_explicit(&m->vol, memory_order_acquire);
     if (v == NULL) {
         mfs_tree *tree = calloc(1, sizeof *tree);
-        mfs_origin o = { NULL, { 0, 0 }, NULL };
+        mfs_origin o = { .src = NULL };
         mfs_err e = { 0 };
         if (tree == NULL) {
             pthread_mutex_unlock(&m->lock);
@@ -227,6 +232,8 @@ void mfs_forest_destroy(mfs_forest *f)
         mfs_tree_destroy(f->top.tree);
         free(f->top.tree);
     }
+    /* After the models: it may point at their sources, never uses them now. */
+    mfs_files_free(f->files);
     free(f->models);
     free(f->model_of);
     mfs_content_pool_free(f->pool);

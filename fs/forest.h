@@ -18,6 +18,7 @@
 
 #include "content.h"
 #include "err.h"
+#include "files_view.h"
 #include "load.h"
 #include "source.h"
 #include "tree.h"
@@ -28,6 +29,7 @@ typedef struct mfs_volume {
     mfs_content *content;
     struct timespec mtime;   /* every node shows it */
     uint32_t id;             /* 0: the top volume; model k is k + 1 */
+    mfs_files *files;        /* its linked files' sources (files_view.h), or NULL */
 } mfs_volume;
 
 /* Loads model k's tree (finished) and fills *o; -1 with `e` filled.
@@ -57,19 +59,21 @@ typedef struct mfs_forest {
     void *load_ctx;
     const char *prog;        /* for the ERROR lines: "modelfs" */
     uint64_t bytes;          /* of every model file, for statfs */
+    mfs_files *files;        /* several: the top tree's files view (owned) */
 } mfs_forest;
 
-/* One model: `tree` and what it reads from (loaded, owned by the caller)
- * at the root. */
+/* One model: `tree` and what it reads from (loaded, owned by the caller,
+ * its files view too) at the root. */
 void mfs_forest_init_single(mfs_forest *f, mfs_tree *tree, const mfs_origin *o, uint64_t cache_size);
 
 /* Several: `top` is the finished top tree (owned by the forest from now
- * on, with `models` taken over too: their node, source, format, size and
- * mtime filled in). models.json, if the top tree has it at the root, is
- * made here (mfs_forest_models_json_ops). */
+ * on, with `models` and `files`, its files view or NULL, taken over too:
+ * their node, source, format, size and mtime filled in). models.json, if
+ * the top tree has it at the root, is made here
+ * (mfs_forest_models_json_ops). */
 void mfs_forest_init_multi(mfs_forest *f, mfs_tree *top, mfs_forest_model *models, uint32_t count,
-                           uint64_t cache_size, mfs_forest_load_fn load, void *load_ctx,
-                           const char *prog);
+                           mfs_files *files, uint64_t cache_size, mfs_forest_load_fn load,
+                           void *load_ctx, const char *prog);
 
 /* Stops running jobs of every volume; false when some did not end. */
 bool mfs_forest_shutdown(mfs_forest *f, unsigned wait_ms);

@@ -3,14 +3,20 @@
 #include "content.h"
 #include "err.h"
 
-int mfs_load_one(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_load_opts *opts,
-                 const char *prog)
+static int load_one(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_load_opts *opts,
+                    bool alone, const char *prog)
 {
     mfs_err e = { 0 };
-    if (mfs_load_path(tree, o, path, opts, &e) == 0)
+    if ((alone ? mfs_load_alone : mfs_load_path)(tree, o, path, opts, &e) == 0)
         return MFS_OK;
     mfs_err_print(prog, path, &e);
     return e.code != MFS_OK ? e.code : MFS_E_INTERNAL;  /* never "loaded" after a failure */
+}
+
+int mfs_load_one(mfs_tree *tree, mfs_origin *o, const char *path, const mfs_load_opts *opts,
+                 const char *prog)
+{
+    return load_one(tree, o, path, opts, false, prog);
 }
 
 int mfs_models_load(mfs_models *m, mfs_forest *f, const char *const *args, size_t n,
@@ -19,7 +25,7 @@ int mfs_models_load(mfs_models *m, mfs_forest *f, const char *const *args, size_
     *m = (mfs_models){ .loader = { &m->coll, opts } };
     mfs_tree_init(&m->tree);
     if (mfs_collect_is_single(args, n)) {
-        int code = mfs_load_one(&m->tree, &m->origin, args[0], opts, prog);
+        int code = load_one(&m->tree, &m->origin, args[0], opts, true, prog);
         if (code != MFS_OK) {
             mfs_tree_destroy(&m->tree);
             mfs_origin_close(&m->origin);

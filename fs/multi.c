@@ -12,24 +12,6 @@
 #include "names.h"
 #include "xalloc.h"
 
-/* The first free name in `dir` for `name`: itself, then "%~2", "%~3"...
- * (the names rule's duplicate form, cut to stay a valid name). */
-static char *unique_name(const mfs_tree *t, uint32_t dir, const char *name)
-{
-    char *cand = mfs_xstrdup(name);
-    for (unsigned k = 2; mfs_tree_lookup(t, dir, cand) != MFS_NONE; k++) {
-        free(cand);
-        size_t keep = strlen(name);
-        if (keep > MFS_NAME_MAX - 20)
-            keep = MFS_NAME_MAX - 20;
-        while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
-            keep--;
-        cand = mfs_xmalloc(keep + 24);
-        snprintf(cand, keep + 24, "%.*s%%~%u", (int)keep, name, k);
-    }
-    return cand;
-}
-
 /* Whether `node` is a model's folder or lies below one (`mark[i]`: node i
  * is a model's folder): an S3 prefix may hold a key "m.gguf" and keys
  * below "m.gguf/", which a model's folder would hide. */
@@ -61,6 +43,11 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
     mfs_tree_init(top);
     uint32_t list = mfs_tree_add(top, MFS_ROOT, "models.json", MFS_NODE_FILE, NULL, 0);
     mfs_tree_set_size_unknown(top, list);
+    /* The files view takes `files` first; what the arguments have there
+     * moves to the next free name, one for all of it. */
+    uint32_t view = mfs_tree_add(top, MFS_ROOT, MFS_FILES_VIEW, MFS_NODE_DIR, NULL, 0);
+    char *moved = mfs_tree_free_name(top, MFS_ROOT, MFS_FILES_VIEW);
+    uint32_t *model_of = mfs_xcalloc(w.count ? w.count : 1, sizeof *model_of);
     out->models = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->models);
     out->open_paths = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->open_paths);
     out->roots = mfs_xcalloc(w.count ? w.count : 1, sizeof *out->roots);
@@ -68,11 +55,20 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
     size_t marks = 0;
     for (size_t i = 0; i < w.count; i++) {
         mfs_found *f = &w.list[i];
+        model_of[i] = MFS_NONE;
+        size_t vl = strlen(MFS_FILES_VIEW);
+        if (strncmp(f->dir, MFS_FILES_VIEW, vl) == 0 && (f->dir[vl] == '\0' || f->dir[vl] == '/')) {
+            char *d = mfs_xmalloc(strlen(moved) + strlen(f->dir + vl) + 1);
+            strcpy(d, moved);
+            strcat(d, f->dir + vl);
+            free(f->dir);
+            f->dir = d;
+        }
         uint32_t dir = f->dir[0] ? mfs_tree_mkdirs(top, MFS_ROOT, f->dir) : MFS_ROOT;
         if (dir != MFS_NONE && below_model(top, dir, mark, marks))
             dir = MFS_NONE;
         char *enc = mfs_name_encode(f->name, strlen(f->name));
-        char *name = dir == MFS_NONE ? NULL : unique_name(top, dir, enc);
+        char *name = dir == MFS_NONE ? NULL : mfs_tree_free_name(top, dir, enc);
         uint32_t node = name ? mfs_tree_add(top, dir, name, MFS_NODE_DIR, NULL, 0) : MFS_NONE;
         free(enc);
         free(name);
@@ -87,6 +83,7 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
                 marks = grown;
             }
             mark[node] = 1;
+            model_of[i] = out->count;
             mfs_forest_model *m = &out->models[out->count];
             m->node = node;
             m->source = f->source;
@@ -103,6 +100,11 @@ int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mf
         free(f->open_path);
         free(f->root);
     }
+    out->files = mfs_files_new(opts);
+    mfs_files_build(out->files, top, view, &w, model_of);
+    mfs_found_files_free(&w);
+    free(model_of);
+    free(moved);
     free(w.list);
     free(mark);
     mfs_tree_finish(top);
@@ -159,7 +161,9 @@ void mfs_collection_init_forest(mfs_forest *f, mfs_collection *c, mfs_collection
                                 const uint64_t *cache_size, const char *prog)
 {
     uint64_t cap = cache_size ? *cache_size : mfs_content_cap_for(collection_bytes(c));
-    mfs_forest_init_multi(f, c->top, c->models, c->count, cap, mfs_collection_load, l, prog);
+    mfs_forest_init_multi(f, c->top, c->models, c->count, c->files, cap, mfs_collection_load, l,
+                          prog);
+    c->files = NULL;
     if (c->count == 0)  /* no model: the folder's own time, not 1970 */
         f->top.mtime = c->mtime;
 }
@@ -174,4 +178,6 @@ void mfs_collection_free_paths(mfs_collection *c)
     free(c->roots);
     c->open_paths = NULL;
     c->roots = NULL;
+    mfs_files_free(c->files);
+    c->files = NULL;
 }

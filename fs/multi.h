@@ -24,11 +24,15 @@ typedef struct mfs_collection {
                                     NULL for a model named on the command line */
     struct timespec mtime;       /* the newest of the arguments' own: the
                                     time a mount with no model shows */
+    mfs_files *files;            /* the files view's sources (the forest takes it) */
 } mfs_collection;
 
-/* Finds the models and lays out the top tree; -1 with `e` (and *bad, the
- * argument at fault) when an argument cannot be read at all. `opts` (may
- * be NULL): how folder URLs are listed. */
+/* Finds the models and lays out the top tree: models.json, the files
+ * view (files/, README "The files view": a model or folder of the
+ * arguments called `files` at the root moves to `files%~2`) and the
+ * models' folders; -1 with `e` (and *bad, the argument at fault) when an
+ * argument cannot be read at all. `opts` (may be NULL): how folder URLs
+ * are listed, and how the files view opens its files. */
 int mfs_collect(const char *const *args, size_t n, const mfs_load_opts *opts, mfs_collection *out,
                 const char **bad, mfs_err *e);
 

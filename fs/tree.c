@@ -377,6 +377,35 @@ uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uin
     return idx;
 }
 
+/* The first free name in `dir` for `name`: itself, then "%~2", "%~3"...
+ * (the names rule's duplicate form, cut to stay a valid name). */
+char *mfs_tree_free_name(const mfs_tree *t, uint32_t dir, const char *name)
+{
+    char *cand = mfs_xstrdup(name);
+    for (unsigned k = 2; mfs_tree_lookup(t, dir, cand) != MFS_NONE; k++) {
+        free(cand);
+        size_t keep = strlen(name);
+        if (keep > MFS_NAME_MAX - 20)
+            keep = MFS_NAME_MAX - 20;
+        while (keep > 0 && ((unsigned char)name[keep] & 0xc0) == 0x80)
+            keep--;
+        cand = mfs_xmalloc(keep + 24);
+        snprintf(cand, keep + 24, "%.*s%%~%u", (int)keep, name, k);
+    }
+    return cand;
+}
+
+uint32_t mfs_tree_add_linked(mfs_tree *t, uint32_t parent, const char *name, uint32_t entry,
+                             uint64_t size)
+{
+    uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, size);
+    if (idx != MFS_NONE) {
+        t->nodes[idx].linked = true;
+        t->nodes[idx].src_off = entry;
+    }
+    return idx;
+}
+
 uint32_t mfs_tree_add_concat(mfs_tree *t, uint32_t parent, const char *name)
 {
     uint32_t idx = mfs_tree_add(t, parent, name, MFS_NODE_FILE, NULL, 0);

@@ -63,12 +63,16 @@ typedef struct mfs_node {
                                    source (mfs_node_get), not `data` */
     bool concat : 1;            /* `data` is its head, other files' bytes follow
                                    (mfs_tree_add_concat, mfs_tree_concat) */
+    bool linked : 1;            /* a file of the files view: its bytes are those of
+                                   entry `src_off` of its volume's mfs_files
+                                   (fs/files_view.h), a file of its own */
     union {
         struct {            /* MFS_NODE_FILE */
             union {
                 const uint8_t *data;  /* file bytes owned by the tree (generated); with
                                          a body, only the head: size - body's size bytes */
-                uint64_t src_off;     /* from_src: where they start in the source */
+                uint64_t src_off;     /* from_src: where they start in the source;
+                                         linked: its files view entry */
             };
             uint64_t size;
         };
@@ -241,6 +245,16 @@ uint32_t mfs_tree_add(mfs_tree *t, uint32_t parent, const char *name, mfs_kind k
  * its source when served (an empty one reads nothing); as mfs_tree_add
  * otherwise. */
 uint32_t mfs_tree_add_stored(mfs_tree *t, uint32_t parent, const char *name, uint64_t off,
+                             uint64_t size);
+
+/* The first free name in `dir` for `name` (malloc'd): itself, then
+ * "%~2", "%~3"... (the names rule's duplicate form, cut to stay a valid
+ * name). */
+char *mfs_tree_free_name(const mfs_tree *t, uint32_t dir, const char *name);
+
+/* Adds a file of the files view whose bytes are those of entry `entry`
+ * of its volume's files view (fs/files_view.h); as mfs_tree_add otherwise. */
+uint32_t mfs_tree_add_linked(mfs_tree *t, uint32_t parent, const char *name, uint32_t entry,
                              uint64_t size);
 
 /* Finds or creates the directory at "a/b/c" below `parent` (components must

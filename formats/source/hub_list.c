@@ -207,12 +207,19 @@ int mfs_hub_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *ou
     }
     if (rc == 0 && l.count > 1)
         qsort(l.items, l.count, sizeof *l.items, by_path);
+    size_t models = 0;
     for (size_t i = 0; rc == 0 && i < l.count; i++) {
         const char *p = l.items[i].path;
-        if (!mfs_remote_is_model_name(base_of(p)) || is_listed_shard(&l, p))
+        bool model = mfs_remote_is_model_name(base_of(p)) && !is_listed_shard(&l, p);
+        if (!model && out->count >= MFS_REMOTE_MAX_ALL)
             continue;
+        if (model && ++models > MFS_REMOTE_MAX_FILES) {
+            rc = mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "more than %u model files in it",
+                          MFS_REMOTE_MAX_FILES);
+            break;
+        }
         char *fu = mfs_hub_file_url(&r, commit, p);
-        mfs_remote_listing_add(out, p, fu, l.items[i].size, 0);
+        mfs_remote_listing_add(out, p, fu, l.items[i].size, 0, model);
         free(fu);
     }
     mfs_hub_entries_free(&l);

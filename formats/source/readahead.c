@@ -17,6 +17,13 @@
  * 248 KiB measured), and stop there; `cat` of tensor after tensor goes
  * on. */
 #define RUN_ON_PROOF (256u << 10)
+/* Or the same through regions smaller than that, tensor after tensor from
+ * where the stream began: more than the kernel reads past a small read
+ * of a file on its own (a header's 8 KiB made it read 512 KiB through 9
+ * tensors of 64 KiB), so that a header read or a mapping's faults fetch
+ * their own blocks only, and a read through many small tensors (the
+ * files view, from_pretrained) still runs on after its first MiB. */
+#define RUN_ON_FAR (1u << 20)
 /* A stream's first window, in reads of the length of the one that made it
  * a stream (MFS_RA_MIN at least). */
 #define FIRST 4u
@@ -102,9 +109,10 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     ra->tick++;
     mfs_ra_stream *s = continued(ra, off, stop, end);
     if (s == NULL && (s = runs_on(ra, off)) != NULL) {
-        if (s->next - s->start > RUN_ON_PROOF) {
-            /* It read its region (or much of it): it may go on past
-             * region ends, once it shows it reads on in this one too. */
+        if (s->next - s->start > RUN_ON_PROOF || s->next - s->origin > RUN_ON_FAR) {
+            /* It read its region (or much of it, or several small ones
+             * in turn): it may go on past region ends, once it shows it
+             * reads on in this one too. */
             s->proof = s->region + RUN_ON_PROOF;
             s->end = ra->size;
         } else {
@@ -119,7 +127,7 @@ bool mfs_ra_read(mfs_readahead *ra, uint64_t off, uint64_t len, uint64_t end, bo
     if (s == NULL) {
         /* One read is not a stream: nothing ahead. */
         s = fresh(ra);
-        *s = (mfs_ra_stream){ .start = off, .next = stop, .ahead = stop, .end = end,
+        *s = (mfs_ra_stream){ .start = off, .origin = off, .next = stop, .ahead = stop, .end = end,
                               .region = end, .used = ra->tick, .live = true };
         return false;
     }

@@ -18,7 +18,9 @@
  * stream is in; a stream that read its region to the end and runs on into
  * the next one (tensor after tensor, in file order) may go on past
  * region ends once it has read more of the next region than the kernel
- * reads ahead on its own (the kernel's read-around of a mapping runs
+ * reads ahead on its own (or, through regions smaller than that, more
+ * than a MiB from where it began: a file of many small tensors read
+ * through) (the kernel's read-around of a mapping runs
  * that far into the next tensor and stops there: that costs nothing
  * ahead, and those reads fetch their own bytes only, as lone ones). */
 #ifndef MFS_READAHEAD_H
@@ -31,7 +33,9 @@
 #define MFS_RA_STREAMS 8            /* streams followed per object */
 
 typedef struct mfs_ra_stream {
-    uint64_t start;             /* where its first read began */
+    uint64_t start;             /* where its first read in its region began */
+    uint64_t origin;            /* where its first read of all began: a stream
+                                   running on through small regions keeps it */
     uint64_t next;              /* where its reads have come to */
     uint64_t ahead;             /* asked up to here */
     uint64_t window;            /* 0: one read so far, not a stream yet */

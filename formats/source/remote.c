@@ -87,10 +87,14 @@ int mfs_remote_list(const char *url, const mfs_http_opts *o, mfs_remote_listing 
 }
 
 void mfs_remote_listing_add(mfs_remote_listing *l, const char *path, const char *url,
-                            uint64_t size, int64_t mtime)
+                            uint64_t size, int64_t mtime, bool model)
 {
-    l->files = mfs_xrealloc(l->files, (l->count + 1) * sizeof *l->files);
-    l->files[l->count++] = (mfs_remote_file){ mfs_xstrdup(path), mfs_xstrdup(url), size, mtime };
+    if (l->count == l->cap) {  /* doubling: a listing may hold a million */
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->files = mfs_xreallocarray(l->files, l->cap, sizeof *l->files);
+    }
+    l->files[l->count++] = (mfs_remote_file){ mfs_xstrdup(path), mfs_xstrdup(url), size, mtime,
+                                              model };
 }
 
 void mfs_remote_listing_free(mfs_remote_listing *l)

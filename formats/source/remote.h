@@ -40,27 +40,33 @@ typedef struct mfs_remote_file {
     char *url;               /* what mfs_remote_open opens */
     uint64_t size;           /* as the listing gave it */
     int64_t mtime;           /* seconds, 0 unknown */
+    bool model;              /* a model of its own: a name a format may own, and
+                                no part of another listed file's model */
 } mfs_remote_file;
 
 typedef struct mfs_remote_listing {
     mfs_remote_file *files;  /* sorted by path */
-    size_t count;
+    size_t count, cap;
 } mfs_remote_listing;
 
-/* The model files below a folder URL (mfs_remote_is_folder): names a
- * format may own (mfs_remote_is_model_name), at most
- * MFS_REMOTE_MAX_FILES. -1 with e (MFS_E_IO) when it cannot be listed. */
+/* Every file below a folder URL (mfs_remote_is_folder), the model files
+ * (names a format may own, mfs_remote_is_model_name, that are no part of
+ * another's model) marked `model`: at most MFS_REMOTE_MAX_FILES models
+ * (more is an error) and MFS_REMOTE_MAX_ALL files in all (the rest left
+ * out, with a warning). -1 with e (MFS_E_IO) when it cannot be listed. */
 #define MFS_REMOTE_MAX_FILES 100000u
+#define MFS_REMOTE_MAX_ALL 1000000u
 int mfs_remote_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out,
                     mfs_err *e);
 void mfs_remote_listing_free(mfs_remote_listing *l);
-/* Sorts the listing and removes the files that are part of another
- * listed file's model (remote_parts.c): an OpenVINO X.bin beside X.xml,
- * TF.js shards beside model.json, an .xml with no .bin beside it. */
+/* Sorts the listing and unmarks (`model` false) the files that are part
+ * of another listed file's model (remote_parts.c): an OpenVINO X.bin
+ * beside X.xml, TF.js shards beside model.json, an .xml with no .bin
+ * beside it. */
 void mfs_remote_drop_parts(mfs_remote_listing *l);
 /* Adds a file (copies the strings); the list owns it. */
 void mfs_remote_listing_add(mfs_remote_listing *l, const char *path, const char *url,
-                            uint64_t size, int64_t mtime);
+                            uint64_t size, int64_t mtime, bool model);
 
 /* Whether a listed file's name is one a model may have (its extension):
  * a folder's other files (README.md, config.json, images) are not

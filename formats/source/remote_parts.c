@@ -24,7 +24,7 @@ static bool listed_beside(const mfs_remote_listing *l, const char *path, size_t 
     memcpy(p, path, dlen);
     memcpy(p + dlen, name, nlen);
     p[dlen + nlen] = '\0';
-    mfs_remote_file key = { p, NULL, 0, 0 };
+    mfs_remote_file key = { .path = p };
     bool found = bsearch(&key, l->files, l->count, sizeof *l->files, by_path) != NULL;
     free(p);
     return found;
@@ -95,20 +95,14 @@ void mfs_remote_drop_parts(mfs_remote_listing *l)
 {
     if (l->count > 1)
         qsort(l->files, l->count, sizeof *l->files, by_path);
-    /* Decided on the whole listing first, then removed: a part's
-     * partner must still be there when the next file asks. */
+    /* Decided on the whole listing first, then unmarked: a part's
+     * partner must still be a model when the next file asks. The files
+     * view shows them all. */
     bool *drop = mfs_xcalloc(l->count ? l->count : 1, sizeof *drop);
     for (size_t i = 0; i < l->count; i++)
-        drop[i] = is_part(l, l->files[i].path);
-    size_t w = 0;
-    for (size_t i = 0; i < l->count; i++) {
-        if (drop[i]) {
-            free(l->files[i].path);
-            free(l->files[i].url);
-        } else {
-            l->files[w++] = l->files[i];
-        }
-    }
-    l->count = w;
+        drop[i] = l->files[i].model && is_part(l, l->files[i].path);
+    for (size_t i = 0; i < l->count; i++)
+        if (drop[i])
+            l->files[i].model = false;
     free(drop);
 }

@@ -8,6 +8,7 @@
 
 #include "curl_lib.h"
 #include "http_loop.h"
+#include "log.h"
 #include "s3_config.h"
 #include "s3_xml.h"
 #include "strbuf.h"
@@ -374,6 +375,8 @@ int mfs_s3_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out
     body b = { mfs_xmalloc(MAX_PAGE_BYTES), 0, false };
     char *token = NULL;
     int rc = -1;
+    size_t models = 0;
+    bool warned = false;
     for (unsigned page = 0;; page++) {
         if (page == MAX_PAGES) {
             mfs_fail(e, MFS_E_IO, MFS_NO_OFFSET, "more than %u pages of keys below it",
@@ -421,16 +424,22 @@ int mfs_s3_list(const char *url, const mfs_http_opts *o, mfs_remote_listing *out
             if (strncmp(k, prefix, plen) != 0 || !usable_path(k + plen))
                 continue;   /* not below the prefix, or no path a mount can show */
             const char *name = strrchr(k, '/');
-            if (!mfs_remote_is_model_name(name ? name + 1 : k))
-                continue;
-            if (out->count >= MFS_REMOTE_MAX_FILES) {
+            bool model = mfs_remote_is_model_name(name ? name + 1 : k);
+            if (model && ++models > MFS_REMOTE_MAX_FILES) {
                 over = true;
                 break;
+            }
+            if (!model && out->count >= MFS_REMOTE_MAX_ALL) {
+                if (!warned)
+                    mfs_warn("%s: more than %u files below it; the rest are not shown", url,
+                             MFS_REMOTE_MAX_ALL);
+                warned = true;
+                continue;
             }
             mfs_strbuf u = { 0 };
             mfs_sb_addf(&u, "s3://%s/%s", bucket, k);
             mfs_remote_listing_add(out, k + plen, u.buf, pg.objects[i].size,
-                                   pg.objects[i].mtime);
+                                   pg.objects[i].mtime, model);
             mfs_sb_free(&u);
         }
         bool more = pg.truncated;

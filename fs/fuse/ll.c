@@ -159,7 +159,7 @@ static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, c
     } else {
         uint64_t size = n->size;  /* a file's only: a directory's room holds its children */
         if (n->size_unknown)
-            mfs_content_known_size(fs->content, idx, &size);
+            mfs_file_known_size(fs, idx, &size);
         st->st_mode = S_IFREG | 0444;
         st->st_nlink = 1;
         st->st_size = (off_t)size;

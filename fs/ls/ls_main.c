@@ -123,8 +123,16 @@ static uint64_t shown_size(const mfs_volume *v, uint32_t node)
         mfs_held *h = mfs_content_get(v->content, node, NULL);
         mfs_held_unref(h);
     }
-    if (n->size_unknown)
-        mfs_content_known_size(v->content, node, &size);
+    if (n->size_unknown && !mfs_file_known_size(v, node, &size) && n->linked) {
+        /* A URL named alone, in the files view: the mount learns its size
+         * when it or its model is first opened; we open it now. */
+        mfs_file *f = NULL;
+        mfs_err e = { 0 };
+        if (mfs_file_open_sync(v, node, &f, &e) == 0) {
+            mfs_file_known_size(v, node, &size);
+            mfs_file_close(v, node, f);
+        }
+    }
     return size;
 }
 

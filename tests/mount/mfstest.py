@@ -209,13 +209,25 @@ def write_safetensors(path, tensors):
 
 
 def unmount_and_remove(mnt):
-    """Unmounts `mnt`, waits (5 s at most) for it to go, removes the folder."""
+    """Unmounts `mnt`, waits (5 s at most) for it to go and (30 s at most)
+    for its daemon to end, removes the folder. The daemon writes the
+    blocks it fetched to the disk cache before it exits: a mount made
+    next on the same cache_dir would else find some not written yet."""
+    pid = daemon_pid(mnt) if os.path.ismount(mnt) else None
     unmount(mnt)
-    # The daemon exits after the unmount; give it time to flush sanitizer logs.
     for _ in range(50):
         if not os.path.ismount(mnt):
             break
         time.sleep(0.1)
+    deadline = time.time() + 30
+    while pid is not None and time.time() < deadline and os.path.exists("/proc/%d" % pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rpartition(")")[2].split()[0] == "Z":
+                    break   # ended, not reaped yet
+        except OSError:
+            break
+        time.sleep(0.02)
     os.rmdir(mnt)
 
 
@@ -638,17 +650,31 @@ def same_mounts(c, what, got, want):
     are read first: a file made on open (stats.tsv) has its size once
     read, and `want` may have been read before."""
     differ = []
-    for p, size in sorted(walk_tree(want).items()):
+    # `want` mounted alone has its files view; `got`, a model among
+    # several, has it in the mount's files/ instead.
+    for p, size in sorted(without_view(walk_tree(want), walk_tree(got)).items()):
         gp, wp = os.path.join(got, p), os.path.join(want, p)
         if xattrs_of(gp) != xattrs_of(wp) or (size is not None and
                                              read_or_errno(gp) != read_or_errno(wp)):
             differ.append(p)
-    tg, tw = walk_tree(got), walk_tree(want)
+    tg = walk_tree(got)
+    tw = without_view(walk_tree(want), tg)
     odd = sorted(p for p in set(tg) | set(tw) if tg.get(p, -1) != tw.get(p, -1))
     c.check(not odd, "%s: tree, against the local file's mount: %d paths differ: %s"
             % (what, len(odd), [(p, tg.get(p, "absent"), tw.get(p, "absent")) for p in odd[:4]]))
     c.check(not differ, "%s: %d files differ in bytes or xattrs: %s" % (what, len(differ),
                                                                        differ[:4]))
+
+
+def without_view(alone, got):
+    """`alone` ({path: ...} of a model mounted alone) without its files
+    view (files/: the model file, or a model folder's files), which that
+    model's folder in a mount of several has not (the mount's files/ has
+    them): unless `got` (that folder's tree) has a files/ too, a Carton's
+    own (its members)."""
+    if "files" in got:
+        return alone
+    return {k: v for k, v in alone.items() if k != "files" and not k.startswith("files/")}
 
 
 def ls_tree(modelfs_ls, model, env=None):

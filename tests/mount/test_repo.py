@@ -96,6 +96,8 @@ def models_in(mnt):
     found, errors = [], []
     for d, dirs, names in os.walk(mnt):
         rel = os.path.relpath(d, mnt)
+        if rel == ".":
+            dirs[:] = [n for n in dirs if n != "files"]  # the files view: no models
         if "model.json" in names and rel != ".":
             found.append(rel)
             dirs[:] = []

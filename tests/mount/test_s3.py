@@ -290,8 +290,11 @@ def check_listing(c, ls, bucket, srv, env):
             % (srv.list_pages - pages))
     whole, code, err = tree_of(ls, ["s3://models"], env)
     c.equal(code, 0, "modelfs-ls s3://models -- (%s)" % err)
-    c.check(set("zoo/" + p for p in remote) <= set(whole),
+    view = "files/"
+    c.check(set("zoo/" + p for p in remote if p != "files" and not p.startswith(view)) <= set(whole),
             "s3://models holds zoo/'s models: %s" % sorted(whole)[:5])
+    c.check(set(view + "zoo/" + p[len(view):] for p in remote if p.startswith(view)) <= set(whole),
+            "s3://models: its files view holds zoo/'s files")
     # Two folder URLs: each in a folder of its last part.
     both, code, err = tree_of(ls, ["s3://models/zoo/", "s3://open/"], env)
     c.check(code == 0 and any(p.startswith("zoo/") for p in both) and

@@ -117,8 +117,8 @@ def check_model(c, x, model, expect, mount):
         top |= {"npy", t["npy"]}
     if "f32" in t:
         top |= {"f32", t["f32"]}
-    top |= {"stats.tsv", "model.safetensors"}
-    c.equal(set(tree), top, name + ": the tree (no graph.json)")
+    top |= {"stats.tsv", "model.safetensors", "files", "files/" + name}
+    c.equal(set(tree), top, name + ": the tree (no graph.json; the files view)")
     for k in ("name", "dtype", "shape", "graph_path", "source", "storage", "onnx_field",
               "onnx_data_type", "location", "length", "element_bits"):
         c.equal(t.get(k), want.get(k), "%s: %s" % (name, k))

@@ -133,7 +133,8 @@ def check_folder(c, t):
         for f in ("small.xml", "small.bin"):
             shutil.copy(os.path.join(src, f), d)
         with mfstest.mounted(t.modelfs, d, t.env) as mnt:
-            c.equal(sorted(os.listdir(mnt)), ["models.json", "small.xml"], "folder: the pair is one model")
+            c.equal(sorted(os.listdir(mnt)), ["files", "models.json", "small.xml"],
+                    "folder: the pair is one model (and the files view)")
             with open(os.path.join(d, "small.bin"), "rb") as f:
                 c.equal(mfstest.read_bytes(os.path.join(mnt, "small.xml", "tensors", "bias")), f.read()[:12],
                         "folder: bias bytes vs the .bin")
