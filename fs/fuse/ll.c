@@ -61,7 +61,7 @@ static bool unloaded_root(const mfs_mount *mt, fuse_ino_t ino, struct stat *st)
     st->st_uid = mt->uid;
     st->st_gid = mt->gid;
     st->st_atim = st->st_mtim = st->st_ctim = mt->forest->models[id - 1].mtime;
-    st->st_blksize = MFS_MAX_READ;
+    st->st_blksize = mt->blksize ? mt->blksize : MFS_MAX_READ;
     return true;
 }
 
@@ -152,7 +152,7 @@ static void fill_stat(const mfs_mount *mt, const mfs_volume *fs, uint32_t idx, c
     st->st_uid = mt->uid;
     st->st_gid = mt->gid;
     st->st_atim = st->st_mtim = st->st_ctim = fs->mtime;
-    st->st_blksize = MFS_MAX_READ;
+    st->st_blksize = mt->blksize ? mt->blksize : MFS_MAX_READ;
     if (n->kind == MFS_NODE_DIR) {
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 2 + n->subdirs;

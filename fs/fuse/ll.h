@@ -16,6 +16,7 @@ typedef struct mfs_mount {
     mfs_forest *forest;
     uid_t uid;
     gid_t gid;
+    unsigned blksize;   /* st_blksize of everything (0: MFS_MAX_READ) */
 } mfs_mount;
 
 extern const struct fuse_lowlevel_ops mfs_ll_ops;

@@ -409,7 +409,13 @@ int main(int argc, char **argv)
      * named on stderr) as it makes the session: made now, so a bad option
      * is found before a model is loaded, a remote one fetched. The session
      * is used once the tree is ready. */
-    mfs_mount fs = { .uid = getuid(), .gid = getgid() };
+    /* A remote mount's st_blksize is its kernel read-ahead: Python's
+     * open() reads st_blksize at its first read, and 1 MiB of a
+     * safetensors for its 8-byte length made the read-ahead take the
+     * reader for a stream and fetch the first tensor whole
+     * (bench/loaders_bench.py, 3 of 100). */
+    mfs_mount fs = { .uid = getuid(), .gid = getgid(),
+                     .blksize = any_remote ? MFS_REMOTE_READAHEAD_KB << 10 : 0 };
     struct fuse_session *se = fuse_session_new(&args, &mfs_ll_ops, sizeof mfs_ll_ops, &fs);
     if (se == NULL) {
         fprintf(stderr, "%s: invalid FUSE options (try --help)\n", prog);
