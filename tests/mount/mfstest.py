@@ -198,14 +198,8 @@ def stop_process(proc, timeout=10):
 
 def write_safetensors(path, tensors):
     """A safetensors file of uint8 tensors {name: bytes}, in that order."""
-    header, off = {}, 0
-    for name, data in tensors.items():
-        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [off, off + len(data)]}
-        off += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(tensors.values()))
+    write_safetensors_entries(path, [(name, "U8", [len(data)], data)
+                                     for name, data in tensors.items()])
 
 
 def unmount_and_remove(mnt):
@@ -394,6 +388,22 @@ def range_bytes(log):
             first, _, last = r[2][len("bytes="):].partition("-")
             total += int(last) - int(first) + 1
     return total
+
+
+def write_safetensors_entries(path, tensors):
+    """A safetensors file of `tensors` [(name, dtype, shape, bytes)], in
+    that order (the header padded to 8 bytes with spaces, as the format's
+    own writer does)."""
+    header, at = {}, 0
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [at, at + len(data)]}
+        at += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h)
+        for _, _, _, data in tensors:
+            f.write(data)
 
 
 def daemon_pid(mnt):

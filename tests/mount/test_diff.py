@@ -32,20 +32,9 @@ ST_DTYPES = {"float32": "F32", "float16": "F16", "float64": "F64", "int32": "I32
 
 def write_st(path, tensors):
     """A safetensors file of numpy arrays {name: array}, in that order."""
-    header, off, blobs = {}, 0, []
-    for name, a in tensors.items():
-        a = np.ascontiguousarray(a)
-        b = a.tobytes()
-        header[name] = {"dtype": ST_DTYPES[a.dtype.name], "shape": list(a.shape),
-                        "data_offsets": [off, off + len(b)]}
-        off += len(b)
-        blobs.append(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h)
-        for b in blobs:
-            f.write(b)
+    mfstest.write_safetensors_entries(path, [(name, ST_DTYPES[a.dtype.name], a.shape,
+                                      np.ascontiguousarray(a).tobytes())
+                                     for name, a in tensors.items()])
 
 
 def q8_0(x):

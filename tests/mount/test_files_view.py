@@ -50,15 +50,8 @@ TENSOR = 64 << 10
 def write_safetensors(path, n, seed):
     """n U8 tensors of TENSOR random bytes each, in name order."""
     rnd = __import__("random").Random(seed)
-    header, at = {}, 0
-    for i in range(n):
-        header["t%03d" % i] = {"dtype": "U8", "shape": [TENSOR], "data_offsets": [at, at + TENSOR]}
-        at += TENSOR
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h)
-        f.write(rnd.randbytes(at))
+    mfstest.write_safetensors_entries(path, [("t%03d" % i, "U8", [TENSOR], rnd.randbytes(TENSOR))
+                                     for i in range(n)])
 
 
 def make_tree(root):

@@ -94,17 +94,9 @@ def write_tiny_bert(root):
 def write_safetensors(path, n):
     """n tensors of TENSOR bytes each (U8, random bytes), in name order."""
     rng = np.random.default_rng(37)
-    header, at, blobs = {}, 0, []
-    for i in range(n):
-        header["t%03d" % i] = {"dtype": "U8", "shape": [TENSOR], "data_offsets": [at, at + TENSOR]}
-        blobs.append(rng.integers(0, 256, TENSOR, dtype=np.uint8).tobytes())
-        at += TENSOR
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h)
-        for b in blobs:
-            f.write(b)
+    mfstest.write_safetensors_entries(path, [("t%03d" % i, "U8", [TENSOR],
+                                      rng.integers(0, 256, TENSOR, dtype=np.uint8).tobytes())
+                                     for i in range(n)])
 
 
 def make_repo(c, root):
