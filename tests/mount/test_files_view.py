@@ -33,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -214,6 +215,54 @@ def check_local_changed(c, mnt, local, rel):
     c.equal(err, errno.EIO, "folder: %s changed: EIO (%s)" % (rel, None if data is None else len(data)))
 
 
+def check_swapped(c, t, src, root, env):
+    """A folder and a file of DIR swapped for symlinks out of it after the
+    mount, before any open, to bytes of the same sizes (so that only
+    the no-symlink open can tell): never those bytes."""
+    d = os.path.join(root, "swap")
+    shutil.copytree(src, d)
+    outside = os.path.join(root, "outside")
+    os.makedirs(os.path.join(outside, "sub"))
+    secrets = {}
+    for rel in ("config.json", os.path.join("sub", "README.md")):
+        size = os.path.getsize(os.path.join(d, rel))
+        secrets[rel] = (b"SECRET" * size)[:size]
+        with open(os.path.join(outside, rel), "wb") as f:
+            f.write(secrets[rel])
+    with mfstest.mounted(t.modelfs, d, env) as mnt:
+        shutil.rmtree(os.path.join(d, "sub"))
+        os.symlink(os.path.join(outside, "sub"), os.path.join(d, "sub"))
+        os.rename(os.path.join(d, "config.json"), os.path.join(d, "config.json.old"))
+        os.symlink(os.path.join(outside, "config.json"), os.path.join(d, "config.json"))
+        for rel, secret in secrets.items():
+            data, err = mfstest.read_or_errno(os.path.join(mnt, "files", rel))
+            c.check(data != secret and err != 0,
+                    "swapped: %s through a symlink out of DIR is an error, not its bytes "
+                    "(errno %d)" % (rel, err))
+
+
+def check_many_readers(c, t, src, want, env):
+    """Eight readers open every file of a fresh mount's files/ at once, in
+    different orders (first opens racing on each entry): every one gets
+    the source tree's bytes."""
+    files = sorted(p for p, v in want.items() if v is not None)
+    with mfstest.mounted(t.modelfs, src, env) as mnt:
+        bad = []
+
+        def reader(k):
+            order = files[k % len(files):] + files[:k % len(files)]
+            for rel in order:
+                with open(os.path.join(mnt, "files", rel), "rb") as f:
+                    if sha256(f.read()) != want[rel][1]:
+                        bad.append((k, rel))
+        threads = [threading.Thread(target=reader, args=(k,)) for k in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        c.equal(bad, [], "8 readers at once: every file's bytes")
+
+
 def body(c, t):
     root = mfstest.scratch("modelfs-files-")
     src = os.path.join(root, "src")
@@ -251,6 +300,8 @@ def body(c, t):
                     "folder: an empty folder shows")
             check_local_changed(c, mnt, os.path.join(d, "config.json"), "config.json")
             check_local_changed(c, mnt, os.path.join(d, "model.safetensors"), "model.safetensors")
+    check_swapped(c, t, src, root, env)
+    check_many_readers(c, t, src, want, env)
     # modelfs-ls lists files/ as the mount shows it.
     ls = mfstest.ls_tree(t.modelfs_ls, src, env)
     c.equal({p[len("files/"):]: v for p, v in ls.items() if p.startswith("files/")},
