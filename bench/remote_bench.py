@@ -75,18 +75,7 @@ def log(msg):
 
 # ---- inputs -----------------------------------------------------------
 
-def write_safetensors(path, tensors):
-    header, at = {}, 0
-    for name, dtype, shape, data in tensors:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(data)]}
-        at += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h)
-        for _, _, _, data in tensors:
-            f.write(data)
-
+write_safetensors = mfstest.write_safetensors_entries  # [(name, dtype, shape, bytes)]
 
 def make_hundred(d, size):
     """hundred.safetensors: 100 tensors of hundred_mib MiB (the read-ahead

@@ -213,15 +213,8 @@ def unmount_and_remove(mnt):
         if not os.path.ismount(mnt):
             break
         time.sleep(0.1)
-    deadline = time.time() + 30
-    while pid is not None and time.time() < deadline and os.path.exists("/proc/%d" % pid):
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                if f.read().rpartition(")")[2].split()[0] == "Z":
-                    break   # ended, not reaped yet
-        except OSError:
-            break
-        time.sleep(0.02)
+    if pid is not None:
+        pid_gone(pid, 30)
     os.rmdir(mnt)
 
 
